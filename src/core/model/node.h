@@ -1,0 +1,41 @@
+#ifndef GANGWAY_CORE_MODEL_NODE_H_
+#define GANGWAY_CORE_MODEL_NODE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/model/resource_list.h"
+#include "core/model/topology.h"
+
+namespace gangway::core {
+
+// One physical GPU. `index` is its position on the node (what CUDA_VISIBLE_DEVICES names).
+// GPUs with the same `domain` share an NVLink/NVSwitch island or PCIe switch / NUMA node.
+struct GpuDevice {
+  std::string model;  // e.g. "H100-80GB"
+  int64_t memory_bytes = 0;
+  int index = 0;
+  std::string uuid;
+  int domain = 0;
+  bool mig_enabled = false;  // partitioned into MIG instances: only MIG requests land here
+  bool healthy = true;
+};
+
+struct Node {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  std::string pool;
+  bool cordoned = false;  // no new work; what runs stays
+  bool healthy = true;    // unhealthy nodes take no new work
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  ResourceList extras;  // named extra resources, e.g. {"rdma", 4}
+  std::vector<GpuDevice> gpus;
+  NodeLocation location;
+};
+
+}  // namespace gangway::core
+
+#endif  // GANGWAY_CORE_MODEL_NODE_H_

@@ -1,0 +1,41 @@
+// Backfill policies. The planning itself (earliest start from running jobs' time limits, and
+// keeping later jobs off reserved capacity unless they end before it is needed) is shared and
+// lives in the cycle; a policy says how many blocked jobs get a reservation.
+//   none          no reservations: a blocked job can be overtaken forever by smaller ones
+//   easy          EASY (aggressive) backfill: only the first blocked job gets a reservation
+//   conservative  every blocked job, in order, up to `depth`, gets one
+
+#include "core/plugins/builtin.h"
+#include "core/sched/registry.h"
+
+namespace gangway::core {
+namespace {
+
+class FixedBackfill final : public BackfillPolicy {
+ public:
+  FixedBackfill(std::string_view name, int reservations) : name_(name), n_(reservations) {}
+  std::string_view name() const override { return name_; }
+  int MaxReservations() const override { return n_; }
+
+ private:
+  std::string_view name_;
+  int n_;
+};
+
+}  // namespace
+
+void RegisterBackfillPlugins(Registry& registry) {
+  registry.AddBackfill("none", "no backfill reservations",
+                       [](PluginArgs&) { return std::make_unique<FixedBackfill>("none", 0); });
+  registry.AddBackfill("easy", "EASY: reserve for the first blocked job, backfill the rest",
+                       [](PluginArgs&) { return std::make_unique<FixedBackfill>("easy", 1); });
+  registry.AddBackfill(
+      "conservative", "reserve for every blocked job in order, up to depth (default 64)",
+      [](PluginArgs& args) -> std::unique_ptr<BackfillPolicy> {
+        int64_t depth = args.Int("depth", 64);
+        if (depth < 1 || depth > 100000) args.Reject("depth", "must be between 1 and 100000");
+        return std::make_unique<FixedBackfill>("conservative", static_cast<int>(depth));
+      });
+}
+
+}  // namespace gangway::core

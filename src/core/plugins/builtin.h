@@ -1,0 +1,21 @@
+#ifndef GANGWAY_CORE_PLUGINS_BUILTIN_H_
+#define GANGWAY_CORE_PLUGINS_BUILTIN_H_
+
+namespace gangway::core {
+
+class Registry;
+
+// Adds every built-in plugin. Each family lives in its own folder under core/plugins/ and
+// registers itself through one function declared here.
+void RegisterBuiltinPlugins(Registry& registry);
+
+void RegisterOrderPlugins(Registry& registry);       // plugins/order/
+void RegisterAdmissionPlugins(Registry& registry);   // plugins/admission/
+void RegisterScorePlugins(Registry& registry);       // plugins/score/
+void RegisterGangPlugins(Registry& registry);        // plugins/gang/
+void RegisterBackfillPlugins(Registry& registry);    // plugins/backfill/
+void RegisterPreemptionPlugins(Registry& registry);  // plugins/preemption/
+
+}  // namespace gangway::core
+
+#endif  // GANGWAY_CORE_PLUGINS_BUILTIN_H_

@@ -1,0 +1,244 @@
+// Gang placement.
+//   topology  all-or-nothing; searches the topology tree bottom-up (node, rack, leaf, spine,
+//             cluster) for the lowest domain that holds the whole gang, trying domains with
+//             the least free capacity first (best fit), so a gang spans as little of the
+//             network as possible and big domains stay whole. Honours `required`.
+//   greedy    all-or-nothing; places task after task wherever the scorer likes, ignoring
+//             topology except for a required level, which it checks at the end.
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "core/plugins/builtin.h"
+#include "core/plugins/gang/span.h"
+#include "core/sched/registry.h"
+
+namespace gangway::core {
+namespace {
+
+// Domains tried per level before moving up; bounds the cost of a gang that does not fit.
+constexpr size_t kDomainsPerLevel = 16;
+
+struct Slot {
+  int group;
+  int replica;
+  bool required;  // within the group's min_replicas
+};
+
+std::vector<Slot> Slots(const Job& job) {
+  std::vector<Slot> slots;
+  std::vector<int> order(job.groups.size());
+  std::iota(order.begin(), order.end(), 0);
+  // Larger tasks first: they are the hardest to fit.
+  auto size = [&](int g) {
+    const GpuRequest& r = job.groups[g].request.gpu;
+    return r.kind == GpuRequest::Kind::kWhole ? r.count * kGpuMilli : r.milli;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return size(a) > size(b); });
+  for (int g : order) {
+    for (int r = 0; r < job.groups[g].replicas; ++r) {
+      slots.push_back({g, r, r < job.groups[g].min_replicas});
+    }
+  }
+  // Required slots first so that optional (elastic) ones never take their room.
+  std::stable_partition(slots.begin(), slots.end(), [](const Slot& s) { return s.required; });
+  return slots;
+}
+
+int64_t WholeGpusNeeded(const Job& job) {
+  int64_t n = 0;
+  for (const TaskGroup& g : job.groups) {
+    if (g.request.gpu.kind == GpuRequest::Kind::kWhole)
+      n += int64_t{g.request.gpu.count} * g.min_replicas;
+  }
+  return n;
+}
+
+// How many more replicas of `request` fit on node n now (whole-GPU tasks), capped at `cap`.
+int Capacity(const ClusterState& s, NodeIndex n, const TaskRequest& request, int cap) {
+  int fits = cap;
+  if (request.gpu.kind == GpuRequest::Kind::kWhole && request.gpu.count > 0) {
+    fits = std::min(fits, s.whole_free(n) / request.gpu.count);
+  }
+  if (request.cpu_milli > 0) fits = std::min<int64_t>(fits, s.cpu_free(n) / request.cpu_milli);
+  if (request.memory_bytes > 0) {
+    fits = std::min<int64_t>(fits, s.memory_free(n) / request.memory_bytes);
+  }
+  return std::max(fits, 0);
+}
+
+// Places the slots inside `scope`; whole-GPU groups fill the fewest nodes (a node that can
+// take all remaining replicas, the tightest such; otherwise the one that takes the most).
+// Other tasks go one by one through the scorer. True if every required slot landed.
+bool PlaceInScope(const PlaceRequest& req, const PickScope& scope, const std::vector<Slot>& slots,
+                  std::vector<TaskAllocation>& out) {
+  ClusterState& state = req.tx.state();
+  size_t i = 0;
+  while (i < slots.size()) {
+    const Slot& slot = slots[i];
+    const TaskRequest& request = req.job.groups[slot.group].request;
+    // Count the consecutive slots of this group with the same required-ness.
+    size_t j = i;
+    while (j < slots.size() && slots[j].group == slot.group && slots[j].required == slot.required) {
+      ++j;
+    }
+    size_t remaining = j - i;
+    bool whole = request.gpu.kind == GpuRequest::Kind::kWhole;
+    while (remaining > 0) {
+      std::optional<TaskAllocation> first;
+      int take = 1;
+      if (whole && remaining > 1) {
+        NodeIndex best;
+        int best_cap = 0;
+        bool best_holds_all = false;
+        auto consider = [&](NodeIndex n) {
+          if (scope.allowed && !scope.allowed(n)) return;
+          if (!state.Schedulable(n)) return;
+          int cap = Capacity(state, n, request, static_cast<int>(remaining));
+          if (cap == 0) return;
+          bool holds_all = cap >= static_cast<int>(remaining);
+          bool better =
+              !best.valid() || (holds_all && !best_holds_all) ||
+              (holds_all == best_holds_all &&
+               (holds_all ? state.whole_free(n) < state.whole_free(best) : cap > best_cap));
+          if (better) {
+            best = n;
+            best_cap = cap;
+            best_holds_all = holds_all;
+          }
+        };
+        if (scope.all_nodes) {
+          for (size_t k = 0; k < state.node_count(); ++k)
+            consider(NodeIndex(static_cast<uint32_t>(k)));
+        } else {
+          for (NodeIndex n : scope.nodes) consider(n);
+        }
+        if (best.valid()) {
+          FitResult fit = FitTask(state, best, request);
+          if (fit.allocation) {
+            first = std::move(fit.allocation);
+            take = best_cap;
+          }
+        }
+      }
+      if (!first) {
+        first = req.scorer.Pick({state, req.job, request, scope, req.rng});
+      }
+      if (!first) break;
+      // Place `take` replicas on that node (re-fitting each, since GPUs get used).
+      NodeIndex node = first->node;
+      for (int t = 0; t < take && remaining > 0; ++t) {
+        std::optional<TaskAllocation> a;
+        if (t == 0) {
+          a = std::move(first);
+        } else {
+          FitResult fit = FitTask(state, node, request);
+          if (!fit.allocation) break;
+          a = std::move(fit.allocation);
+        }
+        a->group = slots[i].group;
+        a->replica = slots[i].replica;
+        if (!req.tx.Allocate(*a)) break;
+        out.push_back(std::move(*a));
+        ++i;
+        --remaining;
+      }
+    }
+    if (remaining > 0) {
+      if (slot.required) return false;
+      i = j;  // optional replicas that do not fit are simply not started
+    }
+  }
+  return true;
+}
+
+std::string GpuCount(int64_t n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); }
+
+class TopologyPlacer final : public GangPlacer {
+ public:
+  explicit TopologyPlacer(bool topology_aware) : topology_aware_(topology_aware) {}
+  std::string_view name() const override { return topology_aware_ ? "topology" : "greedy"; }
+
+  PlaceResult Place(const PlaceRequest& req) const override {
+    const Job& job = req.job;
+    ClusterState& state = req.tx.state();
+    std::vector<Slot> slots = Slots(job);
+    std::optional<TopologyLevel> required = job.topology.required;
+
+    if (!topology_aware_ || job.MaxTasks() == 1) {
+      PickScope all{.allowed = req.allowed};
+      return Attempt(req, all, slots, required);
+    }
+
+    const int64_t need = WholeGpusNeeded(job);
+    TopologyLevel top = required.value_or(TopologyLevel::kCluster);
+    int64_t best_free_at_required = 0;
+    for (TopologyLevel level : {TopologyLevel::kNode, TopologyLevel::kRack, TopologyLevel::kLeaf,
+                                TopologyLevel::kSpine, TopologyLevel::kCluster}) {
+      if (level > std::max(top, TopologyLevel::kNode)) break;
+      std::vector<int> domains;
+      const int count = state.domain_count(level);
+      for (int d = 0; d < count; ++d) {
+        int64_t free = state.domain_whole_free(level, d);
+        if (level == std::max(top, TopologyLevel::kNode)) {
+          best_free_at_required = std::max(best_free_at_required, free);
+        }
+        if (free >= need) domains.push_back(d);
+      }
+      std::stable_sort(domains.begin(), domains.end(), [&](int a, int b) {
+        return state.domain_whole_free(level, a) < state.domain_whole_free(level, b);
+      });
+      if (domains.size() > kDomainsPerLevel) domains.resize(kDomainsPerLevel);
+      for (int d : domains) {
+        PickScope scope{.nodes = state.domain_nodes(level, d),
+                        .all_nodes = level == TopologyLevel::kCluster,
+                        .allowed = req.allowed};
+        PlaceResult r = Attempt(req, scope, slots, required);
+        if (r.ok()) return r;
+      }
+    }
+    PlaceResult fail;
+    if (required && *required < TopologyLevel::kCluster) {
+      fail.code = PendingCode::kTopology;
+      fail.message = "needs " + GpuCount(need) + " within one " +
+                     std::string(TopologyLevelName(*required)) + "; the best " +
+                     std::string(TopologyLevelName(*required)) + " has " +
+                     GpuCount(best_free_at_required) + " free";
+    } else {
+      fail.message = "needs " + GpuCount(need) + " in " + std::to_string(job.MinTasks()) +
+                     " tasks; they do not all fit now (" +
+                     GpuCount(state.domain_whole_free(TopologyLevel::kCluster, 0)) +
+                     " free in the cluster)";
+    }
+    return fail;
+  }
+
+ private:
+  static PlaceResult Attempt(const PlaceRequest& req, const PickScope& scope,
+                             const std::vector<Slot>& slots,
+                             std::optional<TopologyLevel> required) {
+    PlaceResult result;
+    size_t mark = req.tx.Mark();
+    if (PlaceInScope(req, scope, slots, result.tasks)) {
+      if (!required || SpanOf(req.tx.state(), result.tasks).span <= *required) return result;
+      result.code = PendingCode::kTopology;
+    }
+    req.tx.RollbackTo(mark);
+    result.tasks.clear();
+    return result;
+  }
+
+  bool topology_aware_;
+};
+
+}  // namespace
+
+void RegisterGangPlugins(Registry& registry) {
+  registry.AddPlacer("topology", "all-or-nothing; lowest topology domain that holds the whole gang",
+                     [](PluginArgs&) { return std::make_unique<TopologyPlacer>(true); });
+  registry.AddPlacer("greedy", "all-or-nothing; task by task, topology only if required",
+                     [](PluginArgs&) { return std::make_unique<TopologyPlacer>(false); });
+}
+
+}  // namespace gangway::core

@@ -1,0 +1,26 @@
+#ifndef GANGWAY_CORE_PLUGINS_ORDER_SORTED_ORDER_H_
+#define GANGWAY_CORE_PLUGINS_ORDER_SORTED_ORDER_H_
+
+#include <memory>
+#include <span>
+
+#include "core/sched/plugin.h"
+
+namespace gangway::core {
+
+// A queue order that is a fixed sort of the pending jobs. Subclasses define Less(); ties are
+// broken by submit time, then job id, so the order is total and deterministic.
+class SortedOrder : public QueueOrder {
+ public:
+  std::unique_ptr<JobCursor> Begin(const CycleContext& ctx,
+                                   std::span<const Job* const> pending) const final;
+  bool Precedes(const CycleContext& ctx, const Job& a, const Job& b) const override;
+
+ protected:
+  // Strict weak order: whether `a` is considered before `b`; equal jobs fall back to FIFO.
+  virtual bool Less(const CycleContext& ctx, const Job& a, const Job& b) const = 0;
+};
+
+}  // namespace gangway::core
+
+#endif  // GANGWAY_CORE_PLUGINS_ORDER_SORTED_ORDER_H_

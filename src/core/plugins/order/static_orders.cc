@@ -1,0 +1,121 @@
+// The queue orders that are plain sorts: FIFO, priority, SJF, SRTF and Tiresias' 2D-LAS.
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "core/plugins/builtin.h"
+#include "core/plugins/order/drf_order.h"
+#include "core/plugins/order/sorted_order.h"
+#include "core/sched/registry.h"
+
+namespace gangway::core {
+namespace {
+
+// Submit order; priority is ignored.
+class FifoOrder final : public SortedOrder {
+ public:
+  std::string_view name() const override { return "fifo"; }
+  bool Precedes(const CycleContext&, const Job&, const Job&) const override { return false; }
+
+ protected:
+  bool Less(const CycleContext&, const Job&, const Job&) const override { return false; }
+};
+
+// Higher priority first, FIFO within a priority.
+class PriorityOrder final : public SortedOrder {
+ public:
+  std::string_view name() const override { return "priority"; }
+
+ protected:
+  bool Less(const CycleContext&, const Job& a, const Job& b) const override {
+    return a.priority > b.priority;
+  }
+};
+
+// Shortest expected duration first (an oracle: the simulator knows durations). Jobs without
+// one go last. Priority still comes first.
+class SjfOrder final : public SortedOrder {
+ public:
+  std::string_view name() const override { return "sjf"; }
+
+ protected:
+  bool Less(const CycleContext&, const Job& a, const Job& b) const override {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    return Key(a) < Key(b);
+  }
+
+ private:
+  static int64_t Key(const Job& j) {
+    return j.expected_duration ? j.expected_duration->count() : std::numeric_limits<int64_t>::max();
+  }
+};
+
+// Shortest remaining time first (oracle); falls back to the expected duration.
+class SrtfOrder final : public SortedOrder {
+ public:
+  std::string_view name() const override { return "srtf"; }
+
+ protected:
+  bool Less(const CycleContext&, const Job& a, const Job& b) const override {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    return Key(a) < Key(b);
+  }
+
+ private:
+  static int64_t Key(const Job& j) {
+    if (j.remaining_duration) return j.remaining_duration->count();
+    if (j.expected_duration) return j.expected_duration->count();
+    return std::numeric_limits<int64_t>::max();
+  }
+};
+
+// Tiresias' discretised two-dimensional least-attained-service: a job's attained service is
+// GPUs x time already run (supplied by the caller). Jobs fall into levels by thresholds; a
+// lower level goes first, FIFO within a level. No duration knowledge is needed.
+class LasOrder final : public SortedOrder {
+ public:
+  explicit LasOrder(std::vector<int64_t> thresholds) : thresholds_(std::move(thresholds)) {}
+  std::string_view name() const override { return "las"; }
+
+ protected:
+  bool Less(const CycleContext&, const Job& a, const Job& b) const override {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    return Level(a) < Level(b);
+  }
+
+ private:
+  size_t Level(const Job& j) const {
+    size_t level = 0;
+    while (level < thresholds_.size() && j.attained_service_gpu_seconds >= thresholds_[level]) {
+      ++level;
+    }
+    return level;
+  }
+  std::vector<int64_t> thresholds_;  // ascending, GPU-seconds
+};
+
+}  // namespace
+
+void RegisterOrderPlugins(Registry& registry) {
+  registry.AddOrder("fifo", "submit order",
+                    [](PluginArgs&) { return std::make_unique<FifoOrder>(); });
+  registry.AddOrder("priority", "higher priority first, then submit order",
+                    [](PluginArgs&) { return std::make_unique<PriorityOrder>(); });
+  registry.AddOrder("sjf", "shortest expected duration first (oracle)",
+                    [](PluginArgs&) { return std::make_unique<SjfOrder>(); });
+  registry.AddOrder("srtf", "shortest remaining time first (oracle)",
+                    [](PluginArgs&) { return std::make_unique<SrtfOrder>(); });
+  registry.AddOrder("las",
+                    "Tiresias 2D-LAS: least attained GPU-time first, in discrete levels "
+                    "(thresholds=GPU-seconds,...)",
+                    [](PluginArgs& args) -> std::unique_ptr<QueueOrder> {
+                      std::vector<int64_t> t = args.IntList("thresholds", {3600, 36000});
+                      if (!std::is_sorted(t.begin(), t.end()))
+                        args.Reject("thresholds", "must ascend");
+                      return std::make_unique<LasOrder>(std::move(t));
+                    });
+  RegisterDrfOrder(registry);
+}
+
+}  // namespace gangway::core

@@ -1,0 +1,79 @@
+// Preemption policies: which running jobs may yield to a pending one.
+//   priority  victims of strictly lower priority
+//   reclaim   the pending job's queue is within its guarantee and the victim's queue is
+//             borrowing: lent capacity goes back to its owner
+//   order     victims the queue order ranks after the pending job (e.g. 2D-LAS demotion)
+// Victim selection (whole gangs, lowest priority first, least progress lost, minimum runtime)
+// is the cycle's; see scheduler.cc.
+
+#include <string>
+
+#include "core/plugins/builtin.h"
+#include "core/sched/registry.h"
+#include "core/sched/usage.h"
+
+namespace gangway::core {
+namespace {
+
+class PriorityPreemption final : public Preemption {
+ public:
+  explicit PriorityPreemption(bool same_queue) : same_queue_(same_queue) {}
+  std::string_view name() const override { return "priority"; }
+  std::optional<std::string> MayPreempt(const CycleContext&, const QueueOrder&,
+                                        const Job& preemptor,
+                                        const RunningJob& victim) const override {
+    if (victim.job.priority >= preemptor.priority) return std::nullopt;
+    if (same_queue_ && victim.job.queue != preemptor.queue) return std::nullopt;
+    return "priority " + std::to_string(preemptor.priority) + " of job " + preemptor.name +
+           " is higher than its " + std::to_string(victim.job.priority);
+  }
+
+ private:
+  bool same_queue_;
+};
+
+class ReclaimPreemption final : public Preemption {
+ public:
+  std::string_view name() const override { return "reclaim"; }
+  std::optional<std::string> MayPreempt(const CycleContext& ctx, const QueueOrder&,
+                                        const Job& preemptor,
+                                        const RunningJob& victim) const override {
+    if (victim.job.queue == preemptor.queue) return std::nullopt;
+    QueueIndex mine = ctx.queues.Find(preemptor.queue);
+    QueueIndex theirs = ctx.queues.Find(victim.job.queue);
+    if (!mine.valid() || !theirs.valid()) return std::nullopt;
+    if (!ctx.queues.WithinGuarantee(mine, RequestUsage(preemptor))) return std::nullopt;
+    if (!ctx.queues.IsBorrowed(theirs, AllocationUsage(ctx.snapshot.nodes, victim.tasks))) {
+      return std::nullopt;
+    }
+    return "queue " + preemptor.queue + " reclaims its guarantee from queue " + victim.job.queue;
+  }
+};
+
+class OrderPreemption final : public Preemption {
+ public:
+  std::string_view name() const override { return "order"; }
+  std::optional<std::string> MayPreempt(const CycleContext& ctx, const QueueOrder& order,
+                                        const Job& preemptor,
+                                        const RunningJob& victim) const override {
+    if (!order.Precedes(ctx, preemptor, victim.job)) return std::nullopt;
+    return "the " + std::string(order.name()) + " order ranks job " + preemptor.name + " before it";
+  }
+};
+
+}  // namespace
+
+void RegisterPreemptionPlugins(Registry& registry) {
+  registry.AddPreemption(
+      "priority", "preempt lower-priority jobs (same_queue=true limits it to the job's queue)",
+      [](PluginArgs& args) -> std::unique_ptr<Preemption> {
+        int64_t same = args.Bool("same_queue", false);
+        return std::make_unique<PriorityPreemption>(same != 0);
+      });
+  registry.AddPreemption("reclaim", "reclaim lent guarantee from borrowing queues",
+                         [](PluginArgs&) { return std::make_unique<ReclaimPreemption>(); });
+  registry.AddPreemption("order", "preempt jobs the queue order ranks lower (e.g. LAS)",
+                         [](PluginArgs&) { return std::make_unique<OrderPreemption>(); });
+}
+
+}  // namespace gangway::core

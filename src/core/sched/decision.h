@@ -1,0 +1,69 @@
+#ifndef GANGWAY_CORE_SCHED_DECISION_H_
+#define GANGWAY_CORE_SCHED_DECISION_H_
+
+// What one scheduling cycle decides. The simulator applies these to its virtual cluster; the
+// controller persists and dispatches them.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model/ids.h"
+#include "core/model/job.h"
+#include "core/model/quantity.h"
+
+namespace gangway::core {
+
+// Why a job is still pending. "Not now" and "never" are different codes because requeueing,
+// preemption and the message a user reads all depend on it (see Resolvable()).
+enum class PendingCode : uint8_t {
+  kInfeasible,     // can never run on this cluster as configured (too big, unknown model...)
+  kResources,      // not enough free resources now
+  kTopology,       // resources exist but not within the required topology level
+  kQuota,          // its queue, or an ancestor, is at its limit
+  kPreempting,     // victims were asked to stop; starts when they exit
+  kReserved,       // backfill reserved resources for it at its estimated start
+  kBackfill,       // would delay a reserved higher-order job
+  kNotConsidered,  // the cycle stopped before reaching it (cycle budget)
+};
+
+std::string_view PendingCodeName(PendingCode code);
+// False only for kInfeasible: no change in load makes such a job runnable.
+constexpr bool Resolvable(PendingCode code) { return code != PendingCode::kInfeasible; }
+
+struct StartDecision {
+  JobId job;
+  std::vector<TaskAllocation> tasks;
+};
+
+struct PreemptDecision {
+  JobId job;           // the victim (a whole gang)
+  Duration grace{0};   // checkpoint grace before it is killed
+  JobId for_job;       // the job that needs its resources
+  std::string reason;  // e.g. "priority 100 > 10" or "queue a reclaims its guarantee"
+};
+
+struct ReserveDecision {
+  JobId job;
+  Instant start{};               // earliest start the backfill plan found
+  std::vector<NodeIndex> nodes;  // nodes held for it
+};
+
+struct PendingJob {
+  JobId job;
+  PendingCode code = PendingCode::kResources;
+  std::string message;                     // one sentence a user understands
+  std::optional<Instant> estimated_start;  // set when backfill computed one
+};
+
+struct CycleResult {
+  std::vector<StartDecision> starts;
+  std::vector<PreemptDecision> preemptions;
+  std::vector<ReserveDecision> reservations;
+  std::vector<PendingJob> pending;  // every job not started, in queue order
+};
+
+}  // namespace gangway::core
+
+#endif  // GANGWAY_CORE_SCHED_DECISION_H_

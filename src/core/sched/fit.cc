@@ -1,0 +1,237 @@
+#include "core/sched/fit.h"
+
+#include <algorithm>
+#include <array>
+
+#include "core/model/mig.h"
+
+namespace gangway::core {
+
+std::string_view FitFailureText(FitFailure failure) {
+  switch (failure) {
+    case FitFailure::kNone:
+      return "fits";
+    case FitFailure::kPool:
+      return "in another pool";
+    case FitFailure::kSelector:
+      return "labels do not match the node selector";
+    case FitFailure::kGpuModel:
+      return "no GPU of an allowed model and memory";
+    case FitFailure::kGpuCapacity:
+      return "too few GPUs of an allowed model";
+    case FitFailure::kMigProfile:
+      return "no MIG-enabled GPU with the profile";
+    case FitFailure::kCpuCapacity:
+      return "too little CPU";
+    case FitFailure::kMemoryCapacity:
+      return "too little memory";
+    case FitFailure::kExtraCapacity:
+      return "too little of an extra resource";
+    case FitFailure::kUnschedulable:
+      return "unhealthy or cordoned";
+    case FitFailure::kGpus:
+      return "not enough free GPUs";
+    case FitFailure::kGpuShare:
+      return "no GPU with enough free share";
+    case FitFailure::kMigSlices:
+      return "no free MIG slices for the profile";
+    case FitFailure::kCpu:
+      return "not enough free CPU";
+    case FitFailure::kMemory:
+      return "not enough free memory";
+    case FitFailure::kExtra:
+      return "not enough of an extra resource free";
+    case FitFailure::kReserved:
+      return "reserved for a pending job";
+  }
+  return "unknown";
+}
+
+bool GpuModelAllowed(const GpuDevice& gpu, const GpuRequest& request) {
+  if (gpu.memory_bytes < request.min_memory_bytes) return false;
+  if (request.kind == GpuRequest::Kind::kFraction && request.memory_bytes > gpu.memory_bytes) {
+    return false;
+  }
+  if (request.models.empty()) return true;
+  return std::find(request.models.begin(), request.models.end(), gpu.model) != request.models.end();
+}
+
+FitFailure CheckStatic(const Node& node, const TaskRequest& request) {
+  if (!request.pool.empty() && request.pool != node.pool) return FitFailure::kPool;
+  for (const auto& [key, value] : request.node_selector) {
+    auto it = node.labels.find(key);
+    if (it == node.labels.end() || it->second != value) return FitFailure::kSelector;
+  }
+  const GpuRequest& g = request.gpu;
+  if (g.kind != GpuRequest::Kind::kNone) {
+    int usable = 0;
+    bool any_model = false;
+    for (const GpuDevice& d : node.gpus) {
+      if (!GpuModelAllowed(d, g)) continue;
+      any_model = true;
+      if (g.kind == GpuRequest::Kind::kMig) {
+        const MigGeometry* geometry = FindMigGeometry(d.model);
+        if (d.mig_enabled && geometry != nullptr &&
+            FindMigProfile(*geometry, g.mig_profile) != nullptr) {
+          ++usable;
+        }
+      } else if (!d.mig_enabled) {
+        ++usable;
+      }
+    }
+    if (!any_model) return FitFailure::kGpuModel;
+    if (g.kind == GpuRequest::Kind::kMig && usable == 0) return FitFailure::kMigProfile;
+    int needed = g.kind == GpuRequest::Kind::kWhole ? g.count : 1;
+    if (usable < needed) return FitFailure::kGpuCapacity;
+  }
+  if (request.cpu_milli > node.cpu_milli) return FitFailure::kCpuCapacity;
+  if (request.memory_bytes > node.memory_bytes) return FitFailure::kMemoryCapacity;
+  for (const auto& [name, amount] : request.extras.entries()) {
+    if (amount > node.extras.Get(name)) return FitFailure::kExtraCapacity;
+  }
+  return FitFailure::kNone;
+}
+
+namespace {
+
+constexpr int kMaxDomains = 64;
+
+// Picks `count` untouched GPUs, preferring to stay inside one GPU domain.
+bool PickWholeGpus(const ClusterState& state, NodeIndex n, const GpuRequest& g, GpuPreference pref,
+                   std::vector<GpuAssignment>& out) {
+  const Node& node = state.node(n);
+  std::array<int, kMaxDomains> free_in_domain{};
+  int total = 0;
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    const GpuDevice& d = node.gpus[i];
+    if (!d.healthy || d.mig_enabled || state.gpu_usage(n, static_cast<int>(i)).tasks != 0) continue;
+    if (!GpuModelAllowed(d, g)) continue;
+    ++free_in_domain[static_cast<size_t>(d.domain) % kMaxDomains];
+    ++total;
+  }
+  if (total < g.count) return false;
+  // Domain order: those that fit the whole request first (smallest first when packing),
+  // then the rest by most free, so the request spans as few domains as possible.
+  std::array<int, kMaxDomains> order{};
+  int domains = 0;
+  for (int d = 0; d < kMaxDomains; ++d) {
+    if (free_in_domain[d] > 0) order[domains++] = d;
+  }
+  std::stable_sort(order.begin(), order.begin() + domains, [&](int a, int b) {
+    bool fa = free_in_domain[a] >= g.count, fb = free_in_domain[b] >= g.count;
+    if (fa != fb) return fa;
+    if (fa && pref == GpuPreference::kPack) return free_in_domain[a] < free_in_domain[b];
+    return free_in_domain[a] > free_in_domain[b];
+  });
+  int remaining = g.count;
+  for (int k = 0; k < domains && remaining > 0; ++k) {
+    for (size_t i = 0; i < node.gpus.size() && remaining > 0; ++i) {
+      const GpuDevice& d = node.gpus[i];
+      if (d.domain % kMaxDomains != order[k]) continue;
+      if (!d.healthy || d.mig_enabled || state.gpu_usage(n, static_cast<int>(i)).tasks != 0) {
+        continue;
+      }
+      if (!GpuModelAllowed(d, g)) continue;
+      out.push_back({.gpu = static_cast<int>(i), .milli = kGpuMilli});
+      --remaining;
+    }
+  }
+  return true;
+}
+
+bool PickFraction(const ClusterState& state, NodeIndex n, const GpuRequest& g,
+                  const FitOptions& options, std::vector<GpuAssignment>& out) {
+  const Node& node = state.node(n);
+  int best = -1;
+  int32_t best_used = 0;
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    if (options.only_gpu >= 0 && static_cast<int>(i) != options.only_gpu) continue;
+    const GpuDevice& d = node.gpus[i];
+    const GpuUsage& u = state.gpu_usage(n, static_cast<int>(i));
+    if (!d.healthy || d.mig_enabled || !GpuModelAllowed(d, g)) continue;
+    if (u.milli + g.milli > kGpuMilli) continue;
+    if (u.memory_bytes + g.memory_bytes > d.memory_bytes) continue;
+    bool better = best < 0 ||
+                  (options.gpu == GpuPreference::kPack ? u.milli > best_used : u.milli < best_used);
+    if (better) {
+      best = static_cast<int>(i);
+      best_used = u.milli;
+    }
+  }
+  if (best < 0) return false;
+  out.push_back({.gpu = best, .milli = g.milli, .memory_bytes = g.memory_bytes});
+  return true;
+}
+
+bool PickMig(const ClusterState& state, NodeIndex n, const GpuRequest& g, const FitOptions& options,
+             std::vector<GpuAssignment>& out) {
+  const Node& node = state.node(n);
+  int best = -1;
+  int best_start = -1;
+  int best_used = -1;
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    if (options.only_gpu >= 0 && static_cast<int>(i) != options.only_gpu) continue;
+    const GpuDevice& d = node.gpus[i];
+    if (!d.healthy || !d.mig_enabled || !GpuModelAllowed(d, g)) continue;
+    const MigGeometry* geometry = FindMigGeometry(d.model);
+    if (geometry == nullptr) continue;
+    const MigProfile* profile = FindMigProfile(*geometry, g.mig_profile);
+    if (profile == nullptr) continue;
+    const GpuUsage& u = state.gpu_usage(n, static_cast<int>(i));
+    auto start = ChooseMigStart(*geometry, *profile, u.mig_mask, u.mig_compute);
+    if (!start) continue;
+    bool better = best < 0 || (options.gpu == GpuPreference::kPack ? u.mig_compute > best_used
+                                                                   : u.mig_compute < best_used);
+    if (better) {
+      best = static_cast<int>(i);
+      best_start = *start;
+      best_used = u.mig_compute;
+    }
+  }
+  if (best < 0) return false;
+  out.push_back({.gpu = best,
+                 .milli = MigGpuMilli(g.mig_profile),
+                 .mig_profile = g.mig_profile,
+                 .mig_start = best_start});
+  return true;
+}
+
+}  // namespace
+
+FitResult FitTask(const ClusterState& state, NodeIndex n, const TaskRequest& request,
+                  FitOptions options) {
+  const Node& node = state.node(n);
+  if (!state.Schedulable(n)) return {.failure = FitFailure::kUnschedulable};
+  if (FitFailure f = CheckStatic(node, request); f != FitFailure::kNone) return {.failure = f};
+  if (request.cpu_milli > state.cpu_free(n)) return {.failure = FitFailure::kCpu};
+  if (request.memory_bytes > state.memory_free(n)) return {.failure = FitFailure::kMemory};
+  for (const auto& [name, amount] : request.extras.entries()) {
+    if (amount > state.extra_free(n, name)) return {.failure = FitFailure::kExtra};
+  }
+  TaskAllocation alloc;
+  alloc.node = n;
+  alloc.cpu_milli = request.cpu_milli;
+  alloc.memory_bytes = request.memory_bytes;
+  alloc.extras = request.extras;
+  const GpuRequest& g = request.gpu;
+  switch (g.kind) {
+    case GpuRequest::Kind::kNone:
+      break;
+    case GpuRequest::Kind::kWhole:
+      if (state.whole_free(n) < g.count || !PickWholeGpus(state, n, g, options.gpu, alloc.gpus)) {
+        return {.failure = FitFailure::kGpus};
+      }
+      break;
+    case GpuRequest::Kind::kFraction:
+      if (!PickFraction(state, n, g, options, alloc.gpus)) {
+        return {.failure = FitFailure::kGpuShare};
+      }
+      break;
+    case GpuRequest::Kind::kMig:
+      if (!PickMig(state, n, g, options, alloc.gpus)) return {.failure = FitFailure::kMigSlices};
+      break;
+  }
+  return {.allocation = std::move(alloc)};
+}
+
+}  // namespace gangway::core

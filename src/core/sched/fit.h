@@ -1,0 +1,74 @@
+#ifndef GANGWAY_CORE_SCHED_FIT_H_
+#define GANGWAY_CORE_SCHED_FIT_H_
+
+// Fitting one task on one node: the checks every placement policy shares, and the choice of
+// GPUs inside the node (best-fit GPU domain for whole GPUs, fullest GPU for fractions and MIG).
+
+#include <optional>
+#include <string_view>
+
+#include "core/model/job.h"
+#include "core/model/node.h"
+#include "core/state/cluster_state.h"
+
+namespace gangway::core {
+
+// Why a task does not fit a node, most permanent first. The static ones (see CheckStatic)
+// never change while the node's hardware and labels stay the same.
+enum class FitFailure : uint8_t {
+  kNone,
+  // static
+  kPool,         // node is in another pool
+  kSelector,     // node labels do not match the node selector
+  kGpuModel,     // no GPU of an allowed model with enough device memory
+  kGpuCapacity,  // fewer such GPUs than requested, even when idle
+  kMigProfile,   // no MIG-enabled GPU offering the profile
+  kCpuCapacity,
+  kMemoryCapacity,
+  kExtraCapacity,
+  // dynamic
+  kUnschedulable,  // unhealthy or cordoned
+  kGpus,           // not enough free GPUs now
+  kGpuShare,       // no GPU with enough free share and GPU memory now
+  kMigSlices,      // no free MIG placement for the profile now
+  kCpu,
+  kMemory,
+  kExtra,
+  kReserved,  // held by a backfill reservation
+};
+
+std::string_view FitFailureText(FitFailure failure);
+constexpr bool IsStatic(FitFailure f) {
+  return f != FitFailure::kNone && f < FitFailure::kUnschedulable;
+}
+
+// Whether `node` could ever host `request` if it were idle: pool, labels, GPU models,
+// capacities. kNone if it could.
+FitFailure CheckStatic(const Node& node, const TaskRequest& request);
+
+enum class GpuPreference : uint8_t {
+  kPack,    // fullest GPU / smallest GPU domain that fits: keeps big holes whole
+  kSpread,  // emptiest GPU / largest domain
+};
+
+struct FitOptions {
+  GpuPreference gpu = GpuPreference::kPack;
+  int only_gpu = -1;  // for fractions and MIG: use exactly this GPU index, if it fits
+};
+
+struct FitResult {
+  std::optional<TaskAllocation> allocation;  // node, GPUs, CPU, memory, extras filled in
+  FitFailure failure = FitFailure::kNone;
+};
+
+// Fits one replica of `request` on `node` given current usage. Checks schedulability, static
+// constraints, GPUs, CPU, memory and extras. The allocation's group/replica are left 0.
+FitResult FitTask(const ClusterState& state, NodeIndex node, const TaskRequest& request,
+                  FitOptions options = {});
+
+// Whether the GPU is one `request` may use by model and device memory (ignores usage).
+bool GpuModelAllowed(const GpuDevice& gpu, const GpuRequest& request);
+
+}  // namespace gangway::core
+
+#endif  // GANGWAY_CORE_SCHED_FIT_H_

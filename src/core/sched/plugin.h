@@ -1,0 +1,178 @@
+#ifndef GANGWAY_CORE_SCHED_PLUGIN_H_
+#define GANGWAY_CORE_SCHED_PLUGIN_H_
+
+// The extension points of a scheduling cycle, one small interface each (SPEC section 2):
+//
+//   QueueOrder   who goes next              (FIFO, priority, DRF, 2D-LAS, SJF, SRTF)
+//   Admission    may the job's queue take it (quota with borrowing and lending)
+//   NodeScorer   which node for one task     (best-fit, spread, packing, random, dot-product, FGD)
+//   GangPlacer   where a whole gang goes     (topology-aware, greedy)
+//   BackfillPolicy  how many reservations   (none, EASY, conservative)
+//   Preemption   which running jobs may yield to a pending one (priority, reclaim)
+//
+// Filtering (health, cordon, pool, labels, GPU model and memory, capacity) is shared by all
+// scorers through FitTask() in fit.h. Plugins are stateless between cycles and
+// deterministic: all randomness comes from CycleContext::rng.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model/job.h"
+#include "core/quota/queue_tree.h"
+#include "core/sched/decision.h"
+#include "core/sched/fit.h"
+#include "core/state/cluster_state.h"
+#include "core/state/snapshot.h"
+#include "core/state/transaction.h"
+
+namespace gangway::core {
+
+// A small deterministic random source (SplitMix64). Portable: unlike std:: distributions its
+// output is the same on every platform for the same seed.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next();
+  // Uniform in [0, n), n > 0.
+  uint64_t Below(uint64_t n);
+
+ private:
+  uint64_t state_;
+};
+
+// What every plugin may read during one cycle.
+struct CycleContext {
+  const Snapshot& snapshot;
+  const QueueTree& queues;  // live usage: includes jobs started earlier in this cycle
+  Rng& rng;
+  Instant now() const { return snapshot.now; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Queue order.
+
+// Yields pending jobs in the order the policy wants them considered. The cycle calls Next()
+// until it returns nullptr, and Started() after each job that started, so dynamic orders
+// (fair share) can re-rank.
+class JobCursor {
+ public:
+  virtual ~JobCursor() = default;
+  virtual const Job* Next() = 0;
+  virtual void Started(const Job& /*job*/) {}
+};
+
+class QueueOrder {
+ public:
+  virtual ~QueueOrder() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::unique_ptr<JobCursor> Begin(const CycleContext& ctx,
+                                           std::span<const Job* const> pending) const = 0;
+  // Whether `a` ranks strictly before `b` regardless of other jobs, for preemption by
+  // order (e.g. 2D-LAS lets a job with less attained service displace one with more).
+  // Default: higher priority first.
+  virtual bool Precedes(const CycleContext& ctx, const Job& a, const Job& b) const;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Admission (quota).
+
+class Admission {
+ public:
+  virtual ~Admission() = default;
+  virtual std::string_view name() const = 0;
+  // nullopt if `queue` may take `usage` now; otherwise why not, in a sentence.
+  virtual std::optional<std::string> Admit(const CycleContext& ctx, QueueIndex queue,
+                                           const ResourceList& usage) const = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Node scoring: where one task goes.
+
+// Which nodes a task may use: a topology domain (or the whole cluster) minus nodes the
+// cycle holds back (backfill reservations).
+struct PickScope {
+  std::span<const NodeIndex> nodes;  // candidate nodes; all_nodes=true means the cluster
+  bool all_nodes = true;
+  std::function<bool(NodeIndex)> allowed;  // optional extra filter
+};
+
+struct PickRequest {
+  const ClusterState& state;
+  const Job& job;
+  const TaskRequest& request;
+  const PickScope& scope;
+  Rng& rng;
+};
+
+class NodeScorer {
+ public:
+  virtual ~NodeScorer() = default;
+  virtual std::string_view name() const = 0;
+  // The allocation for one replica on the node the policy prefers among those that fit, or
+  // nullopt if none fits. Ties go to the lowest node index unless the policy is random.
+  virtual std::optional<TaskAllocation> Pick(const PickRequest& request) const = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Gang placement.
+
+struct PlaceRequest {
+  Transaction& tx;  // allocate through it; on failure the caller rolls back
+  const Job& job;
+  const NodeScorer& scorer;
+  std::function<bool(NodeIndex)> allowed;  // may be empty
+  Rng& rng;
+};
+
+struct PlaceResult {
+  std::vector<TaskAllocation> tasks;  // empty on failure
+  PendingCode code = PendingCode::kResources;
+  std::string message;  // on failure, e.g. "needs 16 GPUs within one leaf; the best leaf has 12"
+  bool ok() const { return !tasks.empty(); }
+};
+
+class GangPlacer {
+ public:
+  virtual ~GangPlacer() = default;
+  virtual std::string_view name() const = 0;
+  // Places every task of the job (at least each group's min_replicas, up to replicas), all or
+  // nothing, honouring job.topology.required. Allocates through request.tx.
+  virtual PlaceResult Place(const PlaceRequest& request) const = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Backfill.
+
+class BackfillPolicy {
+ public:
+  virtual ~BackfillPolicy() = default;
+  virtual std::string_view name() const = 0;
+  // How many blocked jobs per cycle get a reservation (0 = no backfill: the first blocked job
+  // blocks everything behind it in its queue order only by taking resources first).
+  virtual int MaxReservations() const = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Preemption.
+
+class Preemption {
+ public:
+  virtual ~Preemption() = default;
+  virtual std::string_view name() const = 0;
+  // Why `victim` may be preempted so that `preemptor` can start (becomes the decision's
+  // reason), or nullopt if it may not under this policy. Gang-ness, preemptible flags and the
+  // minimum runtime are checked by the cycle, not here.
+  virtual std::optional<std::string> MayPreempt(const CycleContext& ctx, const QueueOrder& order,
+                                                const Job& preemptor,
+                                                const RunningJob& victim) const = 0;
+};
+
+}  // namespace gangway::core
+
+#endif  // GANGWAY_CORE_SCHED_PLUGIN_H_

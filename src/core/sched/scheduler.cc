@@ -1,0 +1,637 @@
+#include "core/sched/scheduler.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "core/sched/usage.h"
+
+namespace gangway::core {
+namespace {
+
+std::string Plural(int64_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
+// Describes one task's request the way a user wrote it, e.g. "8 GPUs, 32 CPUs, 256 GiB".
+std::string DescribeRequest(const TaskRequest& r) {
+  std::string s;
+  switch (r.gpu.kind) {
+    case GpuRequest::Kind::kNone:
+      s = "no GPU";
+      break;
+    case GpuRequest::Kind::kWhole:
+      s = Plural(r.gpu.count, "GPU", "GPUs");
+      break;
+    case GpuRequest::Kind::kFraction:
+      s = std::to_string(r.gpu.milli) + "/1000 of a GPU";
+      break;
+    case GpuRequest::Kind::kMig:
+      s = "MIG " + r.gpu.mig_profile;
+      break;
+  }
+  if (!r.gpu.models.empty()) {
+    s += " (";
+    for (size_t i = 0; i < r.gpu.models.size(); ++i) s += (i ? "|" : "") + r.gpu.models[i];
+    s += ")";
+  }
+  return s;
+}
+
+// Key under which placement outcomes can be shared between jobs in one cycle: jobs with the
+// same requests, topology and reservation eligibility fit or fail alike, because within a
+// cycle free capacity only shrinks.
+std::string Signature(const Job& job, bool may_use_reserved) {
+  std::string key;
+  key.reserve(64);
+  auto add = [&key](int64_t v) {
+    key += std::to_string(v);
+    key += ',';
+  };
+  for (const TaskGroup& g : job.groups) {
+    const TaskRequest& r = g.request;
+    add(g.replicas);
+    add(g.min_replicas);
+    add(static_cast<int>(r.gpu.kind));
+    add(r.gpu.count);
+    add(r.gpu.milli);
+    add(r.gpu.memory_bytes);
+    add(r.gpu.min_memory_bytes);
+    key += r.gpu.mig_profile + ';';
+    for (const std::string& m : r.gpu.models) key += m + '|';
+    add(r.cpu_milli);
+    add(r.memory_bytes);
+    for (const auto& [k, v] : r.extras.entries()) {
+      key += k + '=';
+      add(v);
+    }
+    for (const auto& [k, v] : r.node_selector) key += k + '=' + v + ';';
+    key += r.pool + '/';
+  }
+  add(job.topology.required ? static_cast<int>(*job.topology.required) : -1);
+  add(job.topology.preferred ? static_cast<int>(*job.topology.preferred) : -1);
+  add(may_use_reserved ? 1 : 0);
+  return key;
+}
+
+struct Outcome {
+  PendingCode code;
+  std::string message;
+};
+
+}  // namespace
+
+// The state of one RunCycle call.
+class Cycle {
+ public:
+  Cycle(const Scheduler& s, const Snapshot& snap, uint64_t seed)
+      : s_(s), snap_(snap), rng_(seed), state_(snap.nodes) {}
+
+  Result<CycleResult> Run(std::span<const Job> pending);
+
+ private:
+  struct Reservation {
+    Instant start;
+    std::map<uint32_t, int> slack;  // node -> whole GPUs a long job may still take there
+  };
+  struct Running {
+    const RunningJob* job;
+    Instant end;
+  };
+
+  void AccountRunning();
+  ResourceList Capacity() const;
+  std::optional<Outcome> CheckFeasible(const Job& job);
+  void Consider(const Job& job, const CycleContext& ctx);
+  bool MayUseNode(const Job& job, NodeIndex n) const;
+  std::function<bool(NodeIndex)> AllowedFor(const Job& job) const;
+  std::string DiagnoseNodes(const Job& job) const;
+  std::optional<Outcome> TryPreempt(const Job& job, QueueIndex q, const CycleContext& ctx,
+                                    bool quota_blocked);
+  bool FitsAfterReleasing(const Job& job, QueueIndex q, const std::vector<const RunningJob*>& gone,
+                          bool check_quota);
+  void Reserve(const Job& job, PendingJob& pending);
+
+  const Scheduler& s_;
+  const Snapshot& snap_;
+  Rng rng_;
+  ClusterState state_;
+  std::optional<QueueTree> queues_;
+  CycleResult result_;
+  std::vector<Running> running_;     // snapshot's running jobs and those started this cycle
+  std::vector<RunningJob> started_;  // jobs started this cycle, as RunningJobs (stable storage)
+  std::set<JobId> victims_;
+  std::vector<Reservation> reservations_;
+  Instant earliest_reservation_ = kNever;
+  std::unordered_map<std::string, Outcome> failed_;          // by Signature
+  std::unordered_map<std::string, std::string> infeasible_;  // by group request signature
+  std::map<int, int64_t> max_domain_gpus_;  // per level: largest GPU capacity of a domain
+  int considered_ = 0;
+};
+
+void Cycle::AccountRunning() {
+  for (const RunningJob& r : snap_.running) {
+    bool ok = true;
+    for (const TaskAllocation& t : r.tasks) ok = ok && state_.CanAllocate(t);
+    // An allocation the snapshot cannot hold is inconsistent input; applying it would break
+    // the invariants, so only consistent jobs are accounted (the caller reconciles).
+    if (!ok) continue;
+    for (const TaskAllocation& t : r.tasks) state_.Allocate(t);
+    running_.push_back({&r, r.terminating ? snap_.now + r.job.checkpoint_grace : r.ExpectedEnd()});
+  }
+}
+
+ResourceList Cycle::Capacity() const {
+  ResourceList cap;
+  for (const Node& n : snap_.nodes) {
+    if (!n.healthy) continue;
+    for (const GpuDevice& g : n.gpus) {
+      if (!g.healthy) continue;
+      cap.Add(kGpuResource, kGpuMilli);
+      cap.Add(GpuModelResource(g.model), kGpuMilli);
+    }
+    cap.Add(kCpuResource, n.cpu_milli);
+    cap.Add(kMemoryResource, n.memory_bytes);
+    cap.Add(n.extras);
+  }
+  return cap;
+}
+
+Result<CycleResult> Scheduler::RunCycle(const Snapshot& snapshot, std::span<const Job> pending,
+                                        uint64_t seed) const {
+  Cycle cycle(*this, snapshot, seed);
+  return cycle.Run(pending);
+}
+
+Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
+  AccountRunning();
+  auto tree = QueueTree::Build(snap_.queues, Capacity(), snap_.now,
+                               {.half_life = s_.profile_.fair_share_half_life,
+                                .history_weight = s_.profile_.fair_share_history_weight});
+  if (!tree.ok()) return tree.status();
+  queues_.emplace(std::move(tree).value());
+  for (const Running& r : running_) {
+    QueueIndex q = queues_->Find(r.job->job.queue);
+    if (q.valid()) queues_->AddUsage(q, AllocationUsage(snap_.nodes, r.job->tasks));
+  }
+  started_.reserve(pending.size());
+
+  CycleContext ctx{.snapshot = snap_, .queues = *queues_, .rng = rng_};
+  std::vector<const Job*> jobs;
+  jobs.reserve(pending.size());
+  for (const Job& j : pending) jobs.push_back(&j);
+  std::unique_ptr<JobCursor> cursor = s_.order_->Begin(ctx, jobs);
+  while (const Job* job = cursor->Next()) {
+    if (s_.profile_.max_jobs_per_cycle > 0 && considered_ >= s_.profile_.max_jobs_per_cycle) {
+      result_.pending.push_back({.job = job->id,
+                                 .code = PendingCode::kNotConsidered,
+                                 .message = "not considered in this cycle (cycle budget of " +
+                                            std::to_string(s_.profile_.max_jobs_per_cycle) +
+                                            " jobs)"});
+      continue;
+    }
+    ++considered_;
+    size_t starts_before = result_.starts.size();
+    Consider(*job, ctx);
+    if (result_.starts.size() > starts_before) cursor->Started(*job);
+  }
+  return std::move(result_);
+}
+
+std::optional<Outcome> Cycle::CheckFeasible(const Job& job) {
+  if (job.groups.empty()) return Outcome{PendingCode::kInfeasible, "the job has no tasks"};
+  for (const TaskGroup& g : job.groups) {
+    if (g.replicas < 1 || g.min_replicas < 1 || g.min_replicas > g.replicas) {
+      return Outcome{PendingCode::kInfeasible,
+                     "task group " + g.name + " needs 1 <= min replicas <= replicas"};
+    }
+    std::string key = Signature(Job{.groups = {g}}, true);
+    auto it = infeasible_.find(key);
+    if (it == infeasible_.end()) {
+      std::map<FitFailure, int> why;
+      bool any = false;
+      for (const Node& n : snap_.nodes) {
+        FitFailure f = CheckStatic(n, g.request);
+        if (f == FitFailure::kNone) {
+          any = true;
+          break;
+        }
+        ++why[f];
+      }
+      std::string msg;
+      if (!any) {
+        msg = "no node can ever hold a task of group " + g.name + " (" +
+              DescribeRequest(g.request) + "): ";
+        bool first = true;
+        for (const auto& [f, count] : why) {
+          msg += (first ? "" : ", ") + Plural(count, "node", "nodes") + " " +
+                 std::string(FitFailureText(f));
+          first = false;
+        }
+        if (snap_.nodes.empty()) msg += "the cluster has no nodes";
+      }
+      it = infeasible_.emplace(key, msg).first;
+    }
+    if (!it->second.empty()) return Outcome{PendingCode::kInfeasible, it->second};
+  }
+  if (job.topology.required && *job.topology.required < TopologyLevel::kCluster) {
+    int level = static_cast<int>(std::max(*job.topology.required, TopologyLevel::kNode));
+    auto it = max_domain_gpus_.find(level);
+    if (it == max_domain_gpus_.end()) {
+      int64_t best = 0;
+      auto lvl = static_cast<TopologyLevel>(level);
+      for (int d = 0; d < state_.domain_count(lvl); ++d) {
+        int64_t total = 0;
+        for (NodeIndex n : state_.domain_nodes(lvl, d)) {
+          total += static_cast<int64_t>(state_.node(n).gpus.size());
+        }
+        best = std::max(best, total);
+      }
+      it = max_domain_gpus_.emplace(level, best).first;
+    }
+    int64_t need = 0;
+    for (const TaskGroup& g : job.groups) {
+      if (g.request.gpu.kind == GpuRequest::Kind::kWhole) {
+        need += int64_t{g.request.gpu.count} * g.min_replicas;
+      }
+    }
+    if (need > it->second) {
+      std::string level_name(TopologyLevelName(*job.topology.required));
+      return Outcome{PendingCode::kInfeasible, "needs " + Plural(need, "GPU", "GPUs") +
+                                                   " within one " + level_name +
+                                                   " but the largest " + level_name + " has " +
+                                                   Plural(it->second, "GPU", "GPUs")};
+    }
+  }
+  return std::nullopt;
+}
+
+bool Cycle::MayUseNode(const Job& job, NodeIndex n) const {
+  if (reservations_.empty()) return true;
+  Instant end = job.time_limit ? snap_.now + *job.time_limit : kNever;
+  int per_task = 1;
+  for (const TaskGroup& g : job.groups) {
+    if (g.request.gpu.kind == GpuRequest::Kind::kWhole)
+      per_task = std::max(per_task, g.request.gpu.count);
+  }
+  for (const Reservation& r : reservations_) {
+    auto it = r.slack.find(n.value());
+    if (it == r.slack.end()) continue;
+    if (end <= r.start) continue;  // done before the reservation needs the node
+    if (it->second < per_task) return false;
+  }
+  return true;
+}
+
+std::function<bool(NodeIndex)> Cycle::AllowedFor(const Job& job) const {
+  if (reservations_.empty()) return {};
+  return [this, &job](NodeIndex n) { return MayUseNode(job, n); };
+}
+
+std::string Cycle::DiagnoseNodes(const Job& job) const {
+  // kube-scheduler style: "0/12 nodes can take a task (8 GPUs): 10 not enough free GPUs, ..."
+  const TaskGroup* hardest = &job.groups.front();
+  std::map<FitFailure, int> why;
+  int fits = 0;
+  for (size_t i = 0; i < state_.node_count(); ++i) {
+    NodeIndex n(static_cast<uint32_t>(i));
+    FitFailure f = FitTask(state_, n, hardest->request).failure;
+    if (f == FitFailure::kNone && !MayUseNode(job, n)) f = FitFailure::kReserved;
+    if (f == FitFailure::kNone) {
+      ++fits;
+    } else {
+      ++why[f];
+    }
+  }
+  std::string msg = std::to_string(fits) + "/" + std::to_string(state_.node_count()) +
+                    " nodes can take a task (" + DescribeRequest(hardest->request) + ")";
+  bool first = true;
+  for (const auto& [f, count] : why) {
+    msg += (first ? ": " : ", ") + std::to_string(count) + " " + std::string(FitFailureText(f));
+    first = false;
+  }
+  return msg;
+}
+
+void Cycle::Consider(const Job& job, const CycleContext& ctx) {
+  PendingJob pending{.job = job.id};
+  QueueIndex q;
+  if (!snap_.queues.empty()) {
+    q = queues_->Find(job.queue);
+    if (!q.valid()) {
+      pending.code = PendingCode::kInfeasible;
+      pending.message =
+          "queue " + (job.queue.empty() ? std::string("(none)") : job.queue) + " does not exist";
+      result_.pending.push_back(std::move(pending));
+      return;
+    }
+    if (!queues_->IsLeaf(q)) {
+      pending.code = PendingCode::kInfeasible;
+      pending.message = "queue " + job.queue + " has child queues; submit to one of them";
+      result_.pending.push_back(std::move(pending));
+      return;
+    }
+  }
+  if (auto bad = CheckFeasible(job)) {
+    pending.code = bad->code;
+    pending.message = std::move(bad->message);
+    result_.pending.push_back(std::move(pending));
+    return;
+  }
+
+  ResourceList usage = RequestUsage(job);
+  if (q.valid()) {
+    if (auto why = s_.admission_->Admit(ctx, q, usage)) {
+      pending.code = PendingCode::kQuota;
+      pending.message = std::move(*why);
+      if (auto pre = TryPreempt(job, q, ctx, true)) {
+        pending.code = pre->code;
+        pending.message = pre->message + " (" + pending.message + ")";
+        if (pre->code == PendingCode::kPreempting) {
+          Duration grace{0};
+          for (const auto& p : result_.preemptions) {
+            if (p.for_job == job.id) grace = std::max(grace, p.grace);
+          }
+          pending.estimated_start = snap_.now + grace;
+        }
+      }
+      result_.pending.push_back(std::move(pending));
+      return;
+    }
+  }
+
+  const bool unrestricted =
+      reservations_.empty() ||
+      (job.time_limit && snap_.now + *job.time_limit <= earliest_reservation_);
+  std::string sig = Signature(job, unrestricted);
+  Outcome failure{PendingCode::kResources, ""};
+  if (auto it = failed_.find(sig); it != failed_.end()) {
+    failure = it->second;
+  } else {
+    Transaction tx(state_);
+    PlaceResult placed = s_.placer_->Place(
+        {.tx = tx, .job = job, .scorer = *s_.scorer_, .allowed = AllowedFor(job), .rng = rng_});
+    if (placed.ok()) {
+      ResourceList exact = AllocationUsage(snap_.nodes, placed.tasks);
+      std::optional<std::string> quota;
+      if (q.valid()) quota = s_.admission_->Admit(ctx, q, exact);
+      if (!quota) {
+        tx.Commit();
+        if (q.valid()) queues_->AddUsage(q, exact);
+        for (Reservation& r : reservations_) {
+          Instant end = job.time_limit ? snap_.now + *job.time_limit : kNever;
+          if (end <= r.start) continue;
+          for (const TaskAllocation& t : placed.tasks) {
+            auto slot = r.slack.find(t.node.value());
+            if (slot != r.slack.end()) slot->second -= static_cast<int>(t.gpus.size());
+          }
+        }
+        started_.push_back({.job = job, .tasks = placed.tasks, .started_at = snap_.now});
+        running_.push_back({&started_.back(), started_.back().ExpectedEnd()});
+        result_.starts.push_back({.job = job.id, .tasks = std::move(placed.tasks)});
+        return;
+      }
+      tx.RollbackTo(0);
+      pending.code = PendingCode::kQuota;
+      pending.message = std::move(*quota);
+      result_.pending.push_back(std::move(pending));
+      return;
+    }
+    failure.code = placed.code;
+    failure.message = placed.message;
+    if (job.MaxTasks() == 1 || failure.message.empty()) failure.message = DiagnoseNodes(job);
+    failed_.emplace(sig, failure);
+  }
+  pending.code = failure.code;
+  pending.message = failure.message;
+
+  if (auto pre = TryPreempt(job, q, ctx, false)) {
+    pending.code = pre->code;
+    pending.message = pre->message;
+    if (pre->code == PendingCode::kPreempting) {
+      Duration grace{0};
+      for (const auto& p : result_.preemptions) {
+        if (p.for_job == job.id) grace = std::max(grace, p.grace);
+      }
+      pending.estimated_start = snap_.now + grace;
+    }
+    result_.pending.push_back(std::move(pending));
+    return;
+  }
+  if (static_cast<int>(reservations_.size()) < s_.backfill_->MaxReservations()) {
+    Reserve(job, pending);
+  } else if (!reservations_.empty() && !unrestricted) {
+    pending.message += "; reserved capacity is held for a higher-ranked job";
+  }
+  result_.pending.push_back(std::move(pending));
+}
+
+bool Cycle::FitsAfterReleasing(const Job& job, QueueIndex q,
+                               const std::vector<const RunningJob*>& gone, bool check_quota) {
+  Transaction tx(state_);
+  std::vector<std::pair<QueueIndex, ResourceList>> removed;
+  for (const RunningJob* r : gone) {
+    for (const TaskAllocation& t : r->tasks) tx.Release(t);
+    QueueIndex rq = queues_->Find(r->job.queue);
+    if (rq.valid()) {
+      removed.emplace_back(rq, AllocationUsage(snap_.nodes, r->tasks));
+      queues_->RemoveUsage(rq, removed.back().second);
+    }
+  }
+  bool fits = true;
+  if (check_quota && q.valid()) fits = !queues_->CheckAdmission(q, RequestUsage(job)).has_value();
+  if (fits) {
+    size_t mark = tx.Mark();
+    PlaceResult placed = s_.placer_->Place(
+        {.tx = tx, .job = job, .scorer = *s_.scorer_, .allowed = AllowedFor(job), .rng = rng_});
+    fits = placed.ok();
+    if (fits && q.valid()) {
+      fits = !queues_->CheckAdmission(q, AllocationUsage(snap_.nodes, placed.tasks)).has_value();
+    }
+    tx.RollbackTo(mark);
+  }
+  for (auto& [rq, amount] : removed) queues_->AddUsage(rq, amount);
+  return fits;  // tx rolls back the releases
+}
+
+std::optional<Outcome> Cycle::TryPreempt(const Job& job, QueueIndex q, const CycleContext& ctx,
+                                         bool quota_blocked) {
+  if (s_.preemption_.empty()) return std::nullopt;
+  // Jobs already stopping (from earlier cycles or this one) may be enough: wait for them.
+  std::vector<const RunningJob*> stopping;
+  for (const Running& r : running_) {
+    if (r.job->terminating || victims_.contains(r.job->job.id)) stopping.push_back(r.job);
+  }
+  if (!stopping.empty() && FitsAfterReleasing(job, q, stopping, quota_blocked)) {
+    return Outcome{PendingCode::kPreempting, "waiting for " +
+                                                 Plural(static_cast<int64_t>(stopping.size()),
+                                                        "stopping job", "stopping jobs") +
+                                                 " to release resources"};
+  }
+  // Candidates: whole running gangs some policy lets this job displace.
+  struct Candidate {
+    const RunningJob* job;
+    std::string reason;
+  };
+  std::vector<Candidate> candidates;
+  for (const Running& r : running_) {
+    const RunningJob& v = *r.job;
+    if (v.terminating || victims_.contains(v.job.id) || !v.job.preemptible) continue;
+    if (v.started_at == snap_.now) continue;  // started in this cycle
+    if (snap_.now - v.started_at < s_.profile_.min_runtime) continue;
+    for (const auto& policy : s_.preemption_) {
+      if (auto why = policy->MayPreempt(ctx, *s_.order_, job, v)) {
+        candidates.push_back({&v, std::move(*why)});
+        break;
+      }
+    }
+  }
+  if (candidates.empty()) return std::nullopt;
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     const RunningJob& x = *a.job;
+                     const RunningJob& y = *b.job;
+                     if (x.job.priority != y.job.priority) return x.job.priority < y.job.priority;
+                     if (x.job.progress_since_checkpoint != y.job.progress_since_checkpoint) {
+                       return x.job.progress_since_checkpoint < y.job.progress_since_checkpoint;
+                     }
+                     if (x.started_at != y.started_at) return x.started_at > y.started_at;
+                     return x.job.id < y.job.id;
+                   });
+  constexpr size_t kMaxCandidates = 256;
+  if (candidates.size() > kMaxCandidates) candidates.resize(kMaxCandidates);
+
+  // Take victims in order until the job fits, then give back every victim it can do without
+  // (most valuable first).
+  std::vector<const RunningJob*> chosen = stopping;
+  std::vector<size_t> picked;
+  bool fits = false;
+  for (size_t i = 0; i < candidates.size() && !fits; ++i) {
+    chosen.push_back(candidates[i].job);
+    picked.push_back(i);
+    fits = FitsAfterReleasing(job, q, chosen, quota_blocked);
+  }
+  if (!fits) return std::nullopt;
+  for (size_t k = picked.size(); k-- > 0;) {
+    std::vector<const RunningJob*> without;
+    for (const RunningJob* r : chosen) {
+      if (r != candidates[picked[k]].job) without.push_back(r);
+    }
+    if (FitsAfterReleasing(job, q, without, quota_blocked)) {
+      chosen = std::move(without);
+      picked.erase(picked.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+  }
+  for (size_t i : picked) {
+    const RunningJob& v = *candidates[i].job;
+    victims_.insert(v.job.id);
+    result_.preemptions.push_back({.job = v.job.id,
+                                   .grace = v.job.checkpoint_grace,
+                                   .for_job = job.id,
+                                   .reason = candidates[i].reason});
+  }
+  return Outcome{PendingCode::kPreempting,
+                 "preempting " + Plural(static_cast<int64_t>(picked.size()), "job", "jobs") +
+                     " to make room; starts when they exit"};
+}
+
+void Cycle::Reserve(const Job& job, PendingJob& pending) {
+  // Earliest start: release running jobs in order of their expected end (time limits) on a
+  // scratch copy until the job fits. Jobs without a time limit never end in this plan.
+  std::vector<Running> ends;
+  for (const Running& r : running_) {
+    if (r.end != kNever) ends.push_back(r);
+  }
+  std::stable_sort(ends.begin(), ends.end(),
+                   [](const Running& a, const Running& b) { return a.end < b.end; });
+  ClusterState scratch = state_;
+  Transaction tx(scratch);
+  // Earlier reservations keep their nodes out of this plan (conservative backfill).
+  for (const Reservation& r : reservations_) {
+    for (const auto& [node, slack] : r.slack) scratch.SetSchedulable(NodeIndex(node), false);
+  }
+  constexpr size_t kMaxSteps = 4096;
+  size_t steps = 0;
+  for (size_t i = 0; i < ends.size() && steps < kMaxSteps; ++steps) {
+    Instant t = ends[i].end;
+    while (i < ends.size() && ends[i].end == t) {
+      for (const TaskAllocation& a : ends[i].job->tasks) tx.Release(a);
+      ++i;
+    }
+    size_t mark = tx.Mark();
+    PlaceResult placed = s_.placer_->Place(
+        {.tx = tx, .job = job, .scorer = *s_.scorer_, .allowed = {}, .rng = rng_});
+    if (!placed.ok()) continue;
+    Reservation r{.start = t};
+    std::map<uint32_t, int> used;
+    for (const TaskAllocation& a : placed.tasks)
+      used[a.node.value()] += static_cast<int>(a.gpus.size());
+    tx.RollbackTo(mark);
+    ReserveDecision decision{.job = job.id, .start = t};
+    for (const auto& [node, gpus] : used) {
+      r.slack[node] = scratch.whole_free(NodeIndex(node)) - gpus;
+      decision.nodes.push_back(NodeIndex(node));
+    }
+    reservations_.push_back(std::move(r));
+    earliest_reservation_ = std::min(earliest_reservation_, t);
+    result_.reservations.push_back(std::move(decision));
+    pending.code = PendingCode::kReserved;
+    pending.estimated_start = t;
+    pending.message += "; resources reserved for it from the estimated start";
+    return;
+  }
+  pending.message += "; no start time can be estimated (running jobs without time limits)";
+}
+
+Result<Scheduler> Scheduler::Create(const Profile& profile, const Registry& registry) {
+  Scheduler s;
+  s.profile_ = profile;
+  auto order = registry.MakeOrder(profile.order);
+  if (!order.ok()) return order.status();
+  s.order_ = std::move(order).value();
+  auto admission = registry.MakeAdmission(profile.admission);
+  if (!admission.ok()) return admission.status();
+  s.admission_ = std::move(admission).value();
+  auto scorer = registry.MakeScorer(profile.scorer);
+  if (!scorer.ok()) return scorer.status();
+  s.scorer_ = std::move(scorer).value();
+  auto placer = registry.MakePlacer(profile.placer);
+  if (!placer.ok()) return placer.status();
+  s.placer_ = std::move(placer).value();
+  auto backfill = registry.MakeBackfill(profile.backfill);
+  if (!backfill.ok()) return backfill.status();
+  s.backfill_ = std::move(backfill).value();
+  for (const PluginConfig& c : profile.preemption) {
+    auto p = registry.MakePreemption(c);
+    if (!p.ok()) return p.status();
+    s.preemption_.push_back(std::move(p).value());
+  }
+  if (profile.min_runtime.count() < 0) return InvalidArgument("min_runtime must not be negative");
+  return s;
+}
+
+std::string_view PendingCodeName(PendingCode code) {
+  switch (code) {
+    case PendingCode::kInfeasible:
+      return "Infeasible";
+    case PendingCode::kResources:
+      return "InsufficientResources";
+    case PendingCode::kTopology:
+      return "TopologyConstraint";
+    case PendingCode::kQuota:
+      return "QuotaExceeded";
+    case PendingCode::kPreempting:
+      return "WaitingForPreemption";
+    case PendingCode::kReserved:
+      return "Reserved";
+    case PendingCode::kBackfill:
+      return "BlockedByReservation";
+    case PendingCode::kNotConsidered:
+      return "NotConsidered";
+  }
+  return "Unknown";
+}
+
+}  // namespace gangway::core

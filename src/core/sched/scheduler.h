@@ -1,0 +1,62 @@
+#ifndef GANGWAY_CORE_SCHED_SCHEDULER_H_
+#define GANGWAY_CORE_SCHED_SCHEDULER_H_
+
+// One scheduling cycle over an immutable snapshot:
+//
+//   1. Copy the cluster into a ClusterState and account every running job; build the queue
+//      tree with live usage.
+//   2. Walk pending jobs in the QueueOrder. For each: reject what can never run (unknown
+//      queue, no node could ever hold a task, required topology larger than any domain);
+//      ask Admission; place the whole gang through the GangPlacer inside a Transaction
+//      (rolled back unless every required task landed); re-check quota with the GPU models
+//      actually chosen.
+//   3. A job that does not fit may preempt (whole gangs chosen by the Preemption policies,
+//      lowest priority first, then least progress lost since the last checkpoint, never jobs
+//      younger than the minimum runtime), or get a backfill reservation at the earliest time
+//      running jobs' time limits free enough room. Later jobs may use reserved capacity only
+//      if they end before the reservation starts, or if the node has room for both.
+//   4. Every job not started gets a reason code, a sentence and, when known, an estimated
+//      start.
+//
+// Deterministic: the same snapshot, pending list, profile and seed give the same result,
+// byte for byte once serialised.
+
+#include <memory>
+#include <span>
+
+#include "core/sched/decision.h"
+#include "core/sched/plugin.h"
+#include "core/sched/profile.h"
+#include "core/sched/registry.h"
+#include "core/sched/status.h"
+#include "core/state/snapshot.h"
+
+namespace gangway::core {
+
+class Scheduler {
+ public:
+  // Resolves every plugin of `profile`; fails naming the unknown policy or bad argument.
+  static Result<Scheduler> Create(const Profile& profile, const Registry& registry);
+
+  // Fails only if the snapshot's queue tree is malformed.
+  Result<CycleResult> RunCycle(const Snapshot& snapshot, std::span<const Job> pending,
+                               uint64_t seed) const;
+
+  const Profile& profile() const { return profile_; }
+
+ private:
+  Scheduler() = default;
+  friend class Cycle;
+
+  Profile profile_;
+  std::unique_ptr<QueueOrder> order_;
+  std::unique_ptr<Admission> admission_;
+  std::unique_ptr<NodeScorer> scorer_;
+  std::unique_ptr<GangPlacer> placer_;
+  std::unique_ptr<BackfillPolicy> backfill_;
+  std::vector<std::unique_ptr<Preemption>> preemption_;
+};
+
+}  // namespace gangway::core
+
+#endif  // GANGWAY_CORE_SCHED_SCHEDULER_H_

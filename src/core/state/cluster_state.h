@@ -1,0 +1,137 @@
+#ifndef GANGWAY_CORE_STATE_CLUSTER_STATE_H_
+#define GANGWAY_CORE_STATE_CLUSTER_STATE_H_
+
+// Mutable accounting of what is used and free on every node and GPU, with the indexes that
+// make placement fast. A scheduling cycle copies one from the snapshot and plans on it through
+// a Transaction; the snapshot itself is never modified.
+//
+// Invariants (checked by the property tests):
+//  - per GPU: 0 <= milli <= 1000 and memory <= device memory; a GPU holding a whole-GPU task
+//    has milli == 1000 and holds nothing else; MIG instances never overlap and use at most
+//    the device's compute slices; a MIG-enabled GPU holds only MIG instances.
+//  - per node: used CPU, memory and extras never exceed capacity.
+//  - index: a node is in NodesWithFree(m, k) iff it is schedulable and has exactly k
+//    untouched, healthy, non-MIG GPUs of model m.
+//
+// Thread safety: none; one cycle owns one state.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model/ids.h"
+#include "core/model/job.h"
+#include "core/model/node.h"
+#include "core/model/topology.h"
+#include "core/state/node_set.h"
+
+namespace gangway::core {
+
+struct GpuUsage {
+  int64_t memory_bytes = 0;  // requested GPU memory of fractional tasks (whole = device)
+  int32_t milli = 0;         // 0..1000
+  int16_t tasks = 0;         // tasks holding (part of) this GPU
+  uint16_t mig_mask = 0;     // memory slices taken by MIG instances
+  int8_t mig_compute = 0;    // compute slices taken by MIG instances
+};
+
+class ClusterState {
+ public:
+  // `nodes` must outlive the state (it is normally the snapshot's node list). Starts empty:
+  // the caller allocates what running jobs hold.
+  explicit ClusterState(const std::vector<Node>& nodes);
+
+  size_t node_count() const { return nodes_->size(); }
+  const Node& node(NodeIndex n) const { return (*nodes_)[n.value()]; }
+  const std::vector<Node>& nodes() const { return *nodes_; }
+  // Healthy and not cordoned: may take new work.
+  bool Schedulable(NodeIndex n) const { return schedulable_[n.value()]; }
+
+  const GpuUsage& gpu_usage(NodeIndex n, int gpu) const {
+    return gpus_[gpu_offset_[n.value()] + gpu];
+  }
+  ModelIndex gpu_model(NodeIndex n, int gpu) const {
+    return gpu_models_[gpu_offset_[n.value()] + gpu];
+  }
+  int64_t cpu_free(NodeIndex n) const { return node(n).cpu_milli - cpu_used_[n.value()]; }
+  int64_t memory_free(NodeIndex n) const { return node(n).memory_bytes - memory_used_[n.value()]; }
+  int64_t extra_free(NodeIndex n, std::string_view name) const;
+  // Untouched, healthy, non-MIG GPUs of the node, any model.
+  int whole_free(NodeIndex n) const { return whole_free_[n.value()]; }
+
+  // GPU models, interned in order of first appearance.
+  size_t model_count() const { return model_names_.size(); }
+  std::string_view model_name(ModelIndex m) const { return model_names_[m.value()]; }
+  ModelIndex FindModel(std::string_view name) const;  // invalid index if unknown
+  int max_gpus_per_node() const { return max_gpus_per_node_; }
+
+  // Schedulable nodes with exactly k whole-free GPUs of model m, 0 <= k <= max_gpus_per_node.
+  const NodeSet& NodesWithFree(ModelIndex m, int k) const { return free_index_[m.value()][k]; }
+  // Schedulable nodes with at least one shareable GPU of model m that holds a fraction.
+  const NodeSet& NodesWithSharedGpus(ModelIndex m) const { return shared_index_[m.value()]; }
+  // Schedulable nodes with a MIG-enabled GPU of model m.
+  const NodeSet& NodesWithMig(ModelIndex m) const { return mig_index_[m.value()]; }
+
+  // Topology domains: for kNode the domain is the node index, for kCluster always 0, for the
+  // others a dense index over the distinct names (a node without a rack is its own rack).
+  int domain_of(NodeIndex n, TopologyLevel level) const;
+  int domain_count(TopologyLevel level) const;
+  std::span<const NodeIndex> domain_nodes(TopologyLevel level, int domain) const;
+  // Whole-free GPUs (any model) summed over the domain's schedulable nodes.
+  int64_t domain_whole_free(TopologyLevel level, int domain) const;
+
+  // Whether `task` can be allocated on top of the current usage (capacity, health, MIG
+  // geometry, exclusivity). Does not look at filters such as labels.
+  bool CanAllocate(const TaskAllocation& task) const;
+  // Precondition: CanAllocate(task).
+  void Allocate(const TaskAllocation& task);
+  // Precondition: `task` was allocated and not yet released.
+  void Release(const TaskAllocation& task);
+
+  // Marks a node unschedulable for the rest of this state's life (e.g. reserved by backfill).
+  void SetSchedulable(NodeIndex n, bool schedulable);
+
+ private:
+  void Apply(const TaskAllocation& task, int sign);
+  void Reindex(NodeIndex n);
+  void RecountWholeFree(NodeIndex n);
+
+  const std::vector<Node>* nodes_;
+  std::vector<uint32_t> gpu_offset_;  // first GPU of node n in gpus_
+  std::vector<GpuUsage> gpus_;
+  std::vector<ModelIndex> gpu_models_;
+  std::vector<int64_t> cpu_used_;
+  std::vector<int64_t> memory_used_;
+  std::vector<std::vector<int64_t>> extras_used_;  // aligned with Node::extras entries
+  std::vector<int16_t> whole_free_;
+  std::vector<bool> schedulable_;
+  // Per node, per model it has: whole-free count of that model, as indexed.
+  std::vector<std::vector<std::pair<ModelIndex, int>>> indexed_free_;
+  std::vector<bool> indexed_shared_;
+  std::vector<bool> indexed_mig_;
+
+  std::vector<std::string> model_names_;
+  int max_gpus_per_node_ = 0;
+  std::vector<std::vector<NodeSet>> free_index_;  // [model][k]
+  std::vector<NodeSet> shared_index_;             // [model]
+  std::vector<NodeSet> mig_index_;                // [model]
+
+  // Topology: per level (rack, leaf, spine) domain of each node, member lists and free sums.
+  struct Level {
+    std::vector<int> domain_of;                   // per node
+    std::vector<std::vector<NodeIndex>> members;  // per domain
+    std::vector<int64_t> whole_free;              // per domain
+  };
+  Level rack_, leaf_, spine_;
+  std::vector<NodeIndex> all_nodes_;
+  int64_t cluster_whole_free_ = 0;
+  std::vector<NodeIndex> single_node_scratch_;
+  const Level* level(TopologyLevel l) const;
+  Level* level(TopologyLevel l);
+};
+
+}  // namespace gangway::core
+
+#endif  // GANGWAY_CORE_STATE_CLUSTER_STATE_H_
