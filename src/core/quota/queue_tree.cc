@@ -64,7 +64,8 @@ Result<QueueTree> QueueTree::Build(const std::vector<QueueSpec>& specs,
   for (size_t i = 0; i < specs.size(); ++i) {
     const QueueSpec& s = specs[i];
     Queue& q = tree.queues_[i];
-    q.spec = &s;
+    q.spec = s;
+    q.spec.usage_history.clear();  // folded into history_share below
     q.weight = s.weight;
     q.usage.assign(nr, 0);
     q.guarantee.assign(nr, -1);
@@ -133,7 +134,7 @@ Result<QueueTree> QueueTree::Build(const std::vector<QueueSpec>& specs,
 
 QueueIndex QueueTree::Find(std::string_view name) const {
   for (size_t i = 0; i < queues_.size(); ++i) {
-    if (queues_[i].spec->name == name) return QueueIndex(static_cast<uint32_t>(i));
+    if (queues_[i].spec.name == name) return QueueIndex(static_cast<uint32_t>(i));
   }
   return QueueIndex();
 }
@@ -201,7 +202,7 @@ std::optional<std::string> QueueTree::CheckAdmission(QueueIndex leaf,
       const Queue& q = queues_[qi.value()];
       if (q.guarantee[r] >= 0 && q.borrow_limit[r] >= 0 &&
           q.usage[r] + amount > q.guarantee[r] + q.borrow_limit[r]) {
-        return "queue " + q.spec->name + " is at its limit of " +
+        return "queue " + q.spec.name + " is at its limit of " +
                Describe(r, q.guarantee[r] + q.borrow_limit[r]) + " (guarantee " +
                Describe(r, q.guarantee[r]) + " + borrowing " + Describe(r, q.borrow_limit[r]) +
                "; uses " + Describe(r, q.usage[r]) + ", asks " + Describe(r, amount) + ")";
@@ -217,13 +218,13 @@ std::optional<std::string> QueueTree::CheckAdmission(QueueIndex leaf,
       if (cap < 0) continue;
       int64_t used = q.parent.valid() ? queues_[q.parent.value()].usage[r] : top_usage_[r];
       if (used + amount + held_back > cap) {
-        std::string where = q.parent.valid() ? "queue " + queues_[q.parent.value()].spec->name
+        std::string where = q.parent.valid() ? "queue " + queues_[q.parent.value()].spec.name
                                              : std::string("the cluster");
         // Only report a quota problem when queues have guarantees; plain capacity shortage is
         // the placement's to explain.
         bool quota_configured = q.guarantee[r] >= 0 || held_back > 0 || q.parent.valid();
         if (!quota_configured) continue;
-        std::string msg = "queue " + q.spec->name + " would exceed what " + where +
+        std::string msg = "queue " + q.spec.name + " would exceed what " + where +
                           " can give: " + Describe(r, cap) + " in all, " + Describe(r, used) +
                           " in use";
         if (held_back > 0)

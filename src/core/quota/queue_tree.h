@@ -45,14 +45,14 @@ class QueueTree {
 
   size_t size() const { return queues_.size(); }
   QueueIndex Find(std::string_view name) const;  // invalid if unknown
-  const std::string& name(QueueIndex q) const { return queues_[q.value()].spec->name; }
+  const std::string& name(QueueIndex q) const { return queues_[q.value()].spec.name; }
   QueueIndex parent(QueueIndex q) const { return queues_[q.value()].parent; }
   const std::vector<QueueIndex>& children(QueueIndex q) const {
     return queues_[q.value()].children;
   }
   const std::vector<QueueIndex>& roots() const { return roots_; }
   bool IsLeaf(QueueIndex q) const { return queues_[q.value()].children.empty(); }
-  const QueueSpec& spec(QueueIndex q) const { return *queues_[q.value()].spec; }
+  const QueueSpec& spec(QueueIndex q) const { return queues_[q.value()].spec; }
 
   // Live usage of the queue's subtree.
   int64_t Usage(QueueIndex q, std::string_view resource) const;
@@ -75,7 +75,7 @@ class QueueTree {
 
  private:
   struct Queue {
-    const QueueSpec* spec = nullptr;
+    QueueSpec spec;  // a copy: the tree does not depend on the caller's storage
     QueueIndex parent;
     std::vector<QueueIndex> children;
     std::vector<int64_t> usage;         // per resource index

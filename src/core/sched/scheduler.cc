@@ -110,6 +110,8 @@ class Cycle {
   std::string DiagnoseNodes(const Job& job) const;
   std::optional<Outcome> TryPreempt(const Job& job, QueueIndex q, const CycleContext& ctx,
                                     bool quota_blocked);
+  std::optional<Outcome> FindVictims(const Job& job, QueueIndex q, const CycleContext& ctx,
+                                     bool quota_blocked);
   bool FitsAfterReleasing(const Job& job, QueueIndex q, const std::vector<const RunningJob*>& gone,
                           bool check_quota);
   void Reserve(const Job& job, PendingJob& pending);
@@ -123,6 +125,7 @@ class Cycle {
   std::vector<Running> running_;     // snapshot's running jobs and those started this cycle
   std::vector<RunningJob> started_;  // jobs started this cycle, as RunningJobs (stable storage)
   std::set<JobId> victims_;
+  std::set<std::string> no_victims_;  // TryPreempt keys that found nothing this cycle
   std::vector<Reservation> reservations_;
   Instant earliest_reservation_ = kNever;
   std::unordered_map<std::string, Outcome> failed_;          // by Signature
@@ -459,6 +462,21 @@ bool Cycle::FitsAfterReleasing(const Job& job, QueueIndex q,
 std::optional<Outcome> Cycle::TryPreempt(const Job& job, QueueIndex q, const CycleContext& ctx,
                                          bool quota_blocked) {
   if (s_.preemption_.empty()) return std::nullopt;
+  // Within a cycle, victims only get fewer and free capacity and quota only shrink, so a job
+  // that found no victims fails again for every job that looks the same to the policies.
+  std::string key = Signature(job, true) + job.queue + '|' + std::to_string(job.priority) + '|' +
+                    std::to_string(job.attained_service_gpu_seconds) + '|' +
+                    std::to_string(job.expected_duration.value_or(Duration(-1)).count()) + '|' +
+                    std::to_string(job.remaining_duration.value_or(Duration(-1)).count()) +
+                    (quota_blocked ? "q" : "r");
+  if (no_victims_.contains(key)) return std::nullopt;
+  std::optional<Outcome> outcome = FindVictims(job, q, ctx, quota_blocked);
+  if (!outcome) no_victims_.insert(std::move(key));
+  return outcome;
+}
+
+std::optional<Outcome> Cycle::FindVictims(const Job& job, QueueIndex q, const CycleContext& ctx,
+                                          bool quota_blocked) {
   // Jobs already stopping (from earlier cycles or this one) may be enough: wait for them.
   std::vector<const RunningJob*> stopping;
   for (const Running& r : running_) {

@@ -1,0 +1,138 @@
+#include "core/state/cluster_state.h"
+
+#include <gtest/gtest.h>
+
+#include "core/state/transaction.h"
+#include "testing/builders.h"
+
+namespace gangway::core {
+namespace {
+
+using testing::MakeNode;
+using testing::SnapshotBuilder;
+
+TaskAllocation Whole(uint32_t node, std::vector<int> gpus) {
+  TaskAllocation t;
+  t.node = NodeIndex(node);
+  for (int g : gpus) t.gpus.push_back({.gpu = g});
+  return t;
+}
+
+TaskAllocation Share(uint32_t node, int gpu, int64_t milli, int64_t mem = 0) {
+  TaskAllocation t;
+  t.node = NodeIndex(node);
+  t.gpus.push_back({.gpu = gpu, .milli = milli, .memory_bytes = mem});
+  return t;
+}
+
+TEST(ClusterState, FreeIndexTracksWholeFreeGpusPerModel) {
+  Snapshot snap = SnapshotBuilder()
+                      .Node(MakeNode("h").Gpus(8, "H100-80GB"))
+                      .Node(MakeNode("a").Gpus(4, "A100-40GB"))
+                      .Build();
+  ClusterState s(snap.nodes);
+  ModelIndex h = s.FindModel("H100-80GB");
+  ASSERT_TRUE(h.valid());
+  EXPECT_TRUE(s.NodesWithFree(h, 8).Contains(NodeIndex(0)));
+  s.Allocate(Whole(0, {0, 1, 2}));
+  EXPECT_FALSE(s.NodesWithFree(h, 8).Contains(NodeIndex(0)));
+  EXPECT_TRUE(s.NodesWithFree(h, 5).Contains(NodeIndex(0)));
+  EXPECT_EQ(s.whole_free(NodeIndex(0)), 5);
+  EXPECT_EQ(s.domain_whole_free(TopologyLevel::kCluster, 0), 5 + 4);
+  s.Release(Whole(0, {0, 1, 2}));
+  EXPECT_TRUE(s.NodesWithFree(h, 8).Contains(NodeIndex(0)));
+  EXPECT_FALSE(s.FindModel("V100").valid());
+}
+
+TEST(ClusterState, FractionsShareAGpuUpToItsCapacityAndMemory) {
+  Snapshot snap = SnapshotBuilder().Node(MakeNode("n").Gpus(1, "A100-40GB")).Build();
+  ClusterState s(snap.nodes);
+  EXPECT_TRUE(s.CanAllocate(Share(0, 0, 600, 10 * GiB)));
+  s.Allocate(Share(0, 0, 600, 10 * GiB));
+  EXPECT_EQ(s.whole_free(NodeIndex(0)), 0);
+  EXPECT_FALSE(s.CanAllocate(Share(0, 0, 500)));            // 1100 milli
+  EXPECT_FALSE(s.CanAllocate(Share(0, 0, 400, 31 * GiB)));  // 41 GiB of 40
+  EXPECT_TRUE(s.CanAllocate(Share(0, 0, 400, 30 * GiB)));
+  EXPECT_FALSE(s.CanAllocate(Whole(0, {0})));  // shared GPU is not whole
+}
+
+TEST(ClusterState, MigInstancesFollowPlacementRules) {
+  Snapshot snap = SnapshotBuilder().Node(MakeNode("n").Gpus(1, "A100-40GB").MigEnabled()).Build();
+  ClusterState s(snap.nodes);
+  auto mig = [](const std::string& profile, int start) {
+    TaskAllocation t;
+    t.node = NodeIndex(0);
+    t.gpus.push_back(
+        {.gpu = 0, .milli = MigGpuMilli(profile), .mig_profile = profile, .mig_start = start});
+    return t;
+  };
+  EXPECT_FALSE(s.CanAllocate(Whole(0, {0})));      // MIG GPUs take only MIG instances
+  EXPECT_FALSE(s.CanAllocate(mig("4g.20gb", 4)));  // 4g may start only at 0
+  s.Allocate(mig("4g.20gb", 0));
+  EXPECT_FALSE(s.CanAllocate(mig("3g.20gb", 0)));  // overlaps
+  EXPECT_TRUE(s.CanAllocate(mig("3g.20gb", 4)));
+  s.Allocate(mig("3g.20gb", 4));
+  EXPECT_FALSE(s.CanAllocate(mig("1g.5gb", 6)));  // full
+  s.Release(mig("4g.20gb", 0));
+  EXPECT_TRUE(s.CanAllocate(mig("1g.5gb", 0)));
+}
+
+TEST(ClusterState, CordonedAndUnhealthyNodesLeaveTheIndexes) {
+  Snapshot snap = SnapshotBuilder()
+                      .Node(MakeNode("c").Gpus(8).Cordoned())
+                      .Node(MakeNode("u").Gpus(8).Unhealthy())
+                      .Node(MakeNode("ok").Gpus(8).UnhealthyGpu(3))
+                      .Build();
+  ClusterState s(snap.nodes);
+  ModelIndex m = s.FindModel("H100-80GB");
+  EXPECT_FALSE(s.Schedulable(NodeIndex(0)));
+  EXPECT_FALSE(s.Schedulable(NodeIndex(1)));
+  EXPECT_TRUE(s.NodesWithFree(m, 7).Contains(NodeIndex(2)));
+  EXPECT_EQ(s.domain_whole_free(TopologyLevel::kCluster, 0), 7);
+  EXPECT_FALSE(s.CanAllocate(Whole(2, {3})));  // the unhealthy GPU
+}
+
+TEST(ClusterState, TopologyDomainsGroupNodes) {
+  Snapshot snap = SnapshotBuilder()
+                      .Nodes(2, MakeNode("a").Gpus(8).Leaf("l1").Spine("s"))
+                      .Nodes(2, MakeNode("b").Gpus(8).Leaf("l2").Spine("s"))
+                      .Build();
+  ClusterState s(snap.nodes);
+  EXPECT_EQ(s.domain_count(TopologyLevel::kLeaf), 2);
+  EXPECT_EQ(s.domain_count(TopologyLevel::kSpine), 1);
+  EXPECT_EQ(s.domain_count(TopologyLevel::kRack), 4);  // no racks: each node its own
+  EXPECT_EQ(s.domain_of(NodeIndex(3), TopologyLevel::kLeaf), 1);
+  s.Allocate(Whole(2, {0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(s.domain_whole_free(TopologyLevel::kLeaf, 0), 16);
+  EXPECT_EQ(s.domain_whole_free(TopologyLevel::kLeaf, 1), 8);
+}
+
+TEST(Transaction, RollbackRestoresTheStateExactly) {
+  Snapshot snap = SnapshotBuilder().Nodes(2, MakeNode("n").Gpus(8)).Build();
+  ClusterState s(snap.nodes);
+  Transaction tx(s);
+  ASSERT_TRUE(tx.Allocate(Whole(0, {0, 1})));
+  size_t mark = tx.Mark();
+  ASSERT_TRUE(tx.Allocate(Whole(1, {0, 1, 2, 3})));
+  EXPECT_FALSE(tx.Allocate(Whole(1, {3})));  // taken: refused without change
+  tx.Release(Whole(0, {0, 1}));
+  tx.RollbackTo(mark);
+  EXPECT_EQ(s.whole_free(NodeIndex(0)), 6);
+  EXPECT_EQ(s.whole_free(NodeIndex(1)), 8);
+  tx.Commit();
+  EXPECT_EQ(s.whole_free(NodeIndex(0)), 6);
+}
+
+TEST(Transaction, DestroyedWithoutCommitLeavesNoTrace) {
+  Snapshot snap = SnapshotBuilder().Nodes(1, MakeNode("n").Gpus(8)).Build();
+  ClusterState s(snap.nodes);
+  {
+    Transaction tx(s);
+    ASSERT_TRUE(tx.Allocate(Whole(0, {0, 1, 2})));
+  }
+  EXPECT_EQ(s.whole_free(NodeIndex(0)), 8);
+  EXPECT_TRUE(s.NodesWithFree(s.FindModel("H100-80GB"), 8).Contains(NodeIndex(0)));
+}
+
+}  // namespace
+}  // namespace gangway::core
