@@ -24,7 +24,7 @@ enum class PendingCode : uint8_t {
   kQuota,          // its queue, or an ancestor, is at its limit
   kPreempting,     // victims were asked to stop; starts when they exit
   kReserved,       // backfill reserved resources for it at its estimated start
-  kBackfill,       // would delay a reserved higher-order job
+  kBackfill,       // would delay a reserved job, or waits behind a blocked one (strict order)
   kNotConsidered,  // the cycle stopped before reaching it (cycle budget)
 };
 

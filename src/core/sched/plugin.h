@@ -153,9 +153,12 @@ class BackfillPolicy {
  public:
   virtual ~BackfillPolicy() = default;
   virtual std::string_view name() const = 0;
-  // How many blocked jobs per cycle get a reservation (0 = no backfill: the first blocked job
-  // blocks everything behind it in its queue order only by taking resources first).
+  // How many blocked jobs per cycle get a reservation.
   virtual int MaxReservations() const = 0;
+  // True for "no backfill" in Slurm's sense: once a job is blocked for lack of resources (or
+  // topology), no job after it in the queue order starts in this cycle. Jobs blocked by quota
+  // do not block others.
+  virtual bool StrictOrder() const { return false; }
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -125,7 +125,8 @@ class Cycle {
   std::vector<Running> running_;     // snapshot's running jobs and those started this cycle
   std::vector<RunningJob> started_;  // jobs started this cycle, as RunningJobs (stable storage)
   std::set<JobId> victims_;
-  std::set<std::string> no_victims_;  // TryPreempt keys that found nothing this cycle
+  std::set<std::string> no_victims_;
+  const Job* blocked_by_ = nullptr;  // strict order: the first job blocked for resources  // TryPreempt keys that found nothing this cycle
   std::vector<Reservation> reservations_;
   Instant earliest_reservation_ = kNever;
   std::unordered_map<std::string, Outcome> failed_;          // by Signature
@@ -365,10 +366,19 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     }
   }
 
+  if (blocked_by_ != nullptr) {
+    pending.code = PendingCode::kBackfill;
+    pending.message = "waits behind job " + blocked_by_->name +
+                      " (strict order: no job starts ahead of a blocked one)";
+    result_.pending.push_back(std::move(pending));
+    return;
+  }
+
   const bool unrestricted =
       reservations_.empty() ||
       (job.time_limit && snap_.now + *job.time_limit <= earliest_reservation_);
   std::string sig = Signature(job, unrestricted);
+  if (!unrestricted && job.time_limit) sig += "t" + std::to_string(job.time_limit->count());
   Outcome failure{PendingCode::kResources, ""};
   if (auto it = failed_.find(sig); it != failed_.end()) {
     failure = it->second;
@@ -423,6 +433,7 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     result_.pending.push_back(std::move(pending));
     return;
   }
+  if (s_.backfill_->StrictOrder()) blocked_by_ = &job;
   if (static_cast<int>(reservations_.size()) < s_.backfill_->MaxReservations()) {
     Reserve(job, pending);
   } else if (!reservations_.empty() && !unrestricted) {

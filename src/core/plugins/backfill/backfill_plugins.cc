@@ -1,8 +1,12 @@
 // Backfill policies. The planning itself (earliest start from running jobs' time limits, and
 // keeping later jobs off reserved capacity unless they end before it is needed) is shared and
 // lives in the cycle; a policy says how many blocked jobs get a reservation.
-//   none          no reservations: a blocked job can be overtaken forever by smaller ones
-//   easy          EASY (aggressive) backfill: only the first blocked job gets a reservation
+//   none          strict order, no backfill: the first job blocked for resources stops every
+//                 job behind it in this cycle (Slurm's sched/builtin, Kueue's StrictFIFO)
+//   greedy        no reservations: anything that fits starts, so a big job can be overtaken
+//                 by smaller ones indefinitely (Kueue's BestEffortFIFO)
+//   easy          EASY (aggressive) backfill: only the first blocked job gets a reservation;
+//                 later jobs start if they do not delay it
 //   conservative  every blocked job, in order, up to `depth`, gets one
 
 #include "core/plugins/builtin.h"
@@ -13,13 +17,16 @@ namespace {
 
 class FixedBackfill final : public BackfillPolicy {
  public:
-  FixedBackfill(std::string_view name, int reservations) : name_(name), n_(reservations) {}
+  FixedBackfill(std::string_view name, int reservations, bool strict = false)
+      : name_(name), n_(reservations), strict_(strict) {}
   std::string_view name() const override { return name_; }
   int MaxReservations() const override { return n_; }
+  bool StrictOrder() const override { return strict_; }
 
  private:
   std::string_view name_;
   int n_;
+  bool strict_;
 };
 
 }  // namespace
