@@ -9,7 +9,7 @@ int64_t MigGpuMilli(std::string_view profile) {
     slices = slices * 10 + (c - '0');
   }
   if (slices <= 0) slices = 1;
-  return (slices * kGpuMilli + 6) / 7;
+  return slices * kGpuMilli / 7;
 }
 
 int Job::MinTasks() const {

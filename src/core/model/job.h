@@ -52,7 +52,8 @@ struct TaskGroup {
 };
 
 // The milli-GPUs a MIG instance counts for in quotas and shares: its compute slices out of 7,
-// rounded up ("3g.20gb" -> 429).
+// rounded down so that a fully partitioned GPU never counts for more than one GPU
+// ("3g.20gb" -> 428, "4g.20gb" -> 571, "7g.40gb" -> 1000).
 int64_t MigGpuMilli(std::string_view profile);
 
 // A job as the scheduler sees it. Times and progress are supplied by the caller.

@@ -237,6 +237,40 @@ std::optional<std::string> QueueTree::CheckAdmission(QueueIndex leaf,
   return std::nullopt;
 }
 
+std::optional<std::string> QueueTree::ExceedsLimits(QueueIndex leaf,
+                                                    const ResourceList& request) const {
+  for (const auto& [name, amount] : request.entries()) {
+    int r = ResourceIndex(name);
+    if (r < 0 || amount <= 0) continue;
+    for (QueueIndex qi = leaf; qi.valid(); qi = queues_[qi.value()].parent) {
+      const Queue& q = queues_[qi.value()];
+      if (q.guarantee[r] >= 0 && q.borrow_limit[r] >= 0 &&
+          amount > q.guarantee[r] + q.borrow_limit[r]) {
+        return "asks " + Describe(r, amount) + " but queue " + q.spec.name + " may never use " +
+               "more than " + Describe(r, q.guarantee[r] + q.borrow_limit[r]);
+      }
+    }
+    if (capacity_[r] > 0 && amount > capacity_[r] && name == kGpuResource) {
+      return "asks " + Describe(r, amount) + " but the cluster has " + Describe(r, capacity_[r]);
+    }
+  }
+  return std::nullopt;
+}
+
+bool QueueTree::IsGuaranteed(QueueIndex leaf, const ResourceList& amount) const {
+  for (const auto& [name, value] : amount.entries()) {
+    int r = ResourceIndex(name);
+    if (r < 0 || value <= 0) continue;
+    for (QueueIndex qi = leaf; qi.valid(); qi = queues_[qi.value()].parent) {
+      const Queue& q = queues_[qi.value()];
+      if (q.guarantee[r] < 0) continue;
+      if (q.usage[r] - value < q.guarantee[r]) return true;
+      break;
+    }
+  }
+  return false;
+}
+
 bool QueueTree::WithinGuarantee(QueueIndex leaf, const ResourceList& request) const {
   for (const auto& [name, amount] : request.entries()) {
     int r = ResourceIndex(name);

@@ -63,6 +63,12 @@ class QueueTree {
   // nullopt if the request may be admitted into `leaf`; otherwise a sentence naming the queue,
   // the resource and the limit, e.g. "queue nlp is at its quota of 64 GPUs (uses 60, asks 8)".
   std::optional<std::string> CheckAdmission(QueueIndex leaf, const ResourceList& request) const;
+  // A sentence if `request` exceeds, on its own, the guarantee + borrow limit of a queue on
+  // the path (the job can never be admitted), else nullopt.
+  std::optional<std::string> ExceedsLimits(QueueIndex leaf, const ResourceList& request) const;
+  // Whether removing `amount` from `leaf` would take a queue on its path below its guarantee:
+  // the usage is covered by a guarantee, and other queues may not take it by priority.
+  bool IsGuaranteed(QueueIndex leaf, const ResourceList& amount) const;
   // Whether every queue from `leaf` up stays within its guarantee with `request` added (for
   // resources it names a guarantee for): such a queue may reclaim lent capacity.
   bool WithinGuarantee(QueueIndex leaf, const ResourceList& request) const;

@@ -95,10 +95,13 @@ class Cycle {
   struct Reservation {
     Instant start;
     std::map<uint32_t, int> slack;  // node -> whole GPUs a long job may still take there
+    std::string job;                // name of the job it is held for
   };
   struct Running {
     const RunningJob* job;
     Instant end;
+    QueueIndex queue;    // its queue in queues_; invalid if unknown
+    ResourceList usage;  // AllocationUsage of its tasks, when `queue` is valid
   };
 
   void AccountRunning();
@@ -106,14 +109,42 @@ class Cycle {
   std::optional<Outcome> CheckFeasible(const Job& job);
   void Consider(const Job& job, const CycleContext& ctx);
   bool MayUseNode(const Job& job, NodeIndex n) const;
+  // The reservation that `tasks` of `job` would push back, if any: a job that ends after a
+  // reservation starts may take at most the reservation's slack on each of its nodes.
+  const Reservation* DelayedReservation(const Job& job,
+                                        const std::vector<TaskAllocation>& tasks) const;
   std::function<bool(NodeIndex)> AllowedFor(const Job& job) const;
   std::string DiagnoseNodes(const Job& job) const;
   std::optional<Outcome> TryPreempt(const Job& job, QueueIndex q, const CycleContext& ctx,
                                     bool quota_blocked);
   std::optional<Outcome> FindVictims(const Job& job, QueueIndex q, const CycleContext& ctx,
                                      bool quota_blocked);
-  bool FitsAfterReleasing(const Job& job, QueueIndex q, const std::vector<const RunningJob*>& gone,
-                          bool check_quota);
+  // A what-if for preemption on the cluster and queue usage without the stopping jobs
+  // (released_, or state_ while none stops): Release() more running jobs, Restore() some of
+  // them, ask Fits(). All of it is undone when the plan goes out of scope. Accounting is
+  // additive, so the state after any sequence of calls equals releasing the jobs that are
+  // out at that moment in one go: a plan grown one victim at a time decides like planning
+  // every set of victims from scratch, without releasing the whole set each time.
+  class Plan {
+   public:
+    explicit Plan(Cycle& cycle);
+    Plan(const Plan&) = delete;
+    Plan& operator=(const Plan&) = delete;
+    ~Plan();
+    void Release(const Running& r);
+    void Restore(const Running& r);  // precondition: released by this plan
+    // Whether the job would fit (and pass quota when `check_quota`) now.
+    bool Fits(const Job& job, QueueIndex q, bool check_quota);
+
+   private:
+    Cycle& c_;
+    QueueTree& queues_;
+    Transaction tx_;
+    std::vector<const Running*> out_;
+  };
+  // Whether the job would fit (and pass quota) once the stopping jobs were gone.
+  bool FitsAfterStopping(const Job& job, QueueIndex q, bool check_quota);
+  void MarkStopping(size_t running_index);
   void Reserve(const Job& job, PendingJob& pending);
 
   const Scheduler& s_;
@@ -125,8 +156,17 @@ class Cycle {
   std::vector<Running> running_;     // snapshot's running jobs and those started this cycle
   std::vector<RunningJob> started_;  // jobs started this cycle, as RunningJobs (stable storage)
   std::set<JobId> victims_;
+  // Stopping jobs: running_ entries that are terminating or whose id is in victims_ (the flag
+  // is kept equal to that). Preemption plans start from released_ and released_queues_: the
+  // cluster and the queue usage without them, kept up to date as jobs start and victims are
+  // chosen, so a plan does not release every stopping job again. Empty while none stops.
+  std::vector<size_t> stopping_;
+  std::vector<bool> stopping_flag_;  // per running_ entry
+  std::optional<ClusterState> released_;
+  std::optional<QueueTree> released_queues_;
   std::set<std::string> no_victims_;
-  const Job* blocked_by_ = nullptr;  // strict order: the first job blocked for resources  // TryPreempt keys that found nothing this cycle
+  const Job* blocked_by_ = nullptr;  // strict order: the first job blocked for resources  //
+                                     // TryPreempt keys that found nothing this cycle
   std::vector<Reservation> reservations_;
   Instant earliest_reservation_ = kNever;
   std::unordered_map<std::string, Outcome> failed_;          // by Signature
@@ -148,17 +188,29 @@ void Cycle::AccountRunning() {
 }
 
 ResourceList Cycle::Capacity() const {
+  // Summed in integers first and added once per name (not once per GPU and node): the same
+  // list, without building a "gpu/<model>" string for every GPU of the cluster.
   ResourceList cap;
+  std::map<std::string_view, int64_t> per_model;
+  int64_t gpus = 0, cpu = 0, memory = 0;
+  bool any_node = false;
   for (const Node& n : snap_.nodes) {
     if (!n.healthy) continue;
+    any_node = true;
     for (const GpuDevice& g : n.gpus) {
       if (!g.healthy) continue;
-      cap.Add(kGpuResource, kGpuMilli);
-      cap.Add(GpuModelResource(g.model), kGpuMilli);
+      gpus += kGpuMilli;
+      per_model[g.model] += kGpuMilli;
     }
-    cap.Add(kCpuResource, n.cpu_milli);
-    cap.Add(kMemoryResource, n.memory_bytes);
-    cap.Add(n.extras);
+    cpu += n.cpu_milli;
+    memory += n.memory_bytes;
+    if (!n.extras.empty()) cap.Add(n.extras);
+  }
+  if (gpus > 0) cap.Add(kGpuResource, gpus);
+  for (const auto& [model, amount] : per_model) cap.Add(GpuModelResource(model), amount);
+  if (any_node) {
+    cap.Add(kCpuResource, cpu);
+    cap.Add(kMemoryResource, memory);
   }
   return cap;
 }
@@ -176,9 +228,15 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
                                 .history_weight = s_.profile_.fair_share_history_weight});
   if (!tree.ok()) return tree.status();
   queues_.emplace(std::move(tree).value());
-  for (const Running& r : running_) {
-    QueueIndex q = queues_->Find(r.job->job.queue);
-    if (q.valid()) queues_->AddUsage(q, AllocationUsage(snap_.nodes, r.job->tasks));
+  for (Running& r : running_) {
+    r.queue = queues_->Find(r.job->job.queue);
+    if (!r.queue.valid()) continue;
+    r.usage = AllocationUsage(snap_.nodes, r.job->tasks);
+    queues_->AddUsage(r.queue, r.usage);
+  }
+  stopping_flag_.assign(running_.size(), false);
+  for (size_t i = 0; i < running_.size(); ++i) {
+    if (running_[i].job->terminating) MarkStopping(i);
   }
   started_.reserve(pending.size());
 
@@ -214,17 +272,34 @@ std::optional<Outcome> Cycle::CheckFeasible(const Job& job) {
     std::string key = Signature(Job{.groups = {g}}, true);
     auto it = infeasible_.find(key);
     if (it == infeasible_.end()) {
+      // How many replicas of the group the cluster could hold if it were idle.
       std::map<FitFailure, int> why;
       bool any = false;
+      int64_t replicas = 0;
       for (const Node& n : snap_.nodes) {
         FitFailure f = CheckStatic(n, g.request);
-        if (f == FitFailure::kNone) {
-          any = true;
+        if (f != FitFailure::kNone) {
+          ++why[f];
+          continue;
+        }
+        any = true;
+        if (g.request.gpu.kind != GpuRequest::Kind::kWhole || g.request.gpu.count <= 0) {
+          replicas = g.min_replicas;  // capacity per node is not the limit for these
           break;
         }
-        ++why[f];
+        int usable = 0;
+        for (const GpuDevice& d : n.gpus) {
+          if (!d.mig_enabled && GpuModelAllowed(d, g.request.gpu)) ++usable;
+        }
+        replicas += usable / g.request.gpu.count;
+        if (replicas >= g.min_replicas) break;
       }
       std::string msg;
+      if (any && replicas < g.min_replicas) {
+        msg = "group " + g.name + " needs " + Plural(g.min_replicas, "task", "tasks") + " of " +
+              DescribeRequest(g.request) + " but the whole cluster could hold only " +
+              std::to_string(replicas);
+      }
       if (!any) {
         msg = "no node can ever hold a task of group " + g.name + " (" +
               DescribeRequest(g.request) + "): ";
@@ -243,6 +318,16 @@ std::optional<Outcome> Cycle::CheckFeasible(const Job& job) {
   if (job.topology.required && *job.topology.required < TopologyLevel::kCluster) {
     int level = static_cast<int>(std::max(*job.topology.required, TopologyLevel::kNode));
     auto it = max_domain_gpus_.find(level);
+    if (*job.topology.required == TopologyLevel::kGpuDomain) level = -1;
+    it = max_domain_gpus_.find(level);
+    if (it == max_domain_gpus_.end() && level < 0) {
+      int64_t best = 0;  // the largest GPU domain (NVLink island) of any node
+      for (const Node& n : snap_.nodes) {
+        std::map<int, int64_t> per_domain;
+        for (const GpuDevice& d : n.gpus) best = std::max(best, ++per_domain[d.domain]);
+      }
+      it = max_domain_gpus_.emplace(level, best).first;
+    }
     if (it == max_domain_gpus_.end()) {
       int64_t best = 0;
       auto lvl = static_cast<TopologyLevel>(level);
@@ -287,6 +372,23 @@ bool Cycle::MayUseNode(const Job& job, NodeIndex n) const {
     if (it->second < per_task) return false;
   }
   return true;
+}
+
+const Cycle::Reservation* Cycle::DelayedReservation(
+    const Job& job, const std::vector<TaskAllocation>& tasks) const {
+  Instant end = job.time_limit ? snap_.now + *job.time_limit : kNever;
+  for (const Reservation& r : reservations_) {
+    if (end <= r.start) continue;
+    std::map<uint32_t, int> taken;
+    for (const TaskAllocation& t : tasks) {
+      auto slot = r.slack.find(t.node.value());
+      if (slot == r.slack.end()) continue;
+      int& n = taken[t.node.value()];
+      n += static_cast<int>(t.gpus.size());
+      if (n > slot->second) return &r;
+    }
+  }
+  return nullptr;
 }
 
 std::function<bool(NodeIndex)> Cycle::AllowedFor(const Job& job) const {
@@ -348,6 +450,12 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
   ResourceList usage = RequestUsage(job);
   if (q.valid()) {
     if (auto why = s_.admission_->Admit(ctx, q, usage)) {
+      if (auto never = queues_->ExceedsLimits(q, usage)) {
+        pending.code = PendingCode::kInfeasible;
+        pending.message = std::move(*never);
+        result_.pending.push_back(std::move(pending));
+        return;
+      }
       pending.code = PendingCode::kQuota;
       pending.message = std::move(*why);
       if (auto pre = TryPreempt(job, q, ctx, true)) {
@@ -386,13 +494,47 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     Transaction tx(state_);
     PlaceResult placed = s_.placer_->Place(
         {.tx = tx, .job = job, .scorer = *s_.scorer_, .allowed = AllowedFor(job), .rng = rng_});
+    ResourceList exact;
+    std::optional<std::string> quota;
     if (placed.ok()) {
-      ResourceList exact = AllocationUsage(snap_.nodes, placed.tasks);
-      std::optional<std::string> quota;
+      exact = AllocationUsage(snap_.nodes, placed.tasks);
       if (q.valid()) quota = s_.admission_->Admit(ctx, q, exact);
+      if (quota && job.MinTasks() < job.MaxTasks()) {
+        // An elastic job whose optional tasks break the quota starts at its minimum size.
+        tx.RollbackTo(0);
+        Job trimmed = job;
+        for (TaskGroup& g : trimmed.groups) g.replicas = g.min_replicas;
+        placed = s_.placer_->Place({.tx = tx,
+                                    .job = trimmed,
+                                    .scorer = *s_.scorer_,
+                                    .allowed = AllowedFor(job),
+                                    .rng = rng_});
+        quota.reset();
+        if (placed.ok()) {
+          exact = AllocationUsage(snap_.nodes, placed.tasks);
+          quota = s_.admission_->Admit(ctx, q, exact);
+        }
+      }
+    }
+    if (placed.ok() && !quota) {
+      if (const Reservation* r = DelayedReservation(job, placed.tasks)) {
+        tx.RollbackTo(0);
+        placed.tasks.clear();
+        placed.code = PendingCode::kBackfill;
+        placed.message = "would delay job " + r->job + ", which has resources reserved from t=" +
+                         std::to_string(ToSeconds(r->start));
+      }
+    }
+    if (placed.ok()) {
       if (!quota) {
         tx.Commit();
-        if (q.valid()) queues_->AddUsage(q, exact);
+        if (released_) {
+          for (const TaskAllocation& t : placed.tasks) released_->Allocate(t);
+        }
+        if (q.valid()) {
+          queues_->AddUsage(q, exact);
+          if (released_queues_) released_queues_->AddUsage(q, exact);
+        }
         for (Reservation& r : reservations_) {
           Instant end = job.time_limit ? snap_.now + *job.time_limit : kNever;
           if (end <= r.start) continue;
@@ -402,7 +544,12 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
           }
         }
         started_.push_back({.job = job, .tasks = placed.tasks, .started_at = snap_.now});
-        running_.push_back({&started_.back(), started_.back().ExpectedEnd()});
+        running_.push_back({.job = &started_.back(),
+                            .end = started_.back().ExpectedEnd(),
+                            .queue = q,
+                            .usage = q.valid() ? std::move(exact) : ResourceList()});
+        stopping_flag_.push_back(false);
+        if (victims_.contains(job.id)) MarkStopping(running_.size() - 1);
         result_.starts.push_back({.job = job.id, .tasks = std::move(placed.tasks)});
         return;
       }
@@ -414,7 +561,24 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     }
     failure.code = placed.code;
     failure.message = placed.message;
-    if (job.MaxTasks() == 1 || failure.message.empty()) failure.message = DiagnoseNodes(job);
+    if (failure.code == PendingCode::kResources && !unrestricted) {
+      // Would it fit if reservations did not exist? Then it is the reservation that holds it.
+      size_t mark = tx.Mark();
+      PlaceResult free_run = s_.placer_->Place(
+          {.tx = tx, .job = job, .scorer = *s_.scorer_, .allowed = {}, .rng = rng_});
+      if (free_run.ok()) {
+        const Reservation* r = DelayedReservation(job, free_run.tasks);
+        failure.code = PendingCode::kBackfill;
+        failure.message = "would delay job " + (r ? r->job : std::string("with a reservation")) +
+                          ", which has resources reserved" +
+                          (r ? " from t=" + std::to_string(ToSeconds(r->start)) : std::string());
+      }
+      tx.RollbackTo(mark);
+    }
+    if (failure.code == PendingCode::kResources &&
+        (job.MaxTasks() == 1 || failure.message.empty())) {
+      failure.message = DiagnoseNodes(job);
+    }
     failed_.emplace(sig, failure);
   }
   pending.code = failure.code;
@@ -442,32 +606,67 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
   result_.pending.push_back(std::move(pending));
 }
 
-bool Cycle::FitsAfterReleasing(const Job& job, QueueIndex q,
-                               const std::vector<const RunningJob*>& gone, bool check_quota) {
-  Transaction tx(state_);
-  std::vector<std::pair<QueueIndex, ResourceList>> removed;
-  for (const RunningJob* r : gone) {
-    for (const TaskAllocation& t : r->tasks) tx.Release(t);
-    QueueIndex rq = queues_->Find(r->job.queue);
-    if (rq.valid()) {
-      removed.emplace_back(rq, AllocationUsage(snap_.nodes, r->tasks));
-      queues_->RemoveUsage(rq, removed.back().second);
-    }
+void Cycle::MarkStopping(size_t i) {
+  stopping_flag_[i] = true;
+  stopping_.push_back(i);
+  if (!released_) {
+    released_.emplace(state_);
+    released_queues_.emplace(*queues_);
   }
+  const Running& r = running_[i];
+  for (const TaskAllocation& t : r.job->tasks) released_->Release(t);
+  if (r.queue.valid()) released_queues_->RemoveUsage(r.queue, r.usage);
+}
+
+Cycle::Plan::Plan(Cycle& cycle)
+    : c_(cycle),
+      queues_(cycle.released_queues_ ? *cycle.released_queues_ : *cycle.queues_),
+      tx_(cycle.released_ ? *cycle.released_ : cycle.state_) {}
+
+Cycle::Plan::~Plan() {
+  for (const Running* r : out_) {
+    if (r->queue.valid()) queues_.AddUsage(r->queue, r->usage);
+  }
+  // tx_ rolls back the cluster.
+}
+
+void Cycle::Plan::Release(const Running& r) {
+  for (const TaskAllocation& t : r.job->tasks) tx_.Release(t);
+  if (r.queue.valid()) queues_.RemoveUsage(r.queue, r.usage);
+  out_.push_back(&r);
+}
+
+void Cycle::Plan::Restore(const Running& r) {
+  for (const TaskAllocation& t : r.job->tasks) {
+    // It held exactly this before Release; nothing has taken its place since.
+    [[maybe_unused]] bool restored = tx_.Allocate(t);
+  }
+  if (r.queue.valid()) queues_.AddUsage(r.queue, r.usage);
+  out_.erase(std::find(out_.begin(), out_.end(), &r));
+}
+
+bool Cycle::Plan::Fits(const Job& job, QueueIndex q, bool check_quota) {
   bool fits = true;
-  if (check_quota && q.valid()) fits = !queues_->CheckAdmission(q, RequestUsage(job)).has_value();
+  if (check_quota && q.valid()) fits = !queues_.CheckAdmission(q, RequestUsage(job)).has_value();
   if (fits) {
-    size_t mark = tx.Mark();
-    PlaceResult placed = s_.placer_->Place(
-        {.tx = tx, .job = job, .scorer = *s_.scorer_, .allowed = AllowedFor(job), .rng = rng_});
+    size_t mark = tx_.Mark();
+    PlaceResult placed = c_.s_.placer_->Place({.tx = tx_,
+                                               .job = job,
+                                               .scorer = *c_.s_.scorer_,
+                                               .allowed = c_.AllowedFor(job),
+                                               .rng = c_.rng_});
     fits = placed.ok();
     if (fits && q.valid()) {
-      fits = !queues_->CheckAdmission(q, AllocationUsage(snap_.nodes, placed.tasks)).has_value();
+      fits = !queues_.CheckAdmission(q, AllocationUsage(c_.snap_.nodes, placed.tasks)).has_value();
     }
-    tx.RollbackTo(mark);
+    tx_.RollbackTo(mark);
   }
-  for (auto& [rq, amount] : removed) queues_->AddUsage(rq, amount);
-  return fits;  // tx rolls back the releases
+  return fits;
+}
+
+bool Cycle::FitsAfterStopping(const Job& job, QueueIndex q, bool check_quota) {
+  Plan plan(*this);
+  return plan.Fits(job, q, check_quota);
 }
 
 std::optional<Outcome> Cycle::TryPreempt(const Job& job, QueueIndex q, const CycleContext& ctx,
@@ -489,13 +688,9 @@ std::optional<Outcome> Cycle::TryPreempt(const Job& job, QueueIndex q, const Cyc
 std::optional<Outcome> Cycle::FindVictims(const Job& job, QueueIndex q, const CycleContext& ctx,
                                           bool quota_blocked) {
   // Jobs already stopping (from earlier cycles or this one) may be enough: wait for them.
-  std::vector<const RunningJob*> stopping;
-  for (const Running& r : running_) {
-    if (r.job->terminating || victims_.contains(r.job->job.id)) stopping.push_back(r.job);
-  }
-  if (!stopping.empty() && FitsAfterReleasing(job, q, stopping, quota_blocked)) {
+  if (!stopping_.empty() && FitsAfterStopping(job, q, quota_blocked)) {
     return Outcome{PendingCode::kPreempting, "waiting for " +
-                                                 Plural(static_cast<int64_t>(stopping.size()),
+                                                 Plural(static_cast<int64_t>(stopping_.size()),
                                                         "stopping job", "stopping jobs") +
                                                  " to release resources"};
   }
@@ -503,16 +698,18 @@ std::optional<Outcome> Cycle::FindVictims(const Job& job, QueueIndex q, const Cy
   struct Candidate {
     const RunningJob* job;
     std::string reason;
+    const Running* running;
   };
   std::vector<Candidate> candidates;
-  for (const Running& r : running_) {
+  for (size_t i = 0; i < running_.size(); ++i) {
+    const Running& r = running_[i];
     const RunningJob& v = *r.job;
-    if (v.terminating || victims_.contains(v.job.id) || !v.job.preemptible) continue;
-    if (v.started_at == snap_.now) continue;  // started in this cycle
+    if (stopping_flag_[i] || !v.job.preemptible) continue;  // terminating, or a victim already
+    if (v.started_at == snap_.now) continue;                // started in this cycle
     if (snap_.now - v.started_at < s_.profile_.min_runtime) continue;
     for (const auto& policy : s_.preemption_) {
       if (auto why = policy->MayPreempt(ctx, *s_.order_, job, v)) {
-        candidates.push_back({&v, std::move(*why)});
+        candidates.push_back({&v, std::move(*why), &r});
         break;
       }
     }
@@ -534,25 +731,26 @@ std::optional<Outcome> Cycle::FindVictims(const Job& job, QueueIndex q, const Cy
 
   // Take victims in order until the job fits, then give back every victim it can do without
   // (most valuable first).
-  std::vector<const RunningJob*> chosen = stopping;
   std::vector<size_t> picked;
-  bool fits = false;
-  for (size_t i = 0; i < candidates.size() && !fits; ++i) {
-    chosen.push_back(candidates[i].job);
-    picked.push_back(i);
-    fits = FitsAfterReleasing(job, q, chosen, quota_blocked);
-  }
-  if (!fits) return std::nullopt;
-  for (size_t k = picked.size(); k-- > 0;) {
-    std::vector<const RunningJob*> without;
-    for (const RunningJob* r : chosen) {
-      if (r != candidates[picked[k]].job) without.push_back(r);
+  {
+    Plan plan(*this);  // besides the stopping jobs, the picked candidates are out
+    bool fits = false;
+    for (size_t i = 0; i < candidates.size() && !fits; ++i) {
+      plan.Release(*candidates[i].running);
+      picked.push_back(i);
+      fits = plan.Fits(job, q, quota_blocked);
     }
-    if (FitsAfterReleasing(job, q, without, quota_blocked)) {
-      chosen = std::move(without);
-      picked.erase(picked.begin() + static_cast<std::ptrdiff_t>(k));
+    if (!fits) return std::nullopt;
+    for (size_t k = picked.size(); k-- > 0;) {
+      const Running& r = *candidates[picked[k]].running;
+      plan.Restore(r);
+      if (plan.Fits(job, q, quota_blocked)) {
+        picked.erase(picked.begin() + static_cast<std::ptrdiff_t>(k));
+      } else {
+        plan.Release(r);
+      }
     }
-  }
+  }  // the plan is undone before the victims stop for real
   for (size_t i : picked) {
     const RunningJob& v = *candidates[i].job;
     victims_.insert(v.job.id);
@@ -560,6 +758,14 @@ std::optional<Outcome> Cycle::FindVictims(const Job& job, QueueIndex q, const Cy
                                    .grace = v.job.checkpoint_grace,
                                    .for_job = job.id,
                                    .reason = candidates[i].reason});
+  }
+  for (size_t i : picked) {
+    // Every running entry with the victim's id stops (ids are unique in valid input).
+    for (size_t r = 0; r < running_.size(); ++r) {
+      if (!stopping_flag_[r] && running_[r].job->job.id == candidates[i].job->job.id) {
+        MarkStopping(r);
+      }
+    }
   }
   return Outcome{PendingCode::kPreempting,
                  "preempting " + Plural(static_cast<int64_t>(picked.size()), "job", "jobs") +
@@ -569,12 +775,12 @@ std::optional<Outcome> Cycle::FindVictims(const Job& job, QueueIndex q, const Cy
 void Cycle::Reserve(const Job& job, PendingJob& pending) {
   // Earliest start: release running jobs in order of their expected end (time limits) on a
   // scratch copy until the job fits. Jobs without a time limit never end in this plan.
-  std::vector<Running> ends;
+  std::vector<const Running*> ends;
   for (const Running& r : running_) {
-    if (r.end != kNever) ends.push_back(r);
+    if (r.end != kNever) ends.push_back(&r);
   }
   std::stable_sort(ends.begin(), ends.end(),
-                   [](const Running& a, const Running& b) { return a.end < b.end; });
+                   [](const Running* a, const Running* b) { return a->end < b->end; });
   ClusterState scratch = state_;
   Transaction tx(scratch);
   // Earlier reservations keep their nodes out of this plan (conservative backfill).
@@ -584,16 +790,16 @@ void Cycle::Reserve(const Job& job, PendingJob& pending) {
   constexpr size_t kMaxSteps = 4096;
   size_t steps = 0;
   for (size_t i = 0; i < ends.size() && steps < kMaxSteps; ++steps) {
-    Instant t = ends[i].end;
-    while (i < ends.size() && ends[i].end == t) {
-      for (const TaskAllocation& a : ends[i].job->tasks) tx.Release(a);
+    Instant t = ends[i]->end;
+    while (i < ends.size() && ends[i]->end == t) {
+      for (const TaskAllocation& a : ends[i]->job->tasks) tx.Release(a);
       ++i;
     }
     size_t mark = tx.Mark();
     PlaceResult placed = s_.placer_->Place(
         {.tx = tx, .job = job, .scorer = *s_.scorer_, .allowed = {}, .rng = rng_});
     if (!placed.ok()) continue;
-    Reservation r{.start = t};
+    Reservation r{.start = t, .job = job.name};
     std::map<uint32_t, int> used;
     for (const TaskAllocation& a : placed.tasks)
       used[a.node.value()] += static_cast<int>(a.gpus.size());

@@ -61,6 +61,8 @@ ClusterState::ClusterState(const std::vector<Node>& nodes) : nodes_(&nodes) {
   free_index_.assign(model_names_.size(), std::vector<NodeSet>(max_gpus_per_node_ + 1, NodeSet(n)));
   shared_index_.assign(model_names_.size(), NodeSet(n));
   mig_index_.assign(model_names_.size(), NodeSet(n));
+  whole_free_index_.assign(max_gpus_per_node_ + 1, NodeSet(n));
+  indexed_whole_free_.assign(n, -1);
 
   // Topology levels: dense ids in order of first appearance.
   auto build_level = [&](Level& level, auto name_of, bool unnamed_is_own) {
@@ -94,6 +96,19 @@ ClusterState::ClusterState(const std::vector<Node>& nodes) : nodes_(&nodes) {
     schedulable_[i] = nodes[i].healthy && !nodes[i].cordoned;
     RecountWholeFree(node);
     Reindex(node);
+  }
+
+  max_domain_gpus_.fill(0);
+  max_domain_gpus_[static_cast<size_t>(TopologyLevel::kGpuDomain)] = max_gpus_per_node_;
+  max_domain_gpus_[static_cast<size_t>(TopologyLevel::kNode)] = max_gpus_per_node_;
+  max_domain_gpus_[static_cast<size_t>(TopologyLevel::kCluster)] = offset;
+  for (TopologyLevel l : {TopologyLevel::kRack, TopologyLevel::kLeaf, TopologyLevel::kSpine}) {
+    for (const std::vector<NodeIndex>& members : level(l)->members) {
+      int64_t gpus = 0;
+      for (NodeIndex m : members) gpus += static_cast<int64_t>(nodes[m.value()].gpus.size());
+      max_domain_gpus_[static_cast<size_t>(l)] =
+          std::max(max_domain_gpus_[static_cast<size_t>(l)], gpus);
+    }
   }
 }
 
@@ -261,7 +276,11 @@ void ClusterState::Reindex(NodeIndex n) {
     shared_index_[m].Erase(n);
     mig_index_[m].Erase(n);
   }
+  if (indexed_whole_free_[ni] >= 0) whole_free_index_[indexed_whole_free_[ni]].Erase(n);
+  indexed_whole_free_[ni] = -1;
   if (!schedulable_[ni]) return;
+  indexed_whole_free_[ni] = whole_free_[ni];
+  whole_free_index_[whole_free_[ni]].Insert(n);
   const Node& node = this->node(n);
   for (size_t g = 0; g < node.gpus.size(); ++g) {
     const GpuDevice& d = node.gpus[g];

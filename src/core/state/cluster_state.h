@@ -15,6 +15,7 @@
 //
 // Thread safety: none; one cycle owns one state.
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -69,6 +70,9 @@ class ClusterState {
 
   // Schedulable nodes with exactly k whole-free GPUs of model m, 0 <= k <= max_gpus_per_node.
   const NodeSet& NodesWithFree(ModelIndex m, int k) const { return free_index_[m.value()][k]; }
+  // Schedulable nodes with exactly k whole-free GPUs of any model (whole_free(n) == k),
+  // 0 <= k <= max_gpus_per_node; k == 0 includes schedulable nodes without GPUs.
+  const NodeSet& NodesWithWholeFree(int k) const { return whole_free_index_[k]; }
   // Schedulable nodes with at least one shareable GPU of model m that holds a fraction.
   const NodeSet& NodesWithSharedGpus(ModelIndex m) const { return shared_index_[m.value()]; }
   // Schedulable nodes with a MIG-enabled GPU of model m.
@@ -81,6 +85,11 @@ class ClusterState {
   std::span<const NodeIndex> domain_nodes(TopologyLevel level, int domain) const;
   // Whole-free GPUs (any model) summed over the domain's schedulable nodes.
   int64_t domain_whole_free(TopologyLevel level, int domain) const;
+  // The most GPUs (any state) any one domain of the level has: an upper bound of
+  // domain_whole_free at that level. Fixed for the state's life.
+  int64_t max_domain_gpus(TopologyLevel level) const {
+    return max_domain_gpus_[static_cast<size_t>(level)];
+  }
 
   // Whether `task` can be allocated on top of the current usage (capacity, health, MIG
   // geometry, exclusivity). Does not look at filters such as labels.
@@ -117,6 +126,9 @@ class ClusterState {
   std::vector<std::vector<NodeSet>> free_index_;  // [model][k]
   std::vector<NodeSet> shared_index_;             // [model]
   std::vector<NodeSet> mig_index_;                // [model]
+  std::vector<NodeSet> whole_free_index_;         // [k], any model
+  std::vector<int16_t> indexed_whole_free_;       // per node: k it is indexed under, -1 = none
+  std::array<int64_t, kTopologyLevels> max_domain_gpus_{};
 
   // Topology: per level (rack, leaf, spine) domain of each node, member lists and free sums.
   struct Level {

@@ -27,10 +27,11 @@ TEST(Scheduler, StartsSingleGpuJobOnBestFitNode) {
 }
 
 TEST(Scheduler, GangThatDoesNotFitLeavesNoTrace) {
-  Snapshot snap = SnapshotBuilder().Nodes(2, MakeNode("n").Gpus(8)).Build();
+  Snapshot snap =
+      SnapshotBuilder().Nodes(3, MakeNode("n").Gpus(8)).Running(MakeJob(100).Gpus(4), {2}).Build();
   CycleResult r =
       RunCycle(snap, {MakeJob(1).Gpus(8).Replicas(3).Obj(), MakeJob(2).Gpus(8).Replicas(2).Obj()},
-               MakeProfile("fifo", "best-fit", "none", {}));
+               MakeProfile("fifo", "best-fit", "greedy", {}));
   EXPECT_EQ(FindStart(r, 1), nullptr);
   const PendingJob* p = FindPending(r, 1);
   ASSERT_NE(p, nullptr);

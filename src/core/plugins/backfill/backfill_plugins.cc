@@ -32,8 +32,11 @@ class FixedBackfill final : public BackfillPolicy {
 }  // namespace
 
 void RegisterBackfillPlugins(Registry& registry) {
-  registry.AddBackfill("none", "no backfill reservations",
-                       [](PluginArgs&) { return std::make_unique<FixedBackfill>("none", 0); });
+  registry.AddBackfill(
+      "none", "strict order: the first blocked job blocks all behind it",
+      [](PluginArgs&) { return std::make_unique<FixedBackfill>("none", 0, true); });
+  registry.AddBackfill("greedy", "no reservations: whatever fits starts, in order",
+                       [](PluginArgs&) { return std::make_unique<FixedBackfill>("greedy", 0); });
   registry.AddBackfill("easy", "EASY: reserve for the first blocked job, backfill the rest",
                        [](PluginArgs&) { return std::make_unique<FixedBackfill>("easy", 1); });
   registry.AddBackfill(

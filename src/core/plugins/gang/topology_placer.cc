@@ -55,6 +55,24 @@ int64_t WholeGpusNeeded(const Job& job) {
   return n;
 }
 
+// Whether the domain's schedulable nodes have room for the required replicas of every
+// whole-GPU group, counting only each node's whole-free GPUs (models, CPU, memory and the other
+// groups are left to the attempt). A domain failing it cannot hold the gang however many free
+// GPUs it sums to, e.g. a fragmented leaf with 64 free GPUs but no idle node for 8 x 8 GPUs.
+bool HoldsReplicas(const ClusterState& state, TopologyLevel level, int domain, const Job& job) {
+  for (const TaskGroup& g : job.groups) {
+    if (g.request.gpu.kind != GpuRequest::Kind::kWhole || g.request.gpu.count <= 0) continue;
+    int64_t replicas = 0;
+    for (NodeIndex n : state.domain_nodes(level, domain)) {
+      if (!state.Schedulable(n)) continue;
+      replicas += state.whole_free(n) / g.request.gpu.count;
+      if (replicas >= g.min_replicas) break;
+    }
+    if (replicas < g.min_replicas) return false;
+  }
+  return true;
+}
+
 // How many more replicas of `request` fit on node n now (whole-GPU tasks), capped at `cap`.
 int Capacity(const ClusterState& s, NodeIndex n, const TaskRequest& request, int cap) {
   int fits = cap;
@@ -168,7 +186,12 @@ class TopologyPlacer final : public GangPlacer {
 
     if (!topology_aware_ || job.MaxTasks() == 1) {
       PickScope all{.allowed = req.allowed};
-      return Attempt(req, all, slots, required);
+      PlaceResult r = Attempt(req, all, slots, required);
+      if (!r.ok() && r.code == PendingCode::kTopology) {
+        r.message = "needs " + GpuCount(WholeGpusNeeded(job)) + " within one " +
+                    std::string(TopologyLevelName(*required)) + "; none is free that way now";
+      }
+      return r;
     }
 
     const int64_t need = WholeGpusNeeded(job);
@@ -177,18 +200,46 @@ class TopologyPlacer final : public GangPlacer {
     for (TopologyLevel level : {TopologyLevel::kNode, TopologyLevel::kRack, TopologyLevel::kLeaf,
                                 TopologyLevel::kSpine, TopologyLevel::kCluster}) {
       if (level > std::max(top, TopologyLevel::kNode)) break;
+      const bool at_required = level == std::max(top, TopologyLevel::kNode);
+      // No domain of this level is big enough: nothing to try. (The required level is still
+      // scanned for the message.)
+      if (!at_required && need > state.max_domain_gpus(level)) continue;
       std::vector<int> domains;
-      const int count = state.domain_count(level);
-      for (int d = 0; d < count; ++d) {
-        int64_t free = state.domain_whole_free(level, d);
-        if (level == std::max(top, TopologyLevel::kNode)) {
-          best_free_at_required = std::max(best_free_at_required, free);
+      if (level == TopologyLevel::kNode && need >= 1) {
+        // The nodes with at least `need` free, by free GPUs and then index: what the scan and
+        // stable sort below give, read from the whole-free index.
+        for (int k = static_cast<int>(need);
+             k <= state.max_gpus_per_node() && domains.size() < kDomainsPerLevel; ++k) {
+          state.NodesWithWholeFree(k).ForEachUntil([&](NodeIndex n) {
+            int d = static_cast<int>(n.value());
+            if (HoldsReplicas(state, level, d, job)) domains.push_back(d);
+            return domains.size() < kDomainsPerLevel;
+          });
         }
-        if (free >= need) domains.push_back(d);
+        for (int k = state.max_gpus_per_node(); at_required && k > 0; --k) {
+          if (!state.NodesWithWholeFree(k).Empty()) {
+            best_free_at_required = k;
+            break;
+          }
+        }
+      } else {
+        const int count = state.domain_count(level);
+        for (int d = 0; d < count; ++d) {
+          int64_t free = state.domain_whole_free(level, d);
+          if (at_required) best_free_at_required = std::max(best_free_at_required, free);
+          if (free >= need) domains.push_back(d);
+        }
+        std::stable_sort(domains.begin(), domains.end(), [&](int a, int b) {
+          return state.domain_whole_free(level, a) < state.domain_whole_free(level, b);
+        });
+        // The first kDomainsPerLevel that can hold the replicas: trying domains that cannot
+        // would spend the budget on fragmented ones while a fitting domain waits further on.
+        size_t kept = 0;
+        for (size_t i = 0; i < domains.size() && kept < kDomainsPerLevel; ++i) {
+          if (HoldsReplicas(state, level, domains[i], job)) domains[kept++] = domains[i];
+        }
+        domains.resize(kept);
       }
-      std::stable_sort(domains.begin(), domains.end(), [&](int a, int b) {
-        return state.domain_whole_free(level, a) < state.domain_whole_free(level, b);
-      });
       if (domains.size() > kDomainsPerLevel) domains.resize(kDomainsPerLevel);
       for (int d : domains) {
         PickScope scope{.nodes = state.domain_nodes(level, d),
@@ -220,7 +271,16 @@ class TopologyPlacer final : public GangPlacer {
                              std::optional<TopologyLevel> required) {
     PlaceResult result;
     size_t mark = req.tx.Mark();
-    if (PlaceInScope(req, scope, slots, result.tasks)) {
+    // The gang's required tasks go inside `scope`; optional (elastic) ones then go wherever
+    // they fit — inside the same scope only when the job requires a topology level.
+    std::vector<Slot> must;
+    std::vector<Slot> extra;
+    for (const Slot& s : slots) (s.required ? must : extra).push_back(s);
+    if (PlaceInScope(req, scope, must, result.tasks)) {
+      if (!extra.empty()) {
+        PickScope wide{.allowed = req.allowed};
+        PlaceInScope(req, required ? scope : wide, extra, result.tasks);
+      }
       if (!required || SpanOf(req.tx.state(), result.tasks).span <= *required) return result;
       result.code = PendingCode::kTopology;
     }

@@ -1,5 +1,6 @@
 // Preemption policies: which running jobs may yield to a pending one.
-//   priority  victims of strictly lower priority
+//   priority  victims of strictly lower priority: in the same queue, or in another queue when
+//             that queue uses more than its guarantee (only borrowed capacity is taken)
 //   reclaim   the pending job's queue is within its guarantee and the victim's queue is
 //             borrowing: lent capacity goes back to its owner
 //   order     victims the queue order ranks after the pending job (e.g. 2D-LAS demotion)
@@ -19,11 +20,20 @@ class PriorityPreemption final : public Preemption {
  public:
   explicit PriorityPreemption(bool same_queue) : same_queue_(same_queue) {}
   std::string_view name() const override { return "priority"; }
-  std::optional<std::string> MayPreempt(const CycleContext&, const QueueOrder&,
+  std::optional<std::string> MayPreempt(const CycleContext& ctx, const QueueOrder&,
                                         const Job& preemptor,
                                         const RunningJob& victim) const override {
     if (victim.job.priority >= preemptor.priority) return std::nullopt;
-    if (same_queue_ && victim.job.queue != preemptor.queue) return std::nullopt;
+    if (victim.job.queue != preemptor.queue) {
+      if (same_queue_) return std::nullopt;
+      // Across queues, priority never takes what another queue's guarantee covers: that would
+      // only hand the capacity back by reclaim in the next cycle (a preemption loop).
+      QueueIndex theirs = ctx.queues.Find(victim.job.queue);
+      if (theirs.valid() &&
+          ctx.queues.IsGuaranteed(theirs, AllocationUsage(ctx.snapshot.nodes, victim.tasks))) {
+        return std::nullopt;
+      }
+    }
     return "priority " + std::to_string(preemptor.priority) + " of job " + preemptor.name +
            " is higher than its " + std::to_string(victim.job.priority);
   }
