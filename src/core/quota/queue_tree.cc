@@ -217,6 +217,9 @@ std::optional<std::string> QueueTree::CheckAdmission(QueueIndex leaf,
       int64_t cap = Capacity(q.parent, r);
       if (cap < 0) continue;
       int64_t used = q.parent.valid() ? queues_[q.parent.value()].usage[r] : top_usage_[r];
+      // At the top the capacity is the cluster's: running short of it is the placement's to
+      // explain ("not enough free GPUs"), unless it is guarantee held back for others.
+      if (!q.parent.valid() && (held_back == 0 || used + amount > cap)) continue;
       if (used + amount + held_back > cap) {
         std::string where = q.parent.valid() ? "queue " + queues_[q.parent.value()].spec.name
                                              : std::string("the cluster");

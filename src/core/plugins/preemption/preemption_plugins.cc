@@ -34,8 +34,8 @@ class PriorityPreemption final : public Preemption {
         return std::nullopt;
       }
     }
-    return "priority " + std::to_string(preemptor.priority) + " of job " + preemptor.name +
-           " is higher than its " + std::to_string(victim.job.priority);
+    return "job " + preemptor.name + " has priority " + std::to_string(preemptor.priority) +
+           ", above this job's " + std::to_string(victim.job.priority);
   }
 
  private:
