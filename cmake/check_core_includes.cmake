@@ -1,6 +1,7 @@
 # Run with: cmake -DCORE_DIR=<src/core> -P check_core_includes.cmake
 # Fails when a file under CORE_DIR includes a header that is neither from the C++
 # standard library nor another core header ("core/...").
+cmake_minimum_required(VERSION 3.25)
 set(allowed_std
   algorithm any array atomic bit bitset cassert cctype cerrno cfloat charconv chrono cinttypes
   climits cmath compare concepts cstddef cstdint cstdio cstdlib cstring deque exception

@@ -253,9 +253,6 @@ std::optional<std::string> QueueTree::ExceedsLimits(QueueIndex leaf,
                "more than " + Describe(r, q.guarantee[r] + q.borrow_limit[r]);
       }
     }
-    if (capacity_[r] > 0 && amount > capacity_[r] && name == kGpuResource) {
-      return "asks " + Describe(r, amount) + " but the cluster has " + Describe(r, capacity_[r]);
-    }
   }
   return std::nullopt;
 }

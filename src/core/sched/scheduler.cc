@@ -1,6 +1,7 @@
 #include "core/sched/scheduler.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <set>
 #include <string>
@@ -43,36 +44,49 @@ std::string DescribeRequest(const TaskRequest& r) {
 // Key under which placement outcomes can be shared between jobs in one cycle: jobs with the
 // same requests, topology and reservation eligibility fit or fail alike, because within a
 // cycle free capacity only shrinks.
+void AppendInt(std::string& key, int64_t v) {
+  char digits[24];
+  key.append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
+  key += ',';
+}
+
+void AppendGroup(std::string& key, const TaskGroup& g) {
+  const TaskRequest& r = g.request;
+  AppendInt(key, g.replicas);
+  AppendInt(key, g.min_replicas);
+  AppendInt(key, static_cast<int>(r.gpu.kind));
+  AppendInt(key, r.gpu.count);
+  AppendInt(key, r.gpu.milli);
+  AppendInt(key, r.gpu.memory_bytes);
+  AppendInt(key, r.gpu.min_memory_bytes);
+  key.append(r.gpu.mig_profile).append(1, ';');
+  for (const std::string& m : r.gpu.models) key.append(m).append(1, '|');
+  AppendInt(key, r.cpu_milli);
+  AppendInt(key, r.memory_bytes);
+  for (const auto& [k, v] : r.extras.entries()) {
+    key.append(k).append(1, '=');
+    AppendInt(key, v);
+  }
+  for (const auto& [k, v] : r.node_selector) key.append(k).append(1, '=').append(v).append(1, ';');
+  key.append(r.pool).append(1, '/');
+}
+
 std::string Signature(const Job& job, bool may_use_reserved) {
   std::string key;
   key.reserve(64);
-  auto add = [&key](int64_t v) {
-    key += std::to_string(v);
-    key += ',';
-  };
-  for (const TaskGroup& g : job.groups) {
-    const TaskRequest& r = g.request;
-    add(g.replicas);
-    add(g.min_replicas);
-    add(static_cast<int>(r.gpu.kind));
-    add(r.gpu.count);
-    add(r.gpu.milli);
-    add(r.gpu.memory_bytes);
-    add(r.gpu.min_memory_bytes);
-    key += r.gpu.mig_profile + ';';
-    for (const std::string& m : r.gpu.models) key += m + '|';
-    add(r.cpu_milli);
-    add(r.memory_bytes);
-    for (const auto& [k, v] : r.extras.entries()) {
-      key += k + '=';
-      add(v);
-    }
-    for (const auto& [k, v] : r.node_selector) key += k + '=' + v + ';';
-    key += r.pool + '/';
-  }
-  add(job.topology.required ? static_cast<int>(*job.topology.required) : -1);
-  add(job.topology.preferred ? static_cast<int>(*job.topology.preferred) : -1);
-  add(may_use_reserved ? 1 : 0);
+  for (const TaskGroup& g : job.groups) AppendGroup(key, g);
+  AppendInt(key, job.topology.required ? static_cast<int>(*job.topology.required) : -1);
+  AppendInt(key, job.topology.preferred ? static_cast<int>(*job.topology.preferred) : -1);
+  AppendInt(key, may_use_reserved ? 1 : 0);
+  return key;
+}
+
+// Signature(Job{.groups = {g}}, true), without copying the group into a job.
+std::string GroupSignature(const TaskGroup& g) {
+  std::string key;
+  key.reserve(64);
+  AppendGroup(key, g);
+  key += "-1,-1,1,";
   return key;
 }
 
@@ -192,22 +206,30 @@ ResourceList Cycle::Capacity() const {
   // list, without building a "gpu/<model>" string for every GPU of the cluster.
   ResourceList cap;
   std::map<std::string_view, int64_t> per_model;
+  std::map<std::string_view, int64_t> extras;
   int64_t gpus = 0, cpu = 0, memory = 0;
   bool any_node = false;
+  int64_t* model_sum = nullptr;  // of the previous GPU's model: neighbours mostly share one
+  std::string_view model;
   for (const Node& n : snap_.nodes) {
     if (!n.healthy) continue;
     any_node = true;
     for (const GpuDevice& g : n.gpus) {
       if (!g.healthy) continue;
       gpus += kGpuMilli;
-      per_model[g.model] += kGpuMilli;
+      if (model_sum == nullptr || model != g.model) {
+        model = g.model;
+        model_sum = &per_model[model];
+      }
+      *model_sum += kGpuMilli;
     }
     cpu += n.cpu_milli;
     memory += n.memory_bytes;
-    if (!n.extras.empty()) cap.Add(n.extras);
+    for (const auto& [name, amount] : n.extras.entries()) extras[name] += amount;
   }
   if (gpus > 0) cap.Add(kGpuResource, gpus);
-  for (const auto& [model, amount] : per_model) cap.Add(GpuModelResource(model), amount);
+  for (const auto& [name, amount] : per_model) cap.Add(GpuModelResource(name), amount);
+  for (const auto& [name, amount] : extras) cap.Add(name, amount);
   if (any_node) {
     cap.Add(kCpuResource, cpu);
     cap.Add(kMemoryResource, memory);
@@ -269,7 +291,7 @@ std::optional<Outcome> Cycle::CheckFeasible(const Job& job) {
       return Outcome{PendingCode::kInfeasible,
                      "task group " + g.name + " needs 1 <= min replicas <= replicas"};
     }
-    std::string key = Signature(Job{.groups = {g}}, true);
+    std::string key = GroupSignature(g);
     auto it = infeasible_.find(key);
     if (it == infeasible_.end()) {
       // How many replicas of the group the cluster could hold if it were idle.

@@ -41,6 +41,8 @@ ClusterState::ClusterState(const std::vector<Node>& nodes) : nodes_(&nodes) {
   all_nodes_.reserve(n);
 
   std::map<std::string, int, std::less<>> model_ids;
+  const std::string* last_model = nullptr;  // neighbouring GPUs mostly share a model
+  int last_model_id = 0;
   uint32_t offset = 0;
   for (size_t i = 0; i < n; ++i) {
     const Node& node = nodes[i];
@@ -48,9 +50,14 @@ ClusterState::ClusterState(const std::vector<Node>& nodes) : nodes_(&nodes) {
     offset += static_cast<uint32_t>(node.gpus.size());
     max_gpus_per_node_ = std::max(max_gpus_per_node_, static_cast<int>(node.gpus.size()));
     for (const GpuDevice& gpu : node.gpus) {
-      auto [it, inserted] = model_ids.try_emplace(gpu.model, static_cast<int>(model_names_.size()));
-      if (inserted) model_names_.push_back(gpu.model);
-      gpu_models_.push_back(ModelIndex(static_cast<uint32_t>(it->second)));
+      if (last_model == nullptr || *last_model != gpu.model) {
+        auto [it, inserted] =
+            model_ids.try_emplace(gpu.model, static_cast<int>(model_names_.size()));
+        if (inserted) model_names_.push_back(gpu.model);
+        last_model = &gpu.model;
+        last_model_id = it->second;
+      }
+      gpu_models_.push_back(ModelIndex(static_cast<uint32_t>(last_model_id)));
     }
     extras_used_[i].assign(node.extras.entries().size(), 0);
     all_nodes_.push_back(NodeIndex(static_cast<uint32_t>(i)));
@@ -67,6 +74,8 @@ ClusterState::ClusterState(const std::vector<Node>& nodes) : nodes_(&nodes) {
   // Topology levels: dense ids in order of first appearance.
   auto build_level = [&](Level& level, auto name_of, bool unnamed_is_own) {
     std::map<std::string, int, std::less<>> ids;
+    const std::string* last = nullptr;  // neighbouring nodes mostly share a domain
+    int last_id = 0;
     level.domain_of.resize(n);
     for (size_t i = 0; i < n; ++i) {
       const std::string& name = name_of(nodes[i]);
@@ -74,10 +83,14 @@ ClusterState::ClusterState(const std::vector<Node>& nodes) : nodes_(&nodes) {
       if (name.empty() && unnamed_is_own) {
         id = static_cast<int>(level.members.size());
         level.members.emplace_back();
+      } else if (last != nullptr && *last == name) {
+        id = last_id;
       } else {
         auto [it, inserted] = ids.try_emplace(name, static_cast<int>(level.members.size()));
         if (inserted) level.members.emplace_back();
         id = it->second;
+        last = &name;
+        last_id = id;
       }
       level.domain_of[i] = id;
       level.members[id].push_back(NodeIndex(static_cast<uint32_t>(i)));

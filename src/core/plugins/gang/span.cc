@@ -28,12 +28,11 @@ PlacementSpan SpanOf(const ClusterState& state, const std::vector<TaskAllocation
     span.domains[l] = static_cast<int>(std::unique(v.begin(), v.end()) - v.begin());
   }
   span.domains[kTopologyLevels - 1] = tasks.empty() ? 0 : 1;
+  // The span is the lowest level at which this level and every level above it touch at most
+  // one domain: tasks without GPUs (a launcher, a CPU-only gang) count through their nodes.
   span.span = TopologyLevel::kCluster;
-  for (int l = 0; l < kTopologyLevels; ++l) {
-    if (span.domains[l] <= 1) {
-      span.span = static_cast<TopologyLevel>(l);
-      break;
-    }
+  for (int l = kTopologyLevels - 1; l >= 0 && span.domains[l] <= 1; --l) {
+    span.span = static_cast<TopologyLevel>(l);
   }
   return span;
 }

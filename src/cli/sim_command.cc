@@ -1,0 +1,803 @@
+#include "cli/sim_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/plan_command.h"
+#include "core/sched/registry.h"
+#include "sim/cluster.h"
+#include "sim/fill.h"
+#include "sim/parallel.h"
+#include "sim/replay.h"
+#include "sim/report.h"
+#include "sim/trace.h"
+#include "spec/cluster_file.h"
+#include "spec/policy_file.h"
+#include "spec/units.h"
+
+namespace gangway::cli {
+namespace {
+
+// Every flag of every sim subcommand; each subcommand registers the ones it takes.
+struct SimFlags {
+  // Cluster: exactly one of these.
+  std::string nodes;
+  std::string openb_nodes;
+  std::string philly_machines;
+  std::string cluster_file;
+  // Trace.
+  std::string trace;
+  std::string format;
+  std::string columns;
+  bool skip_bad_rows = false;
+  double gavel_seconds_per_step = 0;
+  // Policy.
+  std::string policy;
+  std::vector<std::string> policy_args;  // key=value for the scorer
+  std::string profile_file;
+  std::string order;
+  std::string admission;
+  std::string placer;
+  std::string backfill;
+  std::string preemption;
+  // Compare.
+  std::string mode = "fill";
+  std::vector<std::string> policies;
+  // Seeds and run settings.
+  std::string seeds;
+  double tune = 1.3;
+  std::string checkpoint_interval = "30m";
+  double time_limit_factor = 1.0;
+  std::string cycle_interval = "0";
+  std::string tick = "0";
+  std::string sample_interval = "0";
+  int max_gpus_per_task = 0;
+  // Output.
+  std::string output = "table";
+  std::string out_dir;
+  int threads = 0;
+};
+
+// A failure the user can fix; printed to stderr, exit code 2.
+struct Failure {
+  std::string message;
+};
+
+template <typename T>
+using Expected = spec::Expected<T>;
+
+[[noreturn]] void Fail(const std::string& message) {
+  std::cerr << "gangway sim: " << message;
+  if (message.empty() || message.back() != '\n') std::cerr << '\n';
+  throw CLI::RuntimeError(kExitBadInput);
+}
+
+// Progress on stderr, once a run has taken more than a second. On a terminal at most four
+// updates a second, each overwriting the last; otherwise (a log file) one line every 10 s.
+// Thread-safe.
+class Progress {
+ public:
+  void Update(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - start_ < std::chrono::seconds(1)) return;
+    const auto every = tty_ ? std::chrono::milliseconds(250) : std::chrono::milliseconds(10000);
+    if (shown_ && now - last_ < every) return;
+    last_ = now;
+    shown_ = true;
+    if (tty_) {
+      std::cerr << "\r" << text << "   " << std::flush;
+    } else {
+      std::cerr << text << "\n" << std::flush;
+    }
+  }
+  void Finish() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (shown_ && tty_) std::cerr << "\n";
+    shown_ = false;
+  }
+  double Seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_{};
+  bool shown_ = false;
+  bool tty_ = isatty(STDERR_FILENO) != 0;
+};
+
+// Concatenation without operator+ on temporaries (g++ 12 -O3 warns falsely, -Wrestrict, on
+// `"literal" + std::string&&`).
+std::string Cat(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (std::string_view p : parts) out.append(p);
+  return out;
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string Opt(const std::optional<double>& v, int digits = 2) {
+  return v ? Fixed(*v, digits) : std::string("-");
+}
+
+// "3h25m" style for durations in seconds.
+std::string Human(double seconds) {
+  if (seconds < 120) return Fixed(seconds, 0) + "s";
+  if (seconds < 7200) return Fixed(seconds / 60, 1) + "m";
+  if (seconds < 2 * 86400) return Fixed(seconds / 3600, 1) + "h";
+  return Fixed(seconds / 86400, 1) + "d";
+}
+
+// Aligned text table.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void Print(std::ostream& out) const {
+    std::vector<size_t> width;
+    for (const auto& row : rows_) {
+      if (width.size() < row.size()) width.resize(row.size());
+      for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    }
+    for (const auto& row : rows_) {
+      std::string line;
+      for (size_t i = 0; i < row.size(); ++i) {
+        if (i == 0) {
+          line += row[i] + std::string(width[i] - row[i].size(), ' ');
+        } else {
+          line.append("  ").append(width[i] - row[i].size(), ' ').append(row[i]);
+        }
+      }
+      out << line << "\n";
+    }
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) Fail(path + ": cannot read: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) Fail(path + ": read error");
+  return text.str();
+}
+
+void WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) Fail(path.string() + ": cannot write");
+}
+
+std::filesystem::path OutDir(const SimFlags& f) {
+  std::filesystem::path dir(f.out_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) Fail(f.out_dir + ": cannot create: " + ec.message());
+  return dir;
+}
+
+core::Duration DurationFlag(const std::string& name, const std::string& text) {
+  auto d = spec::ParseDuration(text);
+  if (!d.ok()) Fail("--" + name + " " + text + ": " + d.error());
+  return *d;
+}
+
+// "42", "42-51", "1,5,9".
+std::vector<uint64_t> ParseSeeds(const std::string& text, uint64_t fallback) {
+  if (text.empty()) return {fallback};
+  std::vector<uint64_t> seeds;
+  std::stringstream in(text);
+  std::string item;
+  auto number = [&](const std::string& s) -> uint64_t {
+    try {
+      size_t used = 0;
+      const unsigned long long v = std::stoull(s, &used);
+      if (used != s.size()) throw std::invalid_argument(s);
+      return v;
+    } catch (const std::exception&) {
+      Fail("--seeds " + text + ": '" + s + "' is not a seed (use 42, 42-51 or 1,5,9)");
+    }
+  };
+  while (std::getline(in, item, ',')) {
+    const size_t dash = item.find('-');
+    if (dash == std::string::npos) {
+      seeds.push_back(number(item));
+      continue;
+    }
+    const uint64_t lo = number(item.substr(0, dash));
+    const uint64_t hi = number(item.substr(dash + 1));
+    if (hi < lo || hi - lo > 100000) Fail("--seeds " + text + ": bad range " + item);
+    for (uint64_t s = lo; s <= hi; ++s) seeds.push_back(s);
+  }
+  if (seeds.empty()) Fail("--seeds " + text + ": no seeds");
+  return seeds;
+}
+
+struct Cluster {
+  std::vector<core::Node> nodes;
+  std::vector<core::QueueSpec> queues;
+};
+
+Cluster LoadCluster(const SimFlags& f) {
+  const int given = !f.nodes.empty() + !f.openb_nodes.empty() + !f.philly_machines.empty() +
+                    !f.cluster_file.empty();
+  if (given != 1) {
+    Fail(
+        "give exactly one cluster: --nodes 400x8xV100-32GB, --openb-nodes FILE, "
+        "--philly-machines FILE or --cluster FILE");
+  }
+  Cluster c;
+  if (!f.nodes.empty()) {
+    auto nodes = sim::ParseNodeShorthand(f.nodes);
+    if (!nodes.ok()) Fail("--nodes: " + nodes.error());
+    c.nodes = std::move(nodes).value();
+  } else if (!f.openb_nodes.empty()) {
+    auto nodes = sim::ReadOpenbNodes(f.openb_nodes);
+    if (!nodes.ok()) Fail(nodes.ErrorText());
+    c.nodes = std::move(nodes).value();
+  } else if (!f.philly_machines.empty()) {
+    auto nodes = sim::ReadPhillyMachines(f.philly_machines);
+    if (!nodes.ok()) Fail(nodes.ErrorText());
+    c.nodes = std::move(nodes).value();
+  } else {
+    const std::string text = ReadWholeFile(f.cluster_file);
+    auto file = spec::ParseClusterFile(text, f.cluster_file, {});
+    if (!file.ok()) Fail(file.ErrorText());
+    c.nodes = file->snapshot.nodes;
+    c.queues = file->snapshot.queues;
+    if (!file->snapshot.running.empty()) {
+      std::cerr << "gangway sim: note: the cluster file's " << file->snapshot.running.size()
+                << " running jobs are ignored; the simulation starts empty\n";
+    }
+  }
+  if (c.nodes.empty()) Fail("the cluster has no nodes");
+  return c;
+}
+
+sim::Trace LoadTrace(const SimFlags& f) {
+  if (f.trace.empty()) Fail("--trace FILE is required");
+  sim::TraceReadOptions options{.skip_bad_rows = f.skip_bad_rows};
+  if (!f.format.empty()) {
+    options.format = sim::ParseTraceFormat(f.format);
+    if (!options.format)
+      Fail("--format " + f.format + ": expected openb, philly, gavel, tiresias or csv");
+  }
+  if (!f.columns.empty()) {
+    auto mapping = sim::ParseColumnMapping(f.columns);
+    if (!mapping.ok()) Fail("--columns: " + mapping.error());
+    options.mapping = *mapping;
+    if (!options.format) options.format = sim::TraceFormat::kMapped;
+  }
+  if (f.gavel_seconds_per_step > 0) options.gavel_seconds_per_step = f.gavel_seconds_per_step;
+  auto trace = sim::ReadTrace(f.trace, options);
+  if (!trace.ok()) Fail(trace.ErrorText());
+  if (trace->skipped_rows > 0) {
+    std::cerr << "gangway sim: skipped " << trace->skipped_rows << " bad rows of " << f.trace
+              << "; the first:\n"
+              << spec::FormatDiagnostics(trace->skipped);
+  }
+  if (trace->jobs.empty()) Fail(f.trace + ": no jobs");
+  return std::move(trace).value();
+}
+
+core::PluginConfig ScorerConfig(const std::string& name, const SimFlags& f) {
+  core::PluginConfig config{.name = name};
+  for (const std::string& kv : f.policy_args) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) Fail("--policy-arg " + kv + ": expected key=value");
+    config.args[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return config;
+}
+
+bool IsProfilePath(const std::string& policy) {
+  return policy.ends_with(".yaml") || policy.ends_with(".yml");
+}
+
+// The profile for a run: a policy file, or the defaults; then the flags.
+core::Profile LoadProfile(const SimFlags& f, const std::string& policy) {
+  const core::Registry registry = core::Registry::WithBuiltins();
+  core::Profile profile;
+  std::string file = f.profile_file;
+  if (IsProfilePath(policy)) file = policy;
+  if (!file.empty()) {
+    auto parsed = spec::ParsePolicyFile(ReadWholeFile(file), file, registry);
+    if (!parsed.ok()) Fail(parsed.ErrorText());
+    profile = parsed.value();
+  }
+  if (!policy.empty() && !IsProfilePath(policy)) profile.scorer = ScorerConfig(policy, f);
+  if (!f.order.empty()) profile.order = {.name = f.order};
+  if (!f.admission.empty()) profile.admission = {.name = f.admission};
+  if (!f.placer.empty()) profile.placer = {.name = f.placer};
+  if (!f.backfill.empty()) profile.backfill = {.name = f.backfill};
+  if (!f.preemption.empty()) {
+    profile.preemption.clear();
+    if (f.preemption != "none") {
+      std::stringstream in(f.preemption);
+      std::string item;
+      while (std::getline(in, item, ',')) profile.preemption.push_back({.name = item});
+    }
+  }
+  return profile;
+}
+
+// ---------------------------------------------------------------------------------------------
+// fill
+
+struct FillRun {
+  std::string policy;
+  uint64_t seed = 0;
+  std::optional<sim::FillResult> result;
+  std::string error;
+};
+
+std::vector<FillRun> RunFills(const SimFlags& f, const std::vector<std::string>& policies,
+                              const std::vector<uint64_t>& seeds) {
+  const Cluster cluster = LoadCluster(f);
+  const sim::Trace trace = LoadTrace(f);
+  auto typical = sim::TypicalPods(trace.jobs);
+  if (!typical.ok()) Fail(typical.status().message());
+  std::vector<FillRun> runs;
+  for (const std::string& p : policies) {
+    for (uint64_t s : seeds) runs.push_back({.policy = p, .seed = s});
+  }
+  Progress progress;
+  std::atomic<size_t> done{0};
+  const std::vector<core::PluginConfig> configs = [&] {
+    std::vector<core::PluginConfig> c;
+    for (const FillRun& r : runs) c.push_back(ScorerConfig(r.policy, f));
+    return c;
+  }();
+  // FGD costs several times the others: start its runs first so no thread idles at the end.
+  std::vector<size_t> schedule(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) schedule[i] = i;
+  std::stable_partition(schedule.begin(), schedule.end(),
+                        [&](size_t i) { return runs[i].policy == "fgd"; });
+  auto scheduled = sim::ParallelMap<FillRun>(runs.size(), f.threads, [&](size_t k) {
+    const size_t i = schedule[k];
+    FillRun run = runs[i];
+    auto r = sim::RunFill(
+        cluster.nodes, trace.jobs,
+        {.policy = configs[i], .seed = run.seed, .tune = f.tune, .workload = *typical});
+    if (r.ok()) {
+      run.result = std::move(r).value();
+    } else {
+      run.error = r.status().message();
+    }
+    const size_t n = ++done;
+    progress.Update(Cat({"fill: ", std::to_string(n), "/", std::to_string(runs.size()),
+                         " runs done (", Fixed(progress.Seconds(), 1), " s)"}));
+    return run;
+  });
+  progress.Finish();
+  std::vector<FillRun> results(runs.size());
+  for (size_t k = 0; k < runs.size(); ++k) results[schedule[k]] = std::move(scheduled[k]);
+  for (const FillRun& r : results) {
+    if (!r.result) Fail("policy " + r.policy + ": " + r.error);
+  }
+  return results;
+}
+
+int LastColumn(const sim::FillResult& r) {
+  for (int k = static_cast<int>(r.columns.size()) - 1; k >= 0; --k) {
+    if (r.columns[static_cast<size_t>(k)].alloc) return k;
+  }
+  return 0;
+}
+
+std::optional<double> AllocAt(const sim::FillResult& r, int k) {
+  const sim::FillColumn* c = r.Column(k);
+  return c ? c->alloc : std::nullopt;
+}
+
+double Mean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+double StdDev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = Mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / static_cast<double>(v.size() - 1));
+}
+
+void WriteFillFiles(const SimFlags& f, const std::vector<FillRun>& runs,
+                    const nlohmann::json& summary) {
+  if (f.out_dir.empty()) return;
+  const std::filesystem::path dir = OutDir(f);
+  for (const FillRun& r : runs) {
+    std::ostringstream csv;
+    sim::WriteFillCsv(csv, *r.result);
+    WriteFile(dir / Cat({"fill_", r.policy, "_seed", std::to_string(r.seed), ".csv"}), csv.str());
+  }
+  WriteFile(dir / "summary.json", summary.dump(2) + "\n");
+}
+
+// Per policy: means over seeds at the marks the FGD paper reports.
+nlohmann::json FillPolicySummary(const std::string& policy, const std::vector<FillRun>& runs) {
+  std::vector<double> a100, a_end, f100, r100, failed;
+  for (const FillRun& r : runs) {
+    if (r.policy != policy) continue;
+    const sim::FillResult& x = *r.result;
+    if (auto a = AllocAt(x, 100)) a100.push_back(*a);
+    if (auto a = AllocAt(x, LastColumn(x))) a_end.push_back(*a);
+    if (const sim::FillColumn* c = x.Column(100)) {
+      if (c->frag_amount) f100.push_back(*c->frag_amount);
+      if (c->frag_ratio) r100.push_back(*c->frag_ratio);
+    }
+    failed.push_back(static_cast<double>(x.pods_failed));
+  }
+  return {{"policy", policy},
+          {"runs", failed.size()},
+          {"alloc_pct_at_100", {{"mean", Mean(a100)}, {"sd", StdDev(a100)}}},
+          {"alloc_pct_at_end", {{"mean", Mean(a_end)}, {"sd", StdDev(a_end)}}},
+          {"frag_amount_pct_at_100", Mean(f100)},
+          {"frag_ratio_pct_at_100", Mean(r100)},
+          {"failed_pods", Mean(failed)}};
+}
+
+void PrintFill(const SimFlags& f, const std::vector<std::string>& policies,
+               const std::vector<FillRun>& runs, double seconds) {
+  nlohmann::json summary = {{"mode", "fill"},
+                            {"tune", f.tune},
+                            {"policies", nlohmann::json::array()},
+                            {"runs", nlohmann::json::array()}};
+  for (const std::string& p : policies) summary["policies"].push_back(FillPolicySummary(p, runs));
+  for (const FillRun& r : runs) summary["runs"].push_back(sim::FillJson(*r.result));
+  WriteFillFiles(f, runs, summary);
+  if (f.output == "json") {
+    std::cout << summary.dump(2) << "\n";
+    return;
+  }
+  const int end = runs.empty() ? 0 : LastColumn(*runs.front().result);
+  const std::string end_label = Cat({"alloc@", std::to_string(end)});
+  if (policies.size() == 1) {
+    Table t({"seed", "pods", "failed", "alloc@50", "alloc@80", "alloc@90", "alloc@100", end_label,
+             "frag@100", "frag-ratio@100"});
+    for (const FillRun& r : runs) {
+      const sim::FillResult& x = *r.result;
+      const sim::FillColumn* c100 = x.Column(100);
+      t.Add({std::to_string(r.seed), std::to_string(x.pods_arrived), std::to_string(x.pods_failed),
+             Opt(AllocAt(x, 50)), Opt(AllocAt(x, 80)), Opt(AllocAt(x, 90)), Opt(AllocAt(x, 100)),
+             Opt(AllocAt(x, LastColumn(x))), c100 ? Opt(c100->frag_amount) : "-",
+             c100 ? Opt(c100->frag_ratio) : "-"});
+    }
+    std::cout << "fill: policy " << policies.front() << ", tune " << f.tune << ", "
+              << runs.front().result->cluster_gpus << " GPUs (% of GPU capacity)\n";
+    t.Print(std::cout);
+  } else {
+    Table t({"policy", "runs", "alloc@100", "sd", end_label, "frag@100", "frag-ratio@100",
+             "failed pods"});
+    for (const nlohmann::json& p : summary["policies"]) {
+      t.Add({p["policy"].get<std::string>(), std::to_string(p["runs"].get<int>()),
+             Fixed(p["alloc_pct_at_100"]["mean"].get<double>(), 2),
+             Fixed(p["alloc_pct_at_100"]["sd"].get<double>(), 2),
+             Fixed(p["alloc_pct_at_end"]["mean"].get<double>(), 2),
+             Fixed(p["frag_amount_pct_at_100"].get<double>(), 2),
+             Fixed(p["frag_ratio_pct_at_100"].get<double>(), 2),
+             Fixed(p["failed_pods"].get<double>(), 0)});
+    }
+    std::cout << "fill: tune " << f.tune << ", means over seeds (% of GPU capacity)\n";
+    t.Print(std::cout);
+  }
+  std::cerr << "gangway sim: " << runs.size() << " runs in " << Fixed(seconds, 1) << " s\n";
+}
+
+// ---------------------------------------------------------------------------------------------
+// run
+
+struct ReplayRun {
+  std::string policy;
+  uint64_t seed = 0;
+  std::optional<sim::ReplayResult> result;
+  sim::ReplaySummary summary;
+  std::string error;
+};
+
+sim::ReplayOptions ReplaySettings(const SimFlags& f, const Cluster& cluster) {
+  sim::ReplayOptions o;
+  o.checkpoint_interval = DurationFlag("checkpoint-interval", f.checkpoint_interval);
+  o.time_limit_factor = f.time_limit_factor;
+  o.min_cycle_interval = DurationFlag("cycle-interval", f.cycle_interval);
+  o.tick = DurationFlag("tick", f.tick);
+  o.sample_interval = DurationFlag("sample-interval", f.sample_interval);
+  o.max_gpus_per_task = f.max_gpus_per_task;
+  o.queues = cluster.queues;
+  return o;
+}
+
+std::vector<ReplayRun> RunReplays(const SimFlags& f, const std::vector<std::string>& policies,
+                                  const std::vector<uint64_t>& seeds) {
+  const Cluster cluster = LoadCluster(f);
+  const sim::Trace trace = LoadTrace(f);
+  const sim::ReplayOptions base = ReplaySettings(f, cluster);
+  std::vector<ReplayRun> runs;
+  std::vector<core::Profile> profiles;
+  for (const std::string& p : policies) {
+    const core::Profile profile = LoadProfile(f, p);
+    for (uint64_t s : seeds) {
+      runs.push_back({.policy = p.empty() ? profile.scorer.name : p, .seed = s});
+      profiles.push_back(profile);
+    }
+  }
+  Progress progress;
+  std::mutex mutex;
+  std::vector<double> fraction(runs.size(), 0.0);
+  auto results = sim::ParallelMap<ReplayRun>(runs.size(), f.threads, [&](size_t i) {
+    ReplayRun run = runs[i];
+    sim::ReplayOptions options = base;
+    options.profile = profiles[i];
+    options.seed = run.seed;
+    options.progress = [&, i](int64_t now, int64_t done, int64_t total) {
+      std::lock_guard<std::mutex> lock(mutex);
+      fraction[i] = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+      double sum = 0;
+      for (double x : fraction) sum += x;
+      progress.Update(
+          Cat({"run: ", Fixed(100.0 * sum / static_cast<double>(fraction.size()), 1),
+               "% of jobs done, virtual day ", Fixed(static_cast<double>(now) / 86400, 1), " (",
+               Fixed(progress.Seconds(), 1), " s)"}));
+    };
+    auto r = sim::RunReplay(cluster.nodes, trace.jobs, options);
+    if (r.ok()) {
+      run.summary = sim::Summarise(r.value());
+      run.result = std::move(r).value();
+    } else {
+      run.error = r.status().message();
+    }
+    return run;
+  });
+  progress.Finish();
+  for (const ReplayRun& r : results) {
+    if (!r.result) Fail("policy " + r.policy + ": " + r.error);
+  }
+  return results;
+}
+
+std::vector<std::string> ReplayRow(const std::string& label, const sim::ReplaySummary& s) {
+  return {label,
+          Cat({std::to_string(s.completed), "/", std::to_string(s.jobs)}),
+          Human(s.jct.avg),
+          Human(s.jct.median),
+          Human(s.jct.p95),
+          Human(s.jct.p99),
+          Human(s.queueing_delay.avg),
+          Human(static_cast<double>(s.makespan)),
+          Fixed(100 * s.gpu_allocation, 1) + "%",
+          Fixed(100 * s.gpu_utilisation, 1) + "%",
+          Fixed(s.jain_queues, 3),
+          std::to_string(s.preemptions),
+          s.gang_wait.count > 0 ? Human(s.gang_wait.avg) : "-"};
+}
+
+void WriteReplayFiles(const SimFlags& f, const std::vector<ReplayRun>& runs,
+                      const nlohmann::json& summary) {
+  if (f.out_dir.empty()) return;
+  const std::filesystem::path dir = OutDir(f);
+  for (const ReplayRun& r : runs) {
+    const std::string prefix =
+        runs.size() == 1 ? std::string() : Cat({r.policy, "_seed", std::to_string(r.seed), "_"});
+    std::ostringstream jobs, series;
+    sim::WriteJobsCsv(jobs, *r.result);
+    sim::WriteSeriesCsv(series, *r.result);
+    WriteFile(dir / (prefix + "jobs.csv"), jobs.str());
+    WriteFile(dir / (prefix + "series.csv"), series.str());
+  }
+  WriteFile(dir / "summary.json", summary.dump(2) + "\n");
+}
+
+void PrintReplays(const SimFlags& f, const std::vector<ReplayRun>& runs, double seconds) {
+  nlohmann::json summary;
+  if (runs.size() == 1) {
+    summary = sim::ReplayJson(*runs.front().result, runs.front().summary);
+  } else {
+    summary = {{"mode", "run"}, {"runs", nlohmann::json::array()}};
+    for (const ReplayRun& r : runs) {
+      nlohmann::json one = sim::ReplayJson(*r.result, r.summary);
+      one["label"] = r.policy;
+      summary["runs"].push_back(std::move(one));
+    }
+  }
+  WriteReplayFiles(f, runs, summary);
+  if (f.output == "json") {
+    std::cout << summary.dump(2) << "\n";
+    return;
+  }
+  Table t({"policy", "completed", "avg JCT", "median", "p95", "p99", "avg queue", "makespan",
+           "alloc", "util", "Jain", "preempt", "gang wait"});
+  for (const ReplayRun& r : runs) {
+    t.Add(ReplayRow(
+        runs.size() == 1 || r.seed == 0 ? r.policy : Cat({r.policy, " s", std::to_string(r.seed)}),
+        r.summary));
+  }
+  const sim::ReplayResult& first = *runs.front().result;
+  std::cout << "run: " << first.jobs.size() << " jobs on " << first.cluster_gpus << " GPUs, "
+            << "profile " << first.policy << "\n";
+  t.Print(std::cout);
+  for (const ReplayRun& r : runs) {
+    if (r.summary.rejected + r.summary.unfinished == 0) continue;
+    std::cout << r.policy << " seed " << r.seed << ": " << r.summary.rejected << " rejected, "
+              << r.summary.unfinished << " unfinished";
+    for (const sim::JobRecord& j : r.result->jobs) {
+      if (j.outcome == sim::JobOutcome::kCompleted) continue;
+      std::cout << " (e.g. " << j.name << ": " << j.reason << ")";
+      break;
+    }
+    std::cout << "\n";
+  }
+  std::cerr << "gangway sim: " << runs.size() << (runs.size() == 1 ? " run" : " runs") << " in "
+            << Fixed(seconds, 2) << " s, " << first.cycles << " cycles in the first\n";
+}
+
+// ---------------------------------------------------------------------------------------------
+// wiring
+
+void AddClusterFlags(CLI::App* cmd, SimFlags& f) {
+  cmd->add_option("--nodes", f.nodes, "Node pools, e.g. 400x8xV100-32GB,16x4xT4")
+      ->type_name("SPEC");
+  cmd->add_option("--openb-nodes", f.openb_nodes, "openb node list CSV (GPU nodes only)")
+      ->type_name("FILE");
+  cmd->add_option("--philly-machines", f.philly_machines, "Philly machine list CSV")
+      ->type_name("FILE");
+  cmd->add_option("--cluster", f.cluster_file, "YAML cluster file (nodes, topology, queues)")
+      ->type_name("FILE");
+}
+
+void AddTraceFlags(CLI::App* cmd, SimFlags& f) {
+  cmd->add_option("--trace", f.trace, "Trace CSV, .csv or .csv.xz")->type_name("FILE");
+  cmd->add_option("--format", f.format, "openb, philly, gavel, tiresias or csv (default: detect)");
+  cmd->add_option("--columns", f.columns,
+                  "Column mapping for other CSVs: submit=COL,duration=COL|end=COL,gpus=COL"
+                  "[,queue=,user=,model=,fraction=|gpu_milli=,priority=,name=,cpu_milli=,"
+                  "memory_mib=,unit=s|ms|min|h]")
+      ->type_name("MAP");
+  cmd->add_flag("--skip-bad-rows", f.skip_bad_rows, "Skip and count malformed rows");
+  cmd->add_option("--gavel-seconds-per-step", f.gavel_seconds_per_step,
+                  "Gavel traces: seconds per training step (they give steps, not durations)");
+}
+
+void AddOutputFlags(CLI::App* cmd, SimFlags& f) {
+  cmd->add_option("-o,--output", f.output, "Output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->default_str("table");
+  cmd->add_option("--out-dir", f.out_dir, "Also write summary.json and CSVs here")
+      ->type_name("DIR");
+  cmd->add_option("--threads", f.threads, "Worker threads (default: one per core)");
+}
+
+void AddPolicyFlags(CLI::App* cmd, SimFlags& f) {
+  cmd->add_option("--policy-arg", f.policy_args, "Scorer argument key=value (repeatable)");
+}
+
+void AddRunFlags(CLI::App* cmd, SimFlags& f) {
+  cmd->add_option("--profile", f.profile_file, "Policy file (default: the default profile)")
+      ->type_name("FILE");
+  cmd->add_option("--order", f.order, "Queue order, e.g. fifo, priority, drf, las, sjf, srtf");
+  cmd->add_option("--admission", f.admission, "Admission: quota or none");
+  cmd->add_option("--placer", f.placer, "Gang placer: topology or greedy");
+  cmd->add_option("--backfill", f.backfill, "Backfill: none, greedy, easy, conservative");
+  cmd->add_option("--preemption", f.preemption, "Preemption policies, comma-separated, or none");
+  cmd->add_option("--checkpoint-interval", f.checkpoint_interval,
+                  "Run time between checkpoints; preemption loses work since the last (0: all)")
+      ->default_str("30m");
+  cmd->add_option("--time-limit-factor", f.time_limit_factor,
+                  "Time limits the scheduler sees: duration x this (0: none)")
+      ->default_str("1");
+  cmd->add_option("--cycle-interval", f.cycle_interval,
+                  "Least virtual time between cycles; events in between are batched")
+      ->default_str("0");
+  cmd->add_option("--tick", f.tick,
+                  "Periodic cycle while jobs wait and preemption is on (default: minRuntime)");
+  cmd->add_option("--sample-interval", f.sample_interval,
+                  "Time-series resolution (default: trace span / 1000)");
+  cmd->add_option("--gpus-per-task", f.max_gpus_per_task,
+                  "Largest task of a multi-GPU job (default: the largest node)");
+}
+
+}  // namespace
+
+void AddSimCommand(CLI::App& app) {
+  // The flags live as long as the App: owned by a shared_ptr the callbacks hold.
+  auto flags = std::make_shared<SimFlags>();
+  SimFlags& f = *flags;
+  CLI::App* sim = app.add_subcommand("sim", "Trace-driven simulator: replay, FGD fill, compare");
+  sim->require_subcommand(1);
+
+  CLI::App* run = sim->add_subcommand("run", "Replay a trace on a virtual cluster and clock");
+  AddClusterFlags(run, f);
+  AddTraceFlags(run, f);
+  run->add_option("--policy", f.policy,
+                  "Placement scorer (best-fit, spread, gpu-packing, fgd, ...) or a policy file");
+  AddPolicyFlags(run, f);
+  AddRunFlags(run, f);
+  run->add_option("--seed", f.seeds, "Seed, or seeds (42-51) to run side by side")
+      ->default_str("1");
+  AddOutputFlags(run, f);
+  run->callback([flags] {
+    const SimFlags& fl = *flags;
+    Progress clock;
+    const std::vector<std::string> policies = {fl.policy};
+    auto runs = RunReplays(fl, policies, ParseSeeds(fl.seeds, 1));
+    PrintReplays(fl, runs, clock.Seconds());
+  });
+
+  CLI::App* fill = sim->add_subcommand(
+      "fill", "FGD experiment: pods arrive until --tune x GPU capacity is requested");
+  AddClusterFlags(fill, f);
+  AddTraceFlags(fill, f);
+  fill->add_option("--policy", f.policy,
+                   "Scorer: random, dot-product, gpu-clustering, gpu-packing, best-fit, fgd")
+      ->default_str("fgd");
+  AddPolicyFlags(fill, f);
+  fill->add_option("--seed,--seeds", f.seeds, "Seed or seeds, e.g. 42 or 42-51")->default_str("42");
+  fill->add_option("--tune", f.tune, "Arrived GPU request as a multiple of capacity")
+      ->default_str("1.3");
+  AddOutputFlags(fill, f);
+  fill->callback([flags] {
+    const SimFlags& fl = *flags;
+    Progress clock;
+    const std::vector<std::string> policies = {fl.policy.empty() ? "fgd" : fl.policy};
+    auto runs = RunFills(fl, policies, ParseSeeds(fl.seeds, 42));
+    PrintFill(fl, policies, runs, clock.Seconds());
+  });
+
+  CLI::App* compare = sim->add_subcommand(
+      "compare", "Several policies x seeds of fill or run, in parallel, one table");
+  compare->add_option("--mode", f.mode, "fill or run")
+      ->check(CLI::IsMember({"fill", "run"}))
+      ->default_str("fill");
+  compare
+      ->add_option("--policies", f.policies, "Scorers (or policy files for run), comma-separated")
+      ->delimiter(',')
+      ->required();
+  compare->add_option("--seeds", f.seeds, "Seeds, e.g. 42-51")->default_str("42");
+  compare->add_option("--tune", f.tune, "fill: arrived request / capacity")->default_str("1.3");
+  AddClusterFlags(compare, f);
+  AddTraceFlags(compare, f);
+  AddPolicyFlags(compare, f);
+  AddRunFlags(compare, f);
+  AddOutputFlags(compare, f);
+  compare->callback([flags] {
+    const SimFlags& fl = *flags;
+    Progress clock;
+    if (fl.mode == "fill") {
+      auto runs = RunFills(fl, fl.policies, ParseSeeds(fl.seeds, 42));
+      PrintFill(fl, fl.policies, runs, clock.Seconds());
+    } else {
+      auto runs = RunReplays(fl, fl.policies, ParseSeeds(fl.seeds, 1));
+      PrintReplays(fl, runs, clock.Seconds());
+    }
+  });
+}
+
+}  // namespace gangway::cli

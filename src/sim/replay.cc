@@ -1,0 +1,452 @@
+#include "sim/replay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <queue>
+#include <set>
+#include <tuple>
+
+#include "core/sched/registry.h"
+#include "core/sched/scheduler.h"
+#include "core/state/snapshot.h"
+#include "sim/cluster.h"
+#include "sim/job_builder.h"
+
+namespace gangway::sim {
+namespace {
+
+constexpr int32_t kNone = -1;
+constexpr int64_t kProgressEvery = 4096;  // events between progress calls
+const std::string kDefaultQueue = "default";
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Heap events. Arrivals are not in the heap: they are read in submit order from the trace.
+enum class EventKind : uint8_t {
+  kCompletion = 0,
+  kKill = 1,  // end of a preemption grace period
+  kWake = 2,  // a deferred or periodic cycle
+};
+
+struct Event {
+  int64_t time;
+  EventKind kind;
+  uint64_t seq;  // insertion order: ties are deterministic
+  uint32_t job;
+  uint32_t generation;
+};
+
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    return std::tie(a.time, a.kind, a.seq) > std::tie(b.time, b.kind, b.seq);
+  }
+};
+
+struct SimJob {
+  int64_t remaining = 0;  // seconds of work left
+  int64_t attained = 0;   // GPU-seconds of service before the current run
+  int64_t run_start = 0;
+  uint32_t generation = 0;  // bumped when the job starts or stops; stale events are ignored
+  int32_t pending_pos = kNone;
+  int32_t running_pos = kNone;
+  int64_t held_milli = 0;  // GPU milli held while running
+};
+
+std::optional<core::Duration> TimeLimit(int64_t remaining, double factor) {
+  if (factor <= 0) return std::nullopt;
+  return core::Duration(static_cast<int64_t>(std::ceil(static_cast<double>(remaining) * factor)));
+}
+
+class Replay {
+ public:
+  Replay(const std::vector<core::Node>& nodes, const std::vector<TraceJob>& trace,
+         const ReplayOptions& options, core::Scheduler scheduler)
+      : trace_(trace), options_(options), scheduler_(std::move(scheduler)) {
+    snapshot_.nodes = nodes;
+  }
+
+  core::Result<ReplayResult> Run();
+
+ private:
+  void Setup();
+  void Advance(int64_t t);  // integrates and samples up to t
+  void Arrive(uint32_t j);
+  void Complete(uint32_t j);
+  void Kill(uint32_t j);
+  void Cycle();
+  void Start(const core::StartDecision& d);
+  void RemovePending(uint32_t j);
+  void RemoveRunning(uint32_t j);
+  void Push(int64_t time, EventKind kind, uint32_t job = 0, uint32_t generation = 0) {
+    events_.push({time, kind, next_seq_++, job, generation});
+  }
+  bool Periodic() const;
+  void Sample(int64_t t);
+
+  const std::vector<TraceJob>& trace_;
+  const ReplayOptions& options_;
+  core::Scheduler scheduler_;
+  core::Snapshot snapshot_;
+  std::vector<core::Job> pending_;
+  std::vector<uint32_t> pending_ids_;  // job index of pending_[i]
+  std::vector<uint32_t> running_ids_;  // job index of snapshot_.running[i]
+  std::vector<SimJob> jobs_;
+  std::vector<uint32_t> arrivals_;  // job indices in submit order
+  size_t next_arrival_ = 0;
+  std::priority_queue<Event, std::vector<Event>, Later> events_;
+  uint64_t next_seq_ = 0;
+
+  ReplayResult result_;
+  JobShape shape_;
+  int64_t now_ = 0;
+  int64_t allocated_milli_ = 0;
+  int64_t last_cycle_ = INT64_MIN;
+  int64_t wake_at_ = INT64_MAX;  // earliest kWake in the heap
+  bool dirty_ = false;           // something happened since the last cycle
+  int64_t done_ = 0;             // jobs completed or rejected
+  int64_t tick_ = 0;
+  int64_t next_sample_ = 0;
+};
+
+void Replay::Setup() {
+  const size_t n = trace_.size();
+  jobs_.resize(n);
+  result_.jobs.resize(n);
+  int max_gpus = 1;
+  for (const core::Node& node : snapshot_.nodes) {
+    max_gpus = std::max(max_gpus, static_cast<int>(node.gpus.size()));
+  }
+  shape_.max_gpus_per_task = options_.max_gpus_per_task > 0 ? options_.max_gpus_per_task : max_gpus;
+
+  arrivals_.resize(n);
+  std::iota(arrivals_.begin(), arrivals_.end(), 0U);
+  std::stable_sort(arrivals_.begin(), arrivals_.end(),
+                   [&](uint32_t a, uint32_t b) { return trace_[a].submit < trace_[b].submit; });
+  result_.trace_start = n == 0 ? 0 : trace_[arrivals_.front()].submit;
+  const int64_t span = n == 0 ? 0 : trace_[arrivals_.back()].submit - result_.trace_start;
+  result_.sample_interval = options_.sample_interval.count() > 0
+                                ? options_.sample_interval.count()
+                                : std::max<int64_t>(1, (span + 999) / 1000);
+
+  snapshot_.queues = options_.queues;
+  std::set<std::string, std::less<>> known;
+  for (const core::QueueSpec& q : snapshot_.queues) known.insert(q.name);
+  for (size_t i = 0; i < n; ++i) {
+    const TraceJob& t = trace_[i];
+    JobRecord& r = result_.jobs[i];
+    r.id = t.id;
+    r.name = t.name;
+    r.queue = t.queue.empty() ? kDefaultQueue : t.queue;
+    r.gpus = t.gpus;
+    r.gpu_milli = t.TotalGpuMilli();
+    r.submit = t.submit - result_.trace_start;
+    r.duration = *t.duration;
+    if (!known.contains(r.queue)) {
+      known.insert(r.queue);
+      snapshot_.queues.push_back({.name = r.queue});
+    }
+    jobs_[i].remaining = r.duration;
+  }
+  tick_ = options_.tick.count() > 0 ? options_.tick.count() : options_.profile.min_runtime.count();
+  result_.policy = options_.profile.order.name + "/" + options_.profile.scorer.name + "/" +
+                   options_.profile.backfill.name;
+  result_.seed = options_.seed;
+  result_.cluster_gpus = CountGpus(snapshot_.nodes);
+}
+
+bool Replay::Periodic() const {
+  // Without running jobs nothing changes with time alone (and the replay must end).
+  if (tick_ <= 0 || pending_.empty() || snapshot_.running.empty()) return false;
+  const std::string& order = options_.profile.order.name;
+  return !options_.profile.preemption.empty() || order == "las" || order == "drf";
+}
+
+void Replay::Sample(int64_t t) {
+  result_.series.push_back({.time = t,
+                            .allocated_gpu_milli = allocated_milli_,
+                            .running_jobs = static_cast<int>(snapshot_.running.size()),
+                            .pending_jobs = static_cast<int>(pending_.size())});
+}
+
+void Replay::Advance(int64_t t) {
+  if (t <= now_) return;
+  // The state is constant over [now_, t): sample it at every grid point in that interval.
+  while (next_sample_ < t) {
+    if (next_sample_ >= now_) Sample(next_sample_);
+    next_sample_ += result_.sample_interval;
+  }
+  result_.allocated_gpu_milli_seconds += allocated_milli_ * (t - now_);
+  now_ = t;
+}
+
+void Replay::Arrive(uint32_t j) {
+  const TraceJob& t = trace_[j];
+  const JobRecord& r = result_.jobs[j];
+  core::Job job = MakeCoreJob(t, shape_);
+  job.id = core::JobId{j + 1ULL};
+  job.queue = r.queue;
+  job.submit_time = core::FromSeconds(r.submit);
+  job.time_limit = TimeLimit(r.duration, options_.time_limit_factor);
+  result_.jobs[j].tasks = job.MaxTasks();
+  jobs_[j].pending_pos = static_cast<int32_t>(pending_.size());
+  pending_.push_back(std::move(job));
+  pending_ids_.push_back(j);
+  dirty_ = true;
+}
+
+void Replay::RemovePending(uint32_t j) {
+  const auto pos = static_cast<size_t>(jobs_[j].pending_pos);
+  if (pos + 1 != pending_.size()) {
+    pending_[pos] = std::move(pending_.back());
+    pending_ids_[pos] = pending_ids_.back();
+    jobs_[pending_ids_[pos]].pending_pos = static_cast<int32_t>(pos);
+  }
+  pending_.pop_back();
+  pending_ids_.pop_back();
+  jobs_[j].pending_pos = kNone;
+}
+
+void Replay::RemoveRunning(uint32_t j) {
+  const auto pos = static_cast<size_t>(jobs_[j].running_pos);
+  std::vector<core::RunningJob>& running = snapshot_.running;
+  if (pos + 1 != running.size()) {
+    running[pos] = std::move(running.back());
+    running_ids_[pos] = running_ids_.back();
+    jobs_[running_ids_[pos]].running_pos = static_cast<int32_t>(pos);
+  }
+  running.pop_back();
+  running_ids_.pop_back();
+  jobs_[j].running_pos = kNone;
+  allocated_milli_ -= jobs_[j].held_milli;
+  jobs_[j].held_milli = 0;
+  ++jobs_[j].generation;
+  dirty_ = true;
+}
+
+void Replay::Start(const core::StartDecision& d) {
+  const auto j = static_cast<uint32_t>(d.job.value - 1);
+  SimJob& s = jobs_[j];
+  if (s.pending_pos == kNone) return;  // not ours to start (cannot happen with a sound core)
+  core::RunningJob running{.job = std::move(pending_[static_cast<size_t>(s.pending_pos)]),
+                           .tasks = d.tasks,
+                           .started_at = core::FromSeconds(now_)};
+  RemovePending(j);
+  int64_t milli = 0;
+  for (const core::TaskAllocation& t : d.tasks) {
+    for (const core::GpuAssignment& g : t.gpus) milli += g.milli;
+  }
+  s.held_milli = milli;
+  allocated_milli_ += milli;
+  s.run_start = now_;
+  ++s.generation;
+  s.running_pos = static_cast<int32_t>(snapshot_.running.size());
+  snapshot_.running.push_back(std::move(running));
+  running_ids_.push_back(j);
+  JobRecord& r = result_.jobs[j];
+  if (!r.first_start) r.first_start = now_;
+  Push(now_ + s.remaining, EventKind::kCompletion, j, s.generation);
+}
+
+void Replay::Complete(uint32_t j) {
+  SimJob& s = jobs_[j];
+  RemoveRunning(j);
+  s.remaining = 0;
+  JobRecord& r = result_.jobs[j];
+  r.end = now_;
+  r.outcome = JobOutcome::kCompleted;
+  result_.useful_gpu_milli_seconds += r.gpu_milli * r.duration;
+  ++done_;
+}
+
+void Replay::Kill(uint32_t j) {
+  SimJob& s = jobs_[j];
+  const size_t pos = static_cast<size_t>(s.running_pos);
+  core::Job job = std::move(snapshot_.running[pos].job);
+  const int64_t milli = s.held_milli;
+  RemoveRunning(j);
+  const int64_t ran = now_ - s.run_start;
+  const int64_t interval = options_.checkpoint_interval.count();
+  const int64_t saved = std::min(s.remaining, interval > 0 ? ran / interval * interval : 0);
+  s.remaining -= saved;
+  s.attained += milli * ran / core::kGpuMilli;
+  JobRecord& r = result_.jobs[j];
+  ++r.preemptions;
+  r.lost_gpu_seconds += milli * (ran - saved) / core::kGpuMilli;
+  ++result_.preemptions;
+  job.attained_service_gpu_seconds = s.attained;
+  job.progress_since_checkpoint = core::Duration(0);
+  job.remaining_duration = core::Duration(s.remaining);
+  job.time_limit = TimeLimit(s.remaining, options_.time_limit_factor);
+  s.pending_pos = static_cast<int32_t>(pending_.size());
+  pending_.push_back(std::move(job));
+  pending_ids_.push_back(j);
+}
+
+void Replay::Cycle() {
+  // Running jobs' progress as of now, for the policies that read it.
+  const int64_t interval = options_.checkpoint_interval.count();
+  for (size_t i = 0; i < snapshot_.running.size(); ++i) {
+    const SimJob& s = jobs_[running_ids_[i]];
+    core::Job& job = snapshot_.running[i].job;
+    const int64_t ran = now_ - s.run_start;
+    job.attained_service_gpu_seconds = s.attained + s.held_milli * ran / core::kGpuMilli;
+    job.progress_since_checkpoint = core::Duration(interval > 0 ? ran % interval : ran);
+    job.remaining_duration = core::Duration(std::max<int64_t>(0, s.remaining - ran));
+  }
+  snapshot_.now = core::FromSeconds(now_);
+  const uint64_t seed = Mix(options_.seed ^ Mix(static_cast<uint64_t>(result_.cycles)));
+  ++result_.cycles;
+  last_cycle_ = now_;
+  dirty_ = false;
+  core::Result<core::CycleResult> cycle = scheduler_.RunCycle(snapshot_, pending_, seed);
+  if (!cycle.ok()) return;  // only a malformed queue tree fails, and Setup builds a flat one
+  for (const core::StartDecision& d : cycle->starts) Start(d);
+  for (const core::PreemptDecision& p : cycle->preemptions) {
+    const auto j = static_cast<uint32_t>(p.job.value - 1);
+    SimJob& s = jobs_[j];
+    if (s.running_pos == kNone) continue;
+    core::RunningJob& victim = snapshot_.running[static_cast<size_t>(s.running_pos)];
+    if (victim.terminating) continue;
+    victim.terminating = true;
+    Push(now_ + p.grace.count(), EventKind::kKill, j, s.generation);
+  }
+  result_.reservations += static_cast<int64_t>(cycle->reservations.size());
+  for (const core::PendingJob& p : cycle->pending) {
+    if (p.code != core::PendingCode::kInfeasible) continue;
+    const auto j = static_cast<uint32_t>(p.job.value - 1);
+    if (jobs_[j].pending_pos == kNone) continue;
+    RemovePending(j);
+    JobRecord& r = result_.jobs[j];
+    r.outcome = JobOutcome::kRejected;
+    r.reason = p.message;
+    ++done_;
+  }
+  if (Periodic()) {
+    const int64_t at = now_ + tick_;
+    if (wake_at_ > at) {
+      wake_at_ = at;
+      Push(at, EventKind::kWake);
+    }
+  }
+}
+
+core::Result<ReplayResult> Replay::Run() {
+  Setup();
+  int64_t handled = 0;
+  while (true) {
+    // The next instant with something to do.
+    int64_t t = INT64_MAX;
+    if (next_arrival_ < arrivals_.size()) {
+      t = result_.jobs[arrivals_[next_arrival_]].submit;
+    }
+    if (!events_.empty()) t = std::min(t, events_.top().time);
+    if (t == INT64_MAX) break;
+    Advance(t);
+    while (!events_.empty() && events_.top().time == t) {
+      const Event e = events_.top();
+      events_.pop();
+      ++handled;
+      const SimJob& s = jobs_[e.job];
+      switch (e.kind) {
+        case EventKind::kCompletion:
+          if (s.running_pos != kNone && s.generation == e.generation) Complete(e.job);
+          break;
+        case EventKind::kKill:
+          if (s.running_pos != kNone && s.generation == e.generation) Kill(e.job);
+          break;
+        case EventKind::kWake:
+          if (wake_at_ == t) wake_at_ = INT64_MAX;
+          dirty_ = true;  // time alone may change decisions
+          break;
+      }
+    }
+    while (next_arrival_ < arrivals_.size() && result_.jobs[arrivals_[next_arrival_]].submit == t) {
+      Arrive(arrivals_[next_arrival_++]);
+      ++handled;
+    }
+    if (dirty_ && !pending_.empty()) {
+      const int64_t earliest =
+          last_cycle_ == INT64_MIN ? t : last_cycle_ + options_.min_cycle_interval.count();
+      if (t >= earliest) {
+        Cycle();
+      } else if (wake_at_ > earliest) {
+        wake_at_ = earliest;
+        Push(earliest, EventKind::kWake);
+      }
+    }
+    if (options_.progress && handled >= kProgressEvery) {
+      handled = 0;
+      options_.progress(now_, done_, static_cast<int64_t>(trace_.size()));
+    }
+  }
+  // Nothing left that could change anything: what waits now waits forever. One more cycle,
+  // not applied, says why.
+  Sample(now_);
+  result_.end_time = now_;
+  if (!pending_.empty()) {
+    snapshot_.now = core::FromSeconds(now_);
+    core::Result<core::CycleResult> last = scheduler_.RunCycle(snapshot_, pending_, options_.seed);
+    if (last.ok()) {
+      for (const core::PendingJob& p : last->pending) {
+        JobRecord& r = result_.jobs[p.job.value - 1];
+        r.reason = std::string(core::PendingCodeName(p.code)) + ": " + p.message;
+      }
+    }
+  }
+  if (options_.progress) {
+    options_.progress(now_, done_, static_cast<int64_t>(trace_.size()));
+  }
+  return std::move(result_);
+}
+
+}  // namespace
+
+std::string_view JobOutcomeName(JobOutcome outcome) {
+  switch (outcome) {
+    case JobOutcome::kCompleted:
+      return "completed";
+    case JobOutcome::kUnfinished:
+      return "unfinished";
+    case JobOutcome::kRejected:
+      return "rejected";
+  }
+  return "unfinished";
+}
+
+std::optional<int64_t> JobRecord::Jct() const {
+  if (!end) return std::nullopt;
+  return *end - submit;
+}
+
+std::optional<int64_t> JobRecord::QueueingDelay() const {
+  if (!first_start) return std::nullopt;
+  return *first_start - submit;
+}
+
+core::Result<ReplayResult> RunReplay(const std::vector<core::Node>& nodes,
+                                     const std::vector<TraceJob>& trace,
+                                     const ReplayOptions& options) {
+  if (nodes.empty()) return core::InvalidArgument("the cluster has no nodes");
+  for (const TraceJob& t : trace) {
+    if (!t.duration) {
+      return core::InvalidArgument(
+          "job " + t.name +
+          " has no duration; the trace format gives none (for Gavel traces give "
+          "--gavel-seconds-per-step)");
+    }
+  }
+  if (trace.size() >= UINT32_MAX) return core::InvalidArgument("the trace has too many jobs");
+  core::Result<core::Scheduler> scheduler =
+      core::Scheduler::Create(options.profile, core::Registry::WithBuiltins());
+  if (!scheduler.ok()) return scheduler.status();
+  Replay replay(nodes, trace, options, std::move(scheduler).value());
+  return replay.Run();
+}
+
+}  // namespace gangway::sim

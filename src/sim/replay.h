@@ -1,0 +1,124 @@
+#ifndef GANGWAY_SIM_REPLAY_H_
+#define GANGWAY_SIM_REPLAY_H_
+
+// Time-driven replay of a job trace on a virtual cluster and a virtual clock, driving the same
+// core::Scheduler as the controller (`gangway sim run`).
+//
+// Clock: whole seconds, 0 = the earliest submit time of the trace. Events, in this order at
+// one instant: completions, ends of preemption grace periods, arrivals; then one scheduling
+// cycle over everything pending (events at one instant are batched; with
+// `min_cycle_interval` > 0, cycles are at least that far apart and events in between are
+// batched into the next). While jobs wait and the profile can preempt (or orders by attained
+// service), a cycle also runs every `tick`, since those decisions change with time alone.
+//
+// Applying decisions:
+//   StartDecision    the job holds its tasks' resources until it completes after its
+//                    remaining work (its duration, less work saved before a preemption).
+//   PreemptDecision  the job keeps running through its grace period (it may complete in it),
+//                    then stops and is requeued. Work since its last checkpoint is lost:
+//                    checkpoints are taken every `checkpoint_interval` of run time (0 = never,
+//                    all work of that run is lost). Its attained service (2D-LAS) counts the
+//                    whole run; its remaining duration (SRTF) only what is left to do.
+//   ReserveDecision  counted; the core keeps later jobs off the reserved capacity itself.
+//   kInfeasible      the job can never run on this cluster; it is dropped and reported.
+//
+// Determinism: the result depends only on the inputs and `seed` (each cycle gets a seed
+// derived from it and the cycle number); no wall clock is read.
+//
+// Thread safety: RunReplay is reentrant.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model/node.h"
+#include "core/model/queue.h"
+#include "core/sched/profile.h"
+#include "core/sched/status.h"
+#include "sim/trace.h"
+
+namespace gangway::sim {
+
+struct ReplayOptions {
+  core::Profile profile;
+  uint64_t seed = 1;
+  core::Duration checkpoint_interval{1800};
+  // The scheduler sees time limits of remaining work x factor, rounded up (backfill plans
+  // with them); 0 = jobs have no time limit.
+  double time_limit_factor = 1.0;
+  core::Duration min_cycle_interval{0};
+  // 0 = the profile's min_runtime.
+  core::Duration tick{0};
+  // Time-series resolution; 0 = the submit span / 1000, at least 1 s.
+  core::Duration sample_interval{0};
+  // GPUs per task of multi-GPU jobs (job_builder.h); 0 = the largest node's GPU count.
+  int max_gpus_per_task = 0;
+  // Queues for the snapshot (e.g. from a cluster file). Every queue a job names that is not
+  // here is added as a top-level queue without quota.
+  std::vector<core::QueueSpec> queues;
+  // Called every few thousand events with (virtual seconds, jobs finished or dropped, jobs).
+  std::function<void(int64_t, int64_t, int64_t)> progress;
+};
+
+enum class JobOutcome : uint8_t {
+  kCompleted,
+  kUnfinished,  // still pending or running when nothing else could happen
+  kRejected,    // infeasible on this cluster
+};
+std::string_view JobOutcomeName(JobOutcome outcome);
+
+// What happened to one job. Times are virtual seconds.
+struct JobRecord {
+  uint64_t id = 0;  // the trace job's id
+  std::string name;
+  std::string queue;
+  int gpus = 0;
+  int tasks = 1;
+  int64_t gpu_milli = 0;  // of the whole job
+  int64_t submit = 0;
+  int64_t duration = 0;
+  std::optional<int64_t> first_start;
+  std::optional<int64_t> end;
+  int preemptions = 0;
+  int64_t lost_gpu_seconds = 0;  // GPU-seconds of work lost to preemptions
+  JobOutcome outcome = JobOutcome::kUnfinished;
+  std::string reason;  // why it was rejected or did not finish
+
+  // end - submit; first_start - submit.
+  std::optional<int64_t> Jct() const;
+  std::optional<int64_t> QueueingDelay() const;
+};
+
+struct TimePoint {
+  int64_t time = 0;
+  int64_t allocated_gpu_milli = 0;
+  int running_jobs = 0;
+  int pending_jobs = 0;
+};
+
+struct ReplayResult {
+  std::string policy;  // "order/scorer/backfill" of the profile
+  uint64_t seed = 0;
+  int64_t cluster_gpus = 0;
+  int64_t trace_start = 0;  // the trace time of virtual second 0
+  int64_t end_time = 0;     // virtual time of the last event
+  int64_t cycles = 0;
+  int64_t preemptions = 0;
+  int64_t reservations = 0;
+  int64_t allocated_gpu_milli_seconds = 0;  // integral of allocated GPUs over [0, end_time]
+  int64_t useful_gpu_milli_seconds = 0;     // work of completed jobs (duration x GPUs)
+  std::vector<JobRecord> jobs;              // in trace order
+  std::vector<TimePoint> series;            // every sample_interval from 0
+  int64_t sample_interval = 1;
+};
+
+// Fails on an invalid profile, a trace job without a duration, or a cluster without nodes.
+core::Result<ReplayResult> RunReplay(const std::vector<core::Node>& nodes,
+                                     const std::vector<TraceJob>& trace,
+                                     const ReplayOptions& options);
+
+}  // namespace gangway::sim
+
+#endif  // GANGWAY_SIM_REPLAY_H_

@@ -1,0 +1,206 @@
+#include "sim/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <numeric>
+#include <string>
+
+namespace gangway::sim {
+namespace {
+
+double Percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const double pos = p / 100.0 * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+}
+
+nlohmann::json StatsJson(const Stats& s) {
+  return {{"count", s.count}, {"avg", s.avg}, {"median", s.median}, {"p95", s.p95}, {"p99", s.p99}};
+}
+
+// CSV cell: quoted when it holds a comma, quote or newline.
+std::string Cell(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string Opt(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string(); }
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+Stats ComputeStats(std::vector<double> values) {
+  Stats s;
+  s.count = static_cast<int64_t>(values.size());
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  s.avg = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+  s.median = Percentile(values, 50);
+  s.p95 = Percentile(values, 95);
+  s.p99 = Percentile(values, 99);
+  return s;
+}
+
+ReplaySummary Summarise(const ReplayResult& result) {
+  ReplaySummary s;
+  s.jobs = static_cast<int64_t>(result.jobs.size());
+  std::vector<double> jct, delay, gang;
+  struct QueueSums {
+    double run = 0;
+    double total = 0;
+  };
+  std::map<std::string, QueueSums> queues;
+  int64_t lost = 0;
+  for (const JobRecord& r : result.jobs) {
+    lost += r.lost_gpu_seconds;
+    switch (r.outcome) {
+      case JobOutcome::kCompleted:
+        ++s.completed;
+        break;
+      case JobOutcome::kUnfinished:
+        ++s.unfinished;
+        break;
+      case JobOutcome::kRejected:
+        ++s.rejected;
+        break;
+    }
+    if (r.outcome != JobOutcome::kCompleted) continue;
+    const auto j = static_cast<double>(*r.Jct());
+    const auto d = static_cast<double>(*r.QueueingDelay());
+    jct.push_back(j);
+    delay.push_back(d);
+    if (r.tasks > 1) gang.push_back(d);
+    s.makespan = std::max(s.makespan, *r.end);
+    const double w = std::max(1, r.gpus);
+    QueueSums& q = queues[r.queue];
+    q.run += w * static_cast<double>(r.duration);
+    q.total += w * j;
+  }
+  s.jct = ComputeStats(std::move(jct));
+  s.queueing_delay = ComputeStats(std::move(delay));
+  s.gang_wait = ComputeStats(std::move(gang));
+  const double capacity = static_cast<double>(result.cluster_gpus * 1000);
+  if (result.end_time > 0 && capacity > 0) {
+    const double area = capacity * static_cast<double>(result.end_time);
+    s.gpu_allocation = static_cast<double>(result.allocated_gpu_milli_seconds) / area;
+    s.gpu_utilisation = static_cast<double>(result.useful_gpu_milli_seconds) / area;
+  }
+  double sum = 0, sum_sq = 0;
+  for (const auto& [name, q] : queues) {
+    const double x = q.total > 0 ? q.run / q.total : 1.0;
+    sum += x;
+    sum_sq += x * x;
+  }
+  s.queues = static_cast<int64_t>(queues.size());
+  s.jain_queues = sum_sq > 0 ? sum * sum / (static_cast<double>(queues.size()) * sum_sq) : 1.0;
+  s.preemptions = result.preemptions;
+  s.lost_gpu_hours = static_cast<double>(lost) / 3600.0;
+  s.cycles = result.cycles;
+  s.reservations = result.reservations;
+  return s;
+}
+
+nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& s) {
+  nlohmann::json series = nlohmann::json::array();
+  for (const TimePoint& p : result.series) {
+    series.push_back({p.time, static_cast<double>(p.allocated_gpu_milli) / 1000.0, p.running_jobs,
+                      p.pending_jobs});
+  }
+  return {
+      {"mode", "run"},
+      {"policy", result.policy},
+      {"seed", result.seed},
+      {"cluster_gpus", result.cluster_gpus},
+      {"trace_start", result.trace_start},
+      {"jobs",
+       {{"total", s.jobs},
+        {"completed", s.completed},
+        {"unfinished", s.unfinished},
+        {"rejected", s.rejected}}},
+      {"jct_s", StatsJson(s.jct)},
+      {"queueing_delay_s", StatsJson(s.queueing_delay)},
+      {"gang_wait_s", StatsJson(s.gang_wait)},
+      {"makespan_s", s.makespan},
+      {"end_s", result.end_time},
+      {"gpu_allocation", s.gpu_allocation},
+      {"gpu_utilisation", s.gpu_utilisation},
+      {"jain_index_queues", s.jain_queues},
+      {"queues", s.queues},
+      {"preemptions", s.preemptions},
+      {"lost_gpu_hours", s.lost_gpu_hours},
+      {"reservations", s.reservations},
+      {"cycles", s.cycles},
+      {"series",
+       {{"interval_s", result.sample_interval},
+        {"columns", {"time_s", "allocated_gpus", "running_jobs", "pending_jobs"}},
+        {"rows", std::move(series)}}},
+  };
+}
+
+nlohmann::json FillJson(const FillResult& r) {
+  nlohmann::json alloc = nlohmann::json::array(), frag = nlohmann::json::array(),
+                 ratio = nlohmann::json::array();
+  for (const FillColumn& c : r.columns) {
+    alloc.push_back(c.alloc ? nlohmann::json(*c.alloc) : nlohmann::json());
+    frag.push_back(c.frag_amount ? nlohmann::json(*c.frag_amount) : nlohmann::json());
+    ratio.push_back(c.frag_ratio ? nlohmann::json(*c.frag_ratio) : nlohmann::json());
+  }
+  return {
+      {"mode", "fill"},
+      {"policy", r.policy},
+      {"seed", r.seed},
+      {"tune", r.tune},
+      {"cluster_gpus", r.cluster_gpus},
+      {"pods", {{"arrived", r.pods_arrived}, {"placed", r.pods_placed}, {"failed", r.pods_failed}}},
+      {"arrived_gpu_milli", r.arrived_gpu_milli},
+      {"allocated_gpu_milli", r.allocated_gpu_milli},
+      {"alloc_pct", std::move(alloc)},
+      {"frag_amount_pct", std::move(frag)},
+      {"frag_ratio_pct", std::move(ratio)}};
+}
+
+void WriteJobsCsv(std::ostream& out, const ReplayResult& result) {
+  out << "id,name,queue,gpus,tasks,submit,first_start,end,jct,queueing_delay,duration,"
+         "preemptions,lost_gpu_seconds,outcome,reason\n";
+  for (const JobRecord& r : result.jobs) {
+    out << r.id << ',' << Cell(r.name) << ',' << Cell(r.queue) << ',' << r.gpus << ',' << r.tasks
+        << ',' << r.submit << ',' << Opt(r.first_start) << ',' << Opt(r.end) << ',' << Opt(r.Jct())
+        << ',' << Opt(r.QueueingDelay()) << ',' << r.duration << ',' << r.preemptions << ','
+        << r.lost_gpu_seconds << ',' << JobOutcomeName(r.outcome) << ',' << Cell(r.reason) << '\n';
+  }
+}
+
+void WriteSeriesCsv(std::ostream& out, const ReplayResult& result) {
+  out << "time,allocated_gpus,allocation,running_jobs,pending_jobs\n";
+  const double capacity = static_cast<double>(std::max<int64_t>(1, result.cluster_gpus));
+  for (const TimePoint& p : result.series) {
+    const double gpus = static_cast<double>(p.allocated_gpu_milli) / 1000.0;
+    out << p.time << ',' << Fixed(gpus, 3) << ',' << Fixed(gpus / capacity, 6) << ','
+        << p.running_jobs << ',' << p.pending_jobs << '\n';
+  }
+}
+
+void WriteFillCsv(std::ostream& out, const FillResult& result) {
+  out << "k,alloc,frag_amount,frag_ratio\n";
+  for (const FillColumn& c : result.columns) {
+    out << c.k << ',' << (c.alloc ? Fixed(*c.alloc, 2) : "") << ','
+        << (c.frag_amount ? Fixed(*c.frag_amount, 2) : "") << ','
+        << (c.frag_ratio ? Fixed(*c.frag_ratio, 4) : "") << '\n';
+  }
+}
+
+}  // namespace gangway::sim

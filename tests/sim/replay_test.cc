@@ -1,0 +1,199 @@
+// The time-driven replay on tiny traces whose job completion times are computed by hand.
+
+#include "sim/replay.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sim/cluster.h"
+#include "sim/report.h"
+#include "sim/trace.h"
+
+namespace gangway::sim {
+namespace {
+
+TraceJob Job(uint64_t id, int64_t submit, int gpus, int64_t duration, int32_t priority = 0) {
+  return {.id = id,
+          .name = std::string("j").append(std::to_string(id)),
+          .submit = submit,
+          .duration = duration,
+          .gpus = gpus,
+          .gpu_milli = 1000,
+          .priority = priority};
+}
+
+core::Profile Fifo(const std::string& backfill) {
+  return {.order = {.name = "fifo"},
+          .admission = {.name = "none"},
+          .scorer = {.name = "best-fit"},
+          .placer = {.name = "topology"},
+          .backfill = {.name = backfill},
+          .preemption = {}};
+}
+
+std::vector<core::Node> OneNode(int gpus) {
+  return ParseNodeShorthand(std::string("1x").append(std::to_string(gpus)).append("xT4")).value();
+}
+
+core::Result<ReplayResult> Replay(const std::vector<TraceJob>& jobs, ReplayOptions options,
+                                  int gpus = 4) {
+  return RunReplay(OneNode(gpus), jobs, options);
+}
+
+TEST(ReplayTest, FifoJobCompletionTimes) {
+  // A holds all 4 GPUs for 100 s; B and C (2 GPUs each) start together when A ends.
+  std::vector<TraceJob> jobs = {Job(1, 1000, 4, 100), Job(2, 1010, 2, 50), Job(3, 1020, 2, 30)};
+  auto r = Replay(jobs, {.profile = Fifo("none")});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->trace_start, 1000);
+  EXPECT_EQ(r->jobs[0].Jct(), 100);
+  EXPECT_EQ(r->jobs[1].Jct(), 140);
+  EXPECT_EQ(r->jobs[2].Jct(), 110);
+  EXPECT_EQ(r->jobs[1].QueueingDelay(), 90);
+  EXPECT_EQ(r->jobs[2].QueueingDelay(), 80);
+  ReplaySummary s = Summarise(r.value());
+  EXPECT_EQ(s.completed, 3);
+  EXPECT_EQ(s.makespan, 150);
+  EXPECT_NEAR(s.jct.avg, (100 + 140 + 110) / 3.0, 1e-9);
+  EXPECT_EQ(s.jct.median, 110);
+  // 4 GPUs x 100 s + 4 x 30 + 2 x 20 = 560 GPU-seconds of 600.
+  EXPECT_NEAR(s.gpu_allocation, 560.0 / 600.0, 1e-9);
+  EXPECT_NEAR(s.gpu_utilisation, 560.0 / 600.0, 1e-9);
+}
+
+TEST(ReplayTest, StrictFifoBlocksWhileEasyBackfillFillsTheHole) {
+  // A: 3 GPUs 0-100. B needs 4 GPUs: waits for A. C (1 GPU, 10 s) arrives at 20.
+  std::vector<TraceJob> jobs = {Job(1, 0, 3, 100), Job(2, 10, 4, 100), Job(3, 20, 1, 10)};
+  auto strict = Replay(jobs, {.profile = Fifo("none")});
+  ASSERT_TRUE(strict.ok()) << strict.status().message();
+  EXPECT_EQ(strict->jobs[1].first_start, 100);
+  EXPECT_EQ(strict->jobs[2].first_start, 200);  // behind B
+  EXPECT_EQ(strict->jobs[2].Jct(), 190);
+
+  auto easy = Replay(jobs, {.profile = Fifo("easy")});
+  ASSERT_TRUE(easy.ok()) << easy.status().message();
+  EXPECT_EQ(easy->jobs[1].first_start, 100);  // B's reservation holds
+  EXPECT_EQ(easy->jobs[2].first_start, 20);   // C ends at 30, before B's reserved start
+  EXPECT_EQ(easy->jobs[2].Jct(), 10);
+  EXPECT_GE(easy->reservations, 1);
+}
+
+TEST(ReplayTest, PreemptionLosesWorkSinceTheLastCheckpoint) {
+  // A (priority 0) runs from 0. B (priority 10) arrives at 400 and preempts it: A gets 30 s of
+  // grace, stops at 430 having run 430 s, of which 300 s are checkpointed (interval 300), and
+  // requeues with 700 s to go. B runs 430-530; A restarts at 530 and ends at 1230.
+  std::vector<TraceJob> jobs = {Job(1, 0, 4, 1000, 0), Job(2, 400, 4, 100, 10)};
+  core::Profile profile = Fifo("none");
+  profile.order = {.name = "priority"};
+  profile.preemption = {{.name = "priority"}};
+  auto r = Replay(jobs, {.profile = profile, .checkpoint_interval = core::Duration(300)});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const JobRecord& a = r->jobs[0];
+  const JobRecord& b = r->jobs[1];
+  EXPECT_EQ(b.first_start, 430);
+  EXPECT_EQ(b.Jct(), 130);
+  EXPECT_EQ(a.preemptions, 1);
+  EXPECT_EQ(a.lost_gpu_seconds, 4 * 130);
+  EXPECT_EQ(a.end, 1230);
+  EXPECT_EQ(a.Jct(), 1230);
+  EXPECT_EQ(r->preemptions, 1);
+  ReplaySummary s = Summarise(r.value());
+  EXPECT_NEAR(s.lost_gpu_hours, 520.0 / 3600.0, 1e-12);
+  // Allocated 4 GPUs throughout [0, 1230]; useful work 4 x 1100 GPU-seconds.
+  EXPECT_NEAR(s.gpu_allocation, 1.0, 1e-9);
+  EXPECT_NEAR(s.gpu_utilisation, 1100.0 / 1230.0, 1e-9);
+}
+
+TEST(ReplayTest, JobsTooBigForTheClusterAreRejectedOrLeftUnfinished) {
+  // A task larger than any node is infeasible: rejected at once.
+  std::vector<TraceJob> jobs = {Job(1, 0, 16, 10), Job(2, 0, 1, 10)};
+  auto r = Replay(jobs, {.profile = Fifo("easy"), .max_gpus_per_task = 16});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->jobs[0].outcome, JobOutcome::kRejected);
+  EXPECT_NE(r->jobs[0].reason.find("no node can ever hold"), std::string::npos);
+  EXPECT_EQ(r->jobs[1].outcome, JobOutcome::kCompleted);
+
+  // So is a gang of node-sized tasks with more GPUs than the cluster.
+  auto gang = Replay(jobs, {.profile = Fifo("easy")});
+  ASSERT_TRUE(gang.ok()) << gang.status().message();
+  EXPECT_EQ(gang->jobs[0].tasks, 4);
+  EXPECT_EQ(gang->jobs[0].outcome, JobOutcome::kRejected);
+  EXPECT_FALSE(gang->jobs[0].reason.empty());
+  EXPECT_EQ(gang->jobs[1].outcome, JobOutcome::kCompleted);
+  ReplaySummary s = Summarise(gang.value());
+  EXPECT_EQ(s.rejected, 1);
+  EXPECT_EQ(s.completed, 1);
+}
+
+TEST(ReplayTest, JobsThatCanNeverStartAreReportedUnfinished) {
+  // The only node big enough for job 1 is cordoned: not infeasible (cordons end), but nothing
+  // in the replay ends it. The replay stops when nothing else can happen and says why.
+  std::vector<core::Node> nodes = ParseNodeShorthand("1x4xT4,1x1xT4").value();
+  nodes[0].cordoned = true;
+  std::vector<TraceJob> jobs = {Job(1, 0, 4, 10), Job(2, 0, 1, 10)};
+  auto r = RunReplay(nodes, jobs, {.profile = Fifo("greedy")});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->jobs[0].outcome, JobOutcome::kUnfinished);
+  EXPECT_NE(r->jobs[0].reason.find("InsufficientResources"), std::string::npos)
+      << r->jobs[0].reason;
+  EXPECT_EQ(r->jobs[1].outcome, JobOutcome::kCompleted);
+  EXPECT_EQ(Summarise(r.value()).unfinished, 1);
+}
+
+TEST(ReplayTest, MultiGpuJobsBecomeGangsAcrossNodes) {
+  // 16 GPUs on 8-GPU nodes: a gang of 2 x 8 that starts whole.
+  std::vector<TraceJob> jobs = {Job(1, 0, 16, 60)};
+  auto r = RunReplay(ParseNodeShorthand("2x8xV100-32GB").value(), jobs, {.profile = Fifo("none")});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->jobs[0].tasks, 2);
+  EXPECT_EQ(r->jobs[0].Jct(), 60);
+  EXPECT_EQ(Summarise(r.value()).gang_wait.count, 1);
+}
+
+TEST(ReplayTest, TimeSeriesSamplesTheAllocation) {
+  std::vector<TraceJob> jobs = {Job(1, 0, 2, 100), Job(2, 50, 2, 100)};
+  auto r = Replay(jobs, {.profile = Fifo("none"), .sample_interval = core::Duration(25)});
+  ASSERT_TRUE(r.ok());
+  ASSERT_GE(r->series.size(), 7U);
+  EXPECT_EQ(r->series[0].time, 0);
+  EXPECT_EQ(r->series[0].allocated_gpu_milli, 2000);
+  EXPECT_EQ(r->series[2].time, 50);
+  EXPECT_EQ(r->series[2].allocated_gpu_milli, 4000);
+  EXPECT_EQ(r->series[4].time, 100);
+  EXPECT_EQ(r->series[4].allocated_gpu_milli, 2000);
+  EXPECT_EQ(r->series.back().time, 150);
+  EXPECT_EQ(r->series.back().allocated_gpu_milli, 0);
+}
+
+TEST(ReplayTest, SameSeedGivesIdenticalJson) {
+  std::vector<TraceJob> jobs;
+  for (int i = 0; i < 300; ++i) {
+    TraceJob j =
+        Job(static_cast<uint64_t>(i + 1), i * 7 % 500, 1 << (i % 4), 30 + i * 13 % 400, i % 3);
+    j.queue = std::string("q").append(std::to_string(i % 4));
+    jobs.push_back(j);
+  }
+  const auto nodes = ParseNodeShorthand("4x8xV100-32GB,4x4xT4").value();
+  ReplayOptions options{.profile = core::Profile{}, .seed = 5};
+  options.profile.scorer = {.name = "random"};
+  auto a = RunReplay(nodes, jobs, options);
+  auto b = RunReplay(nodes, jobs, options);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::string ja = ReplayJson(a.value(), Summarise(a.value())).dump();
+  const std::string jb = ReplayJson(b.value(), Summarise(b.value())).dump();
+  EXPECT_EQ(ja, jb);
+  EXPECT_EQ(Summarise(a.value()).completed, 300);
+}
+
+TEST(ReplayTest, JobsWithoutDurationAreAnError) {
+  TraceJob j = Job(1, 0, 1, 10);
+  j.duration.reset();
+  auto r = Replay({j}, {.profile = Fifo("none")});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no duration"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gangway::sim
