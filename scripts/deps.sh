@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages Gangway builds with, only those that are missing.
 set -euo pipefail
 packages=(cmake ninja-build g++ make nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
-          libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev liblzma-dev)
+          libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev liblzma-dev
+          libcpp-httplib-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,6 +8,15 @@
 #include "cli/plan_command.h"
 #include "cli/sim_command.h"
 #include "cli/version.h"
+#ifdef GANGWAY_WITH_AGENT
+#include "cli/agent_command.h"
+#endif
+#ifdef GANGWAY_WITH_CLIENT
+#include "cli/client_commands.h"
+#endif
+#ifdef GANGWAY_WITH_SERVER
+#include "cli/server_command.h"
+#endif
 
 namespace {
 
@@ -37,6 +46,15 @@ int Main(int argc, char** argv) {
                      "List the policies a policy file may name, and exit");
 
   gangway::cli::AddSimCommand(app);
+#ifdef GANGWAY_WITH_SERVER
+  gangway::cli::AddServerCommand(app);
+#endif
+#ifdef GANGWAY_WITH_AGENT
+  gangway::cli::AddAgentCommand(app);
+#endif
+#ifdef GANGWAY_WITH_CLIENT
+  gangway::cli::AddClientCommands(app);
+#endif
 
   CLI::App* version_cmd = app.add_subcommand("version", "Print the version");
 
