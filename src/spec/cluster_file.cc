@@ -310,7 +310,9 @@ ParseResult<ClusterFile> ClusterParser::Parse(std::string_view text) {
     read_pools();
     read_nodes();
   }
-  if (!pools && !nodes) ctx_.Error(doc->mark, "", "the cluster has no nodes; add nodes: or pools:");
+  if (!pools && !nodes && !options_.nodes_optional) {
+    ctx_.Error(doc->mark, "", "the cluster has no nodes; add nodes: or pools:");
+  }
 
   if (auto f = top.Take("queues")) {
     if (!f->node.IsNull()) {

@@ -30,6 +30,9 @@ namespace gangway::spec {
 
 struct ClusterFileOptions {
   core::Instant default_now{};  // the snapshot's time when the file has no `now:`
+  // The controller's configuration holds queues and priority classes only: its nodes come
+  // from agents. Then a file without nodes is fine.
+  bool nodes_optional = false;
 };
 
 struct ClusterFile {

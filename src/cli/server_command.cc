@@ -1,0 +1,198 @@
+#include "cli/server_command.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "cli/plan_command.h"
+#include "core/sched/registry.h"
+#include "server/auth.h"
+#include "server/controller.h"
+#include "server/http_api.h"
+#include "spec/cluster_file.h"
+#include "spec/policy_file.h"
+#include "spec/units.h"
+
+namespace gangway::cli {
+namespace {
+
+struct ServerFlags {
+  std::string data = "gangway-data";
+  std::string listen = "127.0.0.1:8080";
+  std::string auth;
+  std::string config;
+  std::string policy;
+  std::string checkpoint_root;
+  std::string heartbeat = "5s";
+  std::string node_timeout;  // default 3 heartbeats
+  std::string batch = "2ms";
+  int64_t max_body = 1 << 20;
+};
+
+[[noreturn]] void Fail(const std::string& message, int code = kExitBadInput) {
+  std::cerr << "gangway server: " << message << "\n";
+  throw CLI::RuntimeError(code);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) Fail("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::chrono::milliseconds ParseMillis(const std::string& flag, const std::string& text) {
+  if (text.size() > 2 && text.ends_with("ms")) {
+    try {
+      return std::chrono::milliseconds(std::stoll(text.substr(0, text.size() - 2)));
+    } catch (const std::exception&) {
+    }
+  } else if (auto d = spec::ParseDuration(text); d.ok()) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d.value());
+  }
+  Fail(flag + ": '" + text + "' is not a duration such as 500ms, 5s or 1m");
+}
+
+// Writes `text` to `path` atomically (temp file + rename) with the given mode.
+void WriteFileAtomic(const std::filesystem::path& path, const std::string& text, mode_t mode) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) Fail("cannot write " + tmp.string(), kExitInternal);
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::fsync(fd);
+  ::close(fd);
+  if (!ok) Fail("cannot write " + tmp.string(), kExitInternal);
+  std::filesystem::rename(tmp, path);
+}
+
+std::atomic<server::HttpApi*> g_api{nullptr};
+
+extern "C" void OnStopSignal(int) {
+  // httplib's stop() shuts the listening socket down: safe enough from a signal handler for
+  // this purpose (it only sets a flag and calls shutdown/close).
+  if (server::HttpApi* api = g_api.load()) api->Stop();
+}
+
+void RunServer(const ServerFlags& f) {
+  server::ControllerOptions opts;
+  opts.data_dir = f.data;
+  opts.checkpoint_root = f.checkpoint_root;
+  opts.heartbeat = ParseMillis("--heartbeat", f.heartbeat);
+  opts.node_timeout =
+      f.node_timeout.empty() ? 3 * opts.heartbeat : ParseMillis("--node-timeout", f.node_timeout);
+  opts.batch = ParseMillis("--batch", f.batch);
+  // A live cluster preempts soon after a job starts only if told to; the default profile's
+  // five-minute minimum runtime protects fresh jobs from preemption loops.
+  if (!f.policy.empty()) {
+    auto profile =
+        spec::ParsePolicyFile(ReadFile(f.policy), f.policy, core::Registry::WithBuiltins());
+    if (!profile.ok()) Fail("the policy file has problems:\n" + profile.ErrorText());
+    opts.profile = profile.value();
+  }
+  if (!f.config.empty()) {
+    auto config = spec::ParseClusterFile(ReadFile(f.config), f.config,
+                                         {.default_now = {}, .nodes_optional = true});
+    if (!config.ok()) Fail("the configuration file has problems:\n" + config.ErrorText());
+    opts.queues = config->snapshot.queues;
+    opts.priority_classes = config->priority_classes;
+    if (!config->snapshot.nodes.empty()) {
+      Fail(f.config +
+           ": nodes join through `gangway agent`; remove nodes: and pools: from the "
+           "controller's configuration");
+    }
+  }
+  server::AuthConfig auth;
+  std::filesystem::create_directories(f.data);
+  if (!f.auth.empty()) {
+    auto parsed = server::ParseAuthFile(ReadFile(f.auth), f.auth);
+    if (!parsed.ok()) Fail("the auth file has problems:\n" + parsed.ErrorText());
+    auth = parsed.value();
+  } else {
+    auth = server::LoadOrCreateDefaultAuth(f.data);
+  }
+  const auto colon = f.listen.rfind(':');
+  if (colon == std::string::npos) Fail("--listen: expected HOST:PORT, e.g. 127.0.0.1:8080");
+  const std::string host = f.listen.substr(0, colon);
+  int port = 0;
+  try {
+    port = std::stoi(f.listen.substr(colon + 1));
+  } catch (const std::exception&) {
+    Fail("--listen: '" + f.listen.substr(colon + 1) + "' is not a port number");
+  }
+  if (port < 0 || port > 65535) Fail("--listen: port must be 0..65535");
+
+  std::unique_ptr<server::Controller> controller;
+  try {
+    controller = std::make_unique<server::Controller>(opts);
+  } catch (const std::exception& e) {
+    Fail(e.what(), kExitInternal);
+  }
+  server::HttpApi api(*controller, auth, {.max_body = static_cast<size_t>(f.max_body)});
+  const int bound = api.Bind(host, port);
+  if (bound <= 0)
+    Fail("cannot listen on " + f.listen + " (in use, or not an address here)", kExitInternal);
+  const std::string url = "http://" + host + ":" + std::to_string(bound);
+  std::string admin_token;
+  for (const auto& [token, id] : auth.tokens) {
+    if (id.admin) {
+      admin_token = token;
+      break;
+    }
+  }
+  nlohmann::json client = {{"server", url}};
+  if (!admin_token.empty()) client["token"] = admin_token;
+  WriteFileAtomic(std::filesystem::path(f.data) / "join.token", auth.join_token + "\n", 0600);
+  WriteFileAtomic(std::filesystem::path(f.data) / "client.json", client.dump(2) + "\n", 0600);
+
+  controller->Start();
+  g_api = &api;
+  std::signal(SIGINT, OnStopSignal);
+  std::signal(SIGTERM, OnStopSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::cout << "gangway server: listening on " << url << " (state in "
+            << std::filesystem::absolute(f.data).string() << "/gangway.db)" << std::endl;
+  const bool served = api.Serve();
+  g_api = nullptr;
+  controller->Stop();
+  if (!served) Fail("serving on " + url + " failed", kExitInternal);
+  std::cout << "gangway server: stopped" << std::endl;
+}
+
+}  // namespace
+
+void AddServerCommand(CLI::App& app) {
+  auto f = std::make_shared<ServerFlags>();
+  CLI::App* cmd = app.add_subcommand("server", "Run the controller: REST API, state, scheduling");
+  cmd->add_option("--data", f->data, "State directory (SQLite database, logs, tokens)")
+      ->capture_default_str();
+  cmd->add_option("--listen", f->listen, "HOST:PORT to serve on (port 0: any free port)")
+      ->capture_default_str();
+  cmd->add_option("--auth", f->auth,
+                  "Users, tokens and roles, and the agents' join token (YAML); default: an "
+                  "admin token and a join token generated under --data")
+      ->type_name("FILE");
+  cmd->add_option("--config", f->config, "Queues and priority classes (the cluster file format)")
+      ->type_name("FILE");
+  cmd->add_option("--policy", f->policy, "Scheduling policy file (gangway plan --list-policies)")
+      ->type_name("FILE");
+  cmd->add_option("--checkpoint-root", f->checkpoint_root,
+                  "Where GANGWAY_CHECKPOINT_DIR points, per job (default <data>/checkpoints)");
+  cmd->add_option("--heartbeat", f->heartbeat, "How often agents report")->capture_default_str();
+  cmd->add_option("--node-timeout", f->node_timeout,
+                  "A node is lost after this long without a report (default 3 heartbeats)");
+  cmd->add_option("--batch", f->batch, "Wait this long after an event to batch decisions")
+      ->capture_default_str();
+  cmd->add_option("--max-body", f->max_body, "Largest request body in bytes")
+      ->capture_default_str();
+  cmd->callback([f] { RunServer(*f); });
+}
+
+}  // namespace gangway::cli

@@ -1,0 +1,524 @@
+#include "server/controller.h"
+
+#include <algorithm>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include "core/sched/registry.h"
+
+namespace gangway::server {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kFirstMasterPort = 29500;
+constexpr int kMasterPorts = 1000;
+constexpr size_t kMaxLogChunk = 256 * 1024;
+constexpr int kMaxCommandBatch = 1000;
+
+std::string RandomHex(int bytes) {
+  std::random_device rd;
+  std::string out;
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < bytes; ++i) {
+    auto b = static_cast<unsigned>(rd()) & 0xffU;
+    out.push_back(kHex[b >> 4U]);
+    out.push_back(kHex[b & 0xfU]);
+  }
+  return out;
+}
+
+}  // namespace
+
+Controller::Controller(ControllerOptions options) : options_(std::move(options)) {
+  std::filesystem::create_directories(options_.data_dir);
+  std::filesystem::create_directories(options_.data_dir / "logs");
+  if (options_.checkpoint_root.empty())
+    options_.checkpoint_root = options_.data_dir / "checkpoints";
+  options_.checkpoint_root = std::filesystem::absolute(options_.checkpoint_root);
+  if (options_.queues.empty()) options_.queues.push_back({.name = "default"});
+  epoch_ = RandomHex(8);
+  auto scheduler = core::Scheduler::Create(options_.profile, core::Registry::WithBuiltins());
+  if (!scheduler.ok()) throw std::invalid_argument(scheduler.status().message());
+  scheduler_.emplace(std::move(scheduler.value()));
+  store_ = std::make_unique<Store>((options_.data_dir / "gangway.db").string());
+  Load();
+}
+
+Controller::~Controller() { Stop(); }
+
+int64_t Controller::Now() const {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void Controller::Load() {
+  std::lock_guard lock(mu_);
+  const auto now = Clock::now();
+  for (auto& [name, doc] : store_->LoadNodes()) {
+    auto rec = NodeFromDoc(json::parse(doc, nullptr, false));
+    if (!rec) continue;
+    NodeEntry& e = nodes_[name];
+    e.record = std::move(*rec);
+    e.last_seen = now;  // every node gets a full timeout to report to this controller
+  }
+  next_job_id_ = store_->MaxJobId() + 1;
+  BeginBatchLocked();
+  for (auto& row : store_->LoadJobs()) {
+    auto rec = JobFromDoc(json::parse(row.doc, nullptr, false));
+    if (!rec) continue;
+    JobRecord job = std::move(*rec);
+    std::map<std::string, int32_t> classes = options_.priority_classes;
+    if (!job.live.job.priority_class.empty()) {
+      classes.try_emplace(job.live.job.priority_class, job.live.job.priority);
+    }
+    auto parsed = ParseLiveJob(
+        job.spec_text, {.now = core::FromSeconds(job.submitted_at), .priority_classes = &classes});
+    const std::string user = job.live.job.user;
+    if (parsed.ok()) {
+      job.live = std::move(parsed.value());
+      job.live.job.user = user;
+    } else if (!Finished(job.state)) {
+      job.state = JobState::kFailed;
+      job.message = "could not read the job back after a restart: " + parsed.ErrorText();
+      SaveJobLocked(job);
+    }
+    job.live.job.id = core::JobId{job.id};
+    job.live.job.submit_time = core::FromSeconds(job.submitted_at);
+    jobs_.emplace(job.id, std::move(job));
+  }
+  // Work launched by the previous controller: launches not yet confirmed are sent again in
+  // this epoch (agents ignore the ones they run), stops likewise.
+  for (auto& [id, job] : jobs_) {
+    for (TaskRecord& t : job.tasks) {
+      if (t.state == TaskState::kScheduled) LaunchLocked(job, t);
+      if (t.state == TaskState::kStopping) SendStopLocked(job, t, 0, "stopped");
+    }
+  }
+  CommitBatchLocked();
+}
+
+void Controller::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Controller::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  commands_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Controller::Loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(100), [&] { return dirty_ || stopping_; });
+    if (stopping_) break;
+    if (dirty_ && options_.batch.count() > 0) {
+      // Let a burst of submissions and exits land before planning.
+      wake_.wait_for(lock, options_.batch, [&] { return stopping_; });
+      if (stopping_) break;
+    }
+    try {
+      CheckNodesLocked();
+      // Time alone changes decisions (minimum runtimes expire, reservations come due), so
+      // pending work is planned again at least once a second.
+      if (!dirty_ && Clock::now() - last_cycle_ >= std::chrono::seconds(1)) {
+        dirty_ = std::any_of(jobs_.begin(), jobs_.end(), [](const auto& entry) {
+          return entry.second.state == JobState::kPending && !entry.second.after_stop;
+        });
+        if (!dirty_) last_cycle_ = Clock::now();
+      }
+      if (dirty_) {
+        last_cycle_ = Clock::now();
+        dirty_ = false;
+        RunCycleLocked();
+      }
+    } catch (const std::exception& e) {
+      // A failing store write here leaves memory ahead of disk for the jobs of this cycle;
+      // the next cycle redoes the work, and a restart reloads what was committed.
+      fprintf(stderr, "gangway server: scheduling cycle failed: %s\n", e.what());
+      batch_depth_ = 0;
+    }
+  }
+}
+
+void Controller::CheckNodesLocked() {
+  const auto now = Clock::now();
+  for (auto& [name, node] : nodes_) {
+    if (!node.record.lost && now - node.last_seen > options_.node_timeout) {
+      MarkNodeLostLocked(node);
+    }
+  }
+}
+
+void Controller::MarkNodeLostLocked(NodeEntry& node) {
+  BeginBatchLocked();
+  node.record.lost = true;
+  node.commands.clear();
+  SaveNodeLocked(node.record);
+  EventLocked(0, "node-lost",
+              "node " + node.record.node.name + " sent no heartbeat for " +
+                  std::to_string(options_.node_timeout.count()) + " ms; its tasks are lost");
+  for (auto& [id, job] : jobs_) {
+    bool hit = false;
+    for (TaskRecord& t : job.tasks) {
+      if (t.node == node.record.node.name && t.Holds()) {
+        t.state = TaskState::kLost;
+        t.finished_at = Now();
+        t.message = "node " + t.node + " was lost";
+        hit = true;
+      }
+    }
+    if (!hit) continue;
+    if (!job.after_stop) {
+      RequeueOrFailLocked(job, true, "node " + node.record.node.name + " was lost");
+    } else {
+      SettleLocked(job);
+    }
+  }
+  CommitBatchLocked();
+  dirty_ = true;
+}
+
+void Controller::RunCycleLocked() {
+  const auto t0 = Clock::now();
+  core::Snapshot snap;
+  snap.now = core::FromSeconds(Now());
+  snap.queues = options_.queues;
+  std::map<std::string, size_t, std::less<>> index;
+  for (auto& [name, e] : nodes_) {
+    if (e.record.lost) continue;
+    core::Node n = e.record.node;
+    n.cordoned = e.record.draining || e.record.cordoned;
+    index[name] = snap.nodes.size();
+    snap.nodes.push_back(std::move(n));
+  }
+  std::vector<core::Job> pending;
+  for (auto& [id, job] : jobs_) {
+    if (job.state == JobState::kPending && !job.after_stop) {
+      pending.push_back(job.live.job);
+      continue;
+    }
+    if (!job.HoldsResources()) continue;
+    core::RunningJob r;
+    r.job = job.live.job;
+    r.started_at = core::FromSeconds(job.started_at ? job.started_at : Now());
+    r.terminating = job.after_stop.has_value();
+    for (const TaskRecord& t : job.tasks) {
+      if (!t.Holds()) continue;
+      auto it = index.find(t.node);
+      if (it == index.end()) continue;
+      core::TaskAllocation a = t.alloc;
+      a.node = core::NodeIndex{static_cast<uint32_t>(it->second)};
+      r.tasks.push_back(std::move(a));
+    }
+    if (!r.tasks.empty()) snap.running.push_back(std::move(r));
+  }
+  if (pending.empty()) return;
+  auto result = scheduler_->RunCycle(snap, pending, cycle_seed_++);
+  if (!result.ok()) {
+    fprintf(stderr, "gangway server: cycle failed: %s\n", result.status().message().c_str());
+    return;
+  }
+  BeginBatchLocked();
+  for (const core::PendingJob& p : result->pending) {
+    if (JobRecord* job = FindJob(p.job.value)) job->pending = p;
+  }
+  for (const core::PreemptDecision& d : result->preemptions) {
+    JobRecord* victim = FindJob(d.job.value);
+    if (!victim || victim->after_stop) continue;
+    metrics.preemptions++;
+    StopTasksLocked(*victim, JobState::kPending, static_cast<int>(d.grace.count()),
+                    "preempted for job " + std::to_string(d.for_job.value) + ": " + d.reason);
+  }
+  for (const core::StartDecision& d : result->starts) {
+    JobRecord* job = FindJob(d.job.value);
+    if (!job) continue;
+    metrics.starts++;
+    job->pending.reset();
+    job->tasks.clear();
+    int index_in_job = 0;
+    std::set<std::string> node_names;
+    for (const core::TaskAllocation& a : d.tasks) {
+      TaskRecord t;
+      t.index = index_in_job++;
+      t.group = a.group;
+      t.replica = a.replica;
+      t.node = snap.nodes[a.node.value()].name;
+      t.alloc = a;
+      t.state = TaskState::kScheduled;
+      node_names.insert(t.node);
+      job->tasks.push_back(std::move(t));
+    }
+    // A master port free on rank 0's node among the jobs holding resources there.
+    std::set<int> used;
+    for (auto& [id, other] : jobs_) {
+      if (&other != job && other.HoldsResources() && !other.tasks.empty() &&
+          other.tasks[0].node == job->tasks[0].node) {
+        used.insert(other.master_port);
+      }
+    }
+    job->master_port = kFirstMasterPort;
+    for (int p = 0; p < kMasterPorts; ++p) {
+      const int port =
+          kFirstMasterPort + static_cast<int>((job->id + static_cast<uint64_t>(p)) % kMasterPorts);
+      if (!used.contains(port)) {
+        job->master_port = port;
+        break;
+      }
+    }
+    job->state = JobState::kScheduled;
+    std::string where;
+    for (const std::string& n : node_names) where += (where.empty() ? "" : ", ") + n;
+    EventLocked(job->id, "scheduled",
+                "attempt " + std::to_string(job->attempt) + " placed on " + where);
+    for (TaskRecord& t : job->tasks) LaunchLocked(*job, t);
+    SaveJobLocked(*job);
+  }
+  CommitBatchLocked();
+  const auto micros = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
+  metrics.cycles++;
+  metrics.cycle_micros_total += micros;
+  metrics.last_cycle_micros = micros;
+}
+
+void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
+  auto node_it = nodes_.find(task.node);
+  if (node_it == nodes_.end()) return;
+  // torch.distributed: ranks in task order, nodes numbered by first appearance.
+  std::vector<std::string> node_order;
+  int local_rank = 0;
+  int local_world = 0;
+  for (const TaskRecord& t : job.tasks) {
+    if (std::find(node_order.begin(), node_order.end(), t.node) == node_order.end()) {
+      node_order.push_back(t.node);
+    }
+    if (t.node == task.node) {
+      if (t.index < task.index) ++local_rank;
+      ++local_world;
+    }
+  }
+  const auto node_rank =
+      std::find(node_order.begin(), node_order.end(), task.node) - node_order.begin();
+  std::string master_addr = "127.0.0.1";
+  if (auto m = nodes_.find(job.tasks.front().node); m != nodes_.end()) {
+    master_addr = m->second.record.address;
+  }
+  json env = job.live.run.env;
+  env["MASTER_ADDR"] = master_addr;
+  env["MASTER_PORT"] = std::to_string(job.master_port);
+  env["WORLD_SIZE"] = std::to_string(job.tasks.size());
+  env["RANK"] = std::to_string(task.index);
+  env["LOCAL_RANK"] = std::to_string(local_rank);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(local_world);
+  env["NODE_RANK"] = std::to_string(node_rank);
+  env["GANGWAY_NUM_NODES"] = std::to_string(node_order.size());
+  env["GANGWAY_JOB_ID"] = std::to_string(job.id);
+  env["GANGWAY_JOB_NAME"] = job.live.job.name;
+  env["GANGWAY_TASK_INDEX"] = std::to_string(task.index);
+  env["GANGWAY_TASK_GROUP"] = job.live.job.groups[static_cast<size_t>(task.group)].name;
+  env["GANGWAY_ATTEMPT"] = std::to_string(job.attempt);
+  const std::string ckpt = (options_.checkpoint_root / std::to_string(job.id)).string();
+  env["GANGWAY_CHECKPOINT_DIR"] = ckpt;
+  json gpus = json::array();
+  for (const core::GpuAssignment& g : task.alloc.gpus) {
+    gpus.push_back({{"index", g.gpu},
+                    {"milli", g.milli},
+                    {"migProfile", g.mig_profile},
+                    {"migStart", g.mig_start}});
+  }
+  json launch = {{"taskId", job.TaskId(task.index)},
+                 {"job", job.id},
+                 {"attempt", job.attempt},
+                 {"index", task.index},
+                 {"command", job.live.run.command},
+                 {"env", env},
+                 {"workdir", job.live.run.workdir},
+                 {"gpus", gpus},
+                 {"cpuMilli", task.alloc.cpu_milli},
+                 {"memoryBytes", task.alloc.memory_bytes},
+                 {"checkpointDir", ckpt},
+                 {"checkpointSignal", job.live.run.checkpoint_signal}};
+  NodeEntry& node = node_it->second;
+  task.launch_seq = node.next_seq;
+  PushCommandLocked(node, {{"type", "launch"}, {"task", std::move(launch)}});
+}
+
+void Controller::SendStopLocked(const JobRecord& job, const TaskRecord& task, int grace_seconds,
+                                const std::string& reason) {
+  auto it = nodes_.find(task.node);
+  if (it == nodes_.end() || it->second.record.lost) return;
+  PushCommandLocked(it->second, {{"type", "stop"},
+                                 {"taskId", job.TaskId(task.index)},
+                                 {"graceSeconds", grace_seconds},
+                                 {"signal", job.live.run.checkpoint_signal},
+                                 {"reason", reason}});
+}
+
+void Controller::PushCommandLocked(NodeEntry& node, json body) {
+  body["seq"] = node.next_seq;
+  node.commands.push_back({node.next_seq, std::move(body)});
+  ++node.next_seq;
+  commands_.notify_all();
+}
+
+void Controller::StopTasksLocked(JobRecord& job, JobState after, int grace_seconds,
+                                 const std::string& reason) {
+  job.after_stop = after;
+  if (after == JobState::kPending && job.state != JobState::kPending) {
+    job.state = JobState::kPreempted;
+  }
+  if (after == JobState::kCancelled) job.state = JobState::kCancelled;
+  EventLocked(job.id, after == JobState::kCancelled ? "cancelled" : "stopping", reason);
+  for (TaskRecord& t : job.tasks) {
+    if (t.state == TaskState::kScheduled || t.state == TaskState::kRunning) {
+      t.state = TaskState::kStopping;
+      SendStopLocked(job, t, grace_seconds, reason);
+    }
+  }
+  SettleLocked(job);
+}
+
+void Controller::RequeueOrFailLocked(JobRecord& job, bool allow_restart, const std::string& why) {
+  const bool may_restart = allow_restart && job.restarts < job.live.run.restart_limit;
+  JobState after = may_restart ? JobState::kPending : JobState::kFailed;
+  if (may_restart) job.restarts++;
+  job.message = why;
+  job.after_stop = after;
+  EventLocked(
+      job.id, may_restart ? "restarting" : "failing",
+      why + (may_restart ? "; the job will restart (restart " + std::to_string(job.restarts) +
+                               " of " + std::to_string(job.live.run.restart_limit) + ")"
+             : allow_restart ? "; no restarts left"
+                             : ""));
+  for (TaskRecord& t : job.tasks) {
+    if (t.state == TaskState::kScheduled || t.state == TaskState::kRunning) {
+      t.state = TaskState::kStopping;
+      SendStopLocked(job, t, 0, why);
+    }
+  }
+  SettleLocked(job);
+}
+
+void Controller::TaskEndedLocked(JobRecord& job, TaskRecord& task) {
+  if (job.after_stop) {
+    SettleLocked(job);
+    return;
+  }
+  if (task.exit_code.value_or(-1) != 0) {
+    job.exit_code = task.exit_code ? *task.exit_code : 128 + task.signal;
+    const std::string why =
+        "task " + std::to_string(task.index) + " on " + task.node +
+        (task.signal ? " was killed by signal " + std::to_string(task.signal)
+                     : " exited with code " + std::to_string(task.exit_code.value_or(-1)));
+    RequeueOrFailLocked(job, job.live.run.restart_policy == RestartPolicy::kOnFailure, why);
+    return;
+  }
+  SettleLocked(job);
+}
+
+void Controller::SettleLocked(JobRecord& job) {
+  if (job.HoldsResources()) {
+    SaveJobLocked(job);
+    return;
+  }
+  dirty_ = true;
+  const int64_t now = Now();
+  if (job.after_stop) {
+    const JobState after = *job.after_stop;
+    job.after_stop.reset();
+    if (after == JobState::kPending) {
+      job.attempt++;
+      job.tasks.clear();
+      job.state = JobState::kPending;
+      job.started_at = 0;
+      EventLocked(job.id, "requeued", "waiting to start attempt " + std::to_string(job.attempt));
+    } else {
+      job.state = after;
+      job.finished_at = now;
+      EventLocked(job.id, std::string(JobStateName(after)), job.message);
+    }
+  } else if (!job.tasks.empty() &&
+             std::all_of(job.tasks.begin(), job.tasks.end(), [](const TaskRecord& t) {
+               return t.state == TaskState::kExited && t.exit_code == 0;
+             })) {
+    job.state = JobState::kSucceeded;
+    job.exit_code = 0;
+    job.finished_at = now;
+    EventLocked(job.id, "succeeded", "every task exited with code 0");
+  }
+  SaveJobLocked(job);
+}
+
+// --- persistence helpers ---
+
+void Controller::BeginBatchLocked() {
+  if (batch_depth_++ == 0) store_->Begin();
+}
+
+void Controller::CommitBatchLocked() {
+  if (--batch_depth_ == 0) store_->Commit();
+}
+
+void Controller::SaveJobLocked(const JobRecord& job) {
+  store_->PutJob(job.id, JobStateName(job.state), job.live.job.user, JobDoc(job).dump());
+}
+
+void Controller::SaveNodeLocked(const NodeRecord& node) {
+  store_->PutNode(node.node.name, NodeDoc(node).dump());
+}
+
+void Controller::EventLocked(uint64_t job, std::string type, std::string message) {
+  store_->AppendEvent(
+      {.time = Now(), .job = job, .type = std::move(type), .message = std::move(message)});
+}
+
+JobRecord* Controller::FindJob(uint64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+JobRecord* Controller::FindTask(std::string_view task_id, TaskRecord** task) {
+  // "<job>.<attempt>.<index>"
+  const auto d1 = task_id.find('.');
+  const auto d2 = task_id.find('.', d1 == std::string_view::npos ? d1 : d1 + 1);
+  if (d1 == std::string_view::npos || d2 == std::string_view::npos) return nullptr;
+  uint64_t id = 0;
+  int attempt = 0;
+  int index = 0;
+  try {
+    id = std::stoull(std::string(task_id.substr(0, d1)));
+    attempt = std::stoi(std::string(task_id.substr(d1 + 1, d2 - d1 - 1)));
+    index = std::stoi(std::string(task_id.substr(d2 + 1)));
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+  JobRecord* job = FindJob(id);
+  if (!job || job->attempt != attempt || index < 0 ||
+      static_cast<size_t>(index) >= job->tasks.size()) {
+    return nullptr;
+  }
+  *task = &job->tasks[static_cast<size_t>(index)];
+  return job;
+}
+
+std::filesystem::path Controller::LogPath(uint64_t job, const std::string& task_id) const {
+  return options_.data_dir / "logs" / std::to_string(job) / (task_id + ".log");
+}
+
+bool Controller::Visible(const Caller& caller, const JobRecord& job) const {
+  return caller.admin || job.live.job.user == caller.user;
+}
+
+}  // namespace gangway::server

@@ -1,0 +1,184 @@
+#ifndef GANGWAY_SERVER_CONTROLLER_H_
+#define GANGWAY_SERVER_CONTROLLER_H_
+
+// The controller's state machine: jobs, nodes and the agents' command queues, persisted in a
+// Store and scheduled by the core. Thread-safe: every public method takes the one lock; the
+// scheduling thread runs a core cycle under it when something changed (submit, exit, node
+// change), after a short batching delay, and checks heartbeats.
+//
+// Contract with the API layer: methods validate what they are given and answer with an
+// ApiError naming the field and reason; nothing here speaks HTTP.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "core/model/queue.h"
+#include "core/sched/profile.h"
+#include "core/sched/scheduler.h"
+#include "server/records.h"
+#include "server/store.h"
+
+namespace gangway::server {
+
+struct ApiError {
+  int status = 400;
+  std::string code;  // e.g. "invalid_job"
+  std::string message;
+  std::string field;
+  nlohmann::json details = nlohmann::json::array();
+};
+
+template <typename T>
+using Outcome = std::variant<T, ApiError>;
+
+struct Caller {
+  std::string user;
+  bool admin = false;
+};
+
+struct ControllerOptions {
+  std::filesystem::path data_dir;
+  std::filesystem::path checkpoint_root;  // GANGWAY_CHECKPOINT_DIR = root/<job id>
+  core::Profile profile;
+  std::vector<core::QueueSpec> queues;  // empty: one queue "default" without quota
+  std::map<std::string, int32_t> priority_classes;
+  std::chrono::milliseconds heartbeat{5000};
+  std::chrono::milliseconds node_timeout{15000};  // lost after this long without a report
+  std::chrono::milliseconds batch{2};             // wait this long to batch events
+};
+
+struct Metrics {
+  std::atomic<uint64_t> cycles{0};
+  std::atomic<uint64_t> cycle_micros_total{0};
+  std::atomic<uint64_t> last_cycle_micros{0};
+  std::atomic<uint64_t> starts{0};
+  std::atomic<uint64_t> preemptions{0};
+  std::atomic<uint64_t> submitted{0};
+  std::atomic<uint64_t> reports{0};
+};
+
+class Controller {
+ public:
+  // Opens (or creates) the store under options.data_dir and reloads what it holds.
+  explicit Controller(ControllerOptions options);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  void Start();  // the scheduling thread
+  void Stop();
+
+  // --- user API ---
+  Outcome<nlohmann::json> Submit(const Caller& caller, std::string_view body);
+  Outcome<nlohmann::json> ListJobs(const Caller& caller, const std::vector<JobState>& states,
+                                   std::string_view user, std::string_view queue, int limit,
+                                   bool all_users);
+  Outcome<nlohmann::json> GetJob(const Caller& caller, uint64_t id);
+  Outcome<nlohmann::json> Cancel(const Caller& caller, uint64_t id);
+  struct LogChunk {
+    std::string data;
+    int64_t next_offset = 0;
+    bool complete = false;
+  };
+  Outcome<LogChunk> Logs(const Caller& caller, uint64_t id, int task, int64_t offset,
+                         int64_t limit);
+  nlohmann::json ListNodes();
+  Outcome<nlohmann::json> GetNode(std::string_view name);
+  // action: drain, undrain, cordon, uncordon
+  Outcome<nlohmann::json> NodeAction(const Caller& caller, std::string_view name,
+                                     std::string_view action);
+  nlohmann::json ListQueues();
+  Outcome<nlohmann::json> Events(const Caller& caller, int64_t after, int limit);
+
+  // --- agent protocol ---
+  Outcome<nlohmann::json> Register(const nlohmann::json& body);
+  // Blocks up to `wait` for commands of `node` newer than `after` in `epoch`.
+  Outcome<nlohmann::json> Commands(std::string_view node, std::string_view epoch, uint64_t after,
+                                   std::chrono::milliseconds wait);
+  Outcome<nlohmann::json> Report(std::string_view node, const nlohmann::json& body);
+
+  // Prometheus text exposition.
+  std::string MetricsText();
+  const std::string& epoch() const { return epoch_; }
+
+ private:
+  struct Command {
+    uint64_t seq;
+    nlohmann::json body;
+  };
+  struct NodeEntry {
+    NodeRecord record;
+    std::deque<Command> commands;
+    uint64_t next_seq = 1;
+    std::chrono::steady_clock::time_point last_seen;
+  };
+
+  void Load();
+  void Loop();
+  void RunCycleLocked();
+  void CheckNodesLocked();
+  void MarkNodeLostLocked(NodeEntry& node);
+  int64_t Now() const;
+
+  // Job transitions (lock held). Each saves the job and records an event.
+  void StopTasksLocked(JobRecord& job, JobState after, int grace_seconds,
+                       const std::string& reason);
+  void TaskEndedLocked(JobRecord& job, TaskRecord& task);
+  void SettleLocked(JobRecord& job);  // apply after_stop / success when tasks are done
+  void RequeueOrFailLocked(JobRecord& job, bool allow_restart, const std::string& why);
+  void LaunchLocked(JobRecord& job, TaskRecord& task);
+  void SendStopLocked(const JobRecord& job, const TaskRecord& task, int grace_seconds,
+                      const std::string& reason);
+  void PushCommandLocked(NodeEntry& node, nlohmann::json body);
+
+  void SaveJobLocked(const JobRecord& job);
+  void SaveNodeLocked(const NodeRecord& node);
+  void EventLocked(uint64_t job, std::string type, std::string message);
+  void BeginBatchLocked();
+  void CommitBatchLocked();
+
+  nlohmann::json JobView(const JobRecord& job, bool detail);
+  nlohmann::json NodeView(const NodeEntry& node) const;
+  std::filesystem::path LogPath(uint64_t job, const std::string& task_id) const;
+  bool Visible(const Caller& caller, const JobRecord& job) const;
+  JobRecord* FindJob(uint64_t id);
+  JobRecord* FindTask(std::string_view task_id, TaskRecord** task);
+
+  ControllerOptions options_;
+  std::string epoch_;
+  std::unique_ptr<Store> store_;
+  std::optional<core::Scheduler> scheduler_;
+
+  std::mutex mu_;
+  std::condition_variable wake_;      // the scheduling thread
+  std::condition_variable commands_;  // long-polling agents
+  bool dirty_ = true;
+  bool stopping_ = false;
+  int batch_depth_ = 0;
+  std::map<uint64_t, JobRecord> jobs_;
+  std::map<std::string, NodeEntry, std::less<>> nodes_;
+  uint64_t next_job_id_ = 1;
+  uint64_t cycle_seed_ = 1;
+  std::chrono::steady_clock::time_point last_cycle_{};
+  std::thread thread_;
+
+ public:
+  Metrics metrics;
+};
+
+}  // namespace gangway::server
+
+#endif  // GANGWAY_SERVER_CONTROLLER_H_

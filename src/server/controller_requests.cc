@@ -1,0 +1,822 @@
+// The controller's request handlers: the user API and the agent protocol
+// (docs/design/live-system.md). Each takes the lock, validates, changes state through the
+// transitions in controller.cc, and commits what it changed before answering.
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "server/controller.h"
+#include "spec/yaml_reader.h"
+
+namespace gangway::server {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxLogChunk = 256 * 1024;
+constexpr size_t kMaxCommandBatch = 1000;
+
+ApiError Error(int status, std::string code, std::string message, std::string field = "") {
+  return {status, std::move(code), std::move(message), std::move(field), json::array()};
+}
+
+json TimeOrNull(int64_t t) { return t == 0 ? json(nullptr) : json(FormatTime(t)); }
+
+bool ValidName(std::string_view s) {
+  if (s.empty() || s.size() > 128) return false;
+  if (!std::isalnum(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+int64_t FileSize(const std::filesystem::path& p) {
+  std::error_code ec;
+  auto n = std::filesystem::file_size(p, ec);
+  return ec ? 0 : static_cast<int64_t>(n);
+}
+
+int64_t GpuMilli(const core::TaskAllocation& a) {
+  int64_t m = 0;
+  for (const auto& g : a.gpus)
+    m += g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile);
+  return m;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- views
+
+json Controller::JobView(const JobRecord& j, bool detail) {
+  json command = j.live.run.command;
+  json out = {{"id", j.id},
+              {"name", j.live.job.name},
+              {"user", j.live.job.user},
+              {"queue", j.live.job.queue},
+              {"priority", j.live.job.priority},
+              {"priorityClass", j.live.job.priority_class},
+              {"state", JobStateName(j.state)},
+              {"attempt", j.attempt},
+              {"restarts", j.restarts},
+              {"restartPolicy", RestartPolicyName(j.live.run.restart_policy)},
+              {"restartLimit", j.live.run.restart_limit},
+              {"submittedAt", TimeOrNull(j.submitted_at)},
+              {"startedAt", TimeOrNull(j.started_at)},
+              {"finishedAt", TimeOrNull(j.finished_at)},
+              {"command", command},
+              {"tasks", j.TaskCount()},
+              {"gpus", j.Gpus()},
+              {"exitCode", j.exit_code ? json(*j.exit_code) : json(nullptr)},
+              {"message", j.message},
+              {"pending", nullptr}};
+  if (j.pending && j.state == JobState::kPending) {
+    out["pending"] = {
+        {"code", core::PendingCodeName(j.pending->code)},
+        {"message", j.pending->message},
+        {"estimatedStart", j.pending->estimated_start
+                               ? json(FormatTime(core::ToSeconds(*j.pending->estimated_start)))
+                               : json(nullptr)}};
+  }
+  json tasks = json::array();
+  for (const TaskRecord& t : j.tasks) {
+    json gpus = json::array();
+    for (const auto& g : t.alloc.gpus) gpus.push_back(g.gpu);
+    tasks.push_back({{"index", t.index},
+                     {"id", j.TaskId(t.index)},
+                     {"group", j.live.job.groups[static_cast<size_t>(t.group)].name},
+                     {"replica", t.replica},
+                     {"node", t.node},
+                     {"gpus", gpus},
+                     {"gpuMilli", GpuMilli(t.alloc)},
+                     {"state", TaskStateName(t.state)},
+                     {"exitCode", t.exit_code ? json(*t.exit_code) : json(nullptr)},
+                     {"signal", t.signal},
+                     {"startedAt", TimeOrNull(t.started_at)},
+                     {"finishedAt", TimeOrNull(t.finished_at)},
+                     {"message", t.message}});
+  }
+  out["taskList"] = tasks;
+  if (detail) {
+    json events = json::array();
+    for (const StoredEvent& e : store_->Events(0, j.id, 1000)) {
+      events.push_back({{"seq", e.seq},
+                        {"time", FormatTime(e.time)},
+                        {"job", e.job},
+                        {"type", e.type},
+                        {"message", e.message}});
+    }
+    out["events"] = events;
+    out["spec"] = j.spec_text;
+  }
+  return out;
+}
+
+json Controller::NodeView(const NodeEntry& e) const {
+  const NodeRecord& n = e.record;
+  std::vector<json> used(n.node.gpus.size(), json::array());
+  bool busy = false;
+  for (const auto& [id, job] : jobs_) {
+    for (const TaskRecord& t : job.tasks) {
+      if (t.node != n.node.name || !t.Holds()) continue;
+      busy = true;
+      for (const auto& g : t.alloc.gpus) {
+        if (g.gpu >= 0 && static_cast<size_t>(g.gpu) < used.size()) {
+          used[static_cast<size_t>(g.gpu)].push_back(
+              {{"job", id},
+               {"user", job.live.job.user},
+               {"task", t.index},
+               {"milli", g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile)},
+               {"migProfile", g.mig_profile}});
+        }
+      }
+    }
+  }
+  std::string state = "ready";
+  if (n.lost) {
+    state = "lost";
+  } else if (n.draining) {
+    state = busy ? "draining" : "drained";
+  } else if (n.cordoned) {
+    state = "cordoned";
+  }
+  json gpus = json::array();
+  int free = 0;
+  for (size_t i = 0; i < n.node.gpus.size(); ++i) {
+    const core::GpuDevice& g = n.node.gpus[i];
+    if (used[i].empty() && g.healthy && !g.mig_enabled) ++free;
+    gpus.push_back({{"index", g.index},
+                    {"model", g.model},
+                    {"memoryBytes", g.memory_bytes},
+                    {"uuid", g.uuid},
+                    {"domain", g.domain},
+                    {"migEnabled", g.mig_enabled},
+                    {"healthy", g.healthy},
+                    {"utilization", i < n.gpu_status.size() && n.gpu_status[i].utilization >= 0
+                                        ? json(n.gpu_status[i].utilization)
+                                        : json(nullptr)},
+                    {"usedBy", used[i]}});
+  }
+  return {{"name", n.node.name},
+          {"state", state},
+          {"address", n.address},
+          {"cpuMilli", n.node.cpu_milli},
+          {"memoryBytes", n.node.memory_bytes},
+          {"labels", n.node.labels},
+          {"gpus", gpus},
+          {"gpusFree", free},
+          {"registeredAt", TimeOrNull(n.registered_at)},
+          {"lastHeartbeat", TimeOrNull(n.last_report)}};
+}
+
+// ---------------------------------------------------------------- user API
+
+Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
+  const int64_t now = Now();
+  auto parsed = ParseLiveJob(
+      body, {.now = core::FromSeconds(now), .priority_classes = &options_.priority_classes});
+  if (!parsed.ok()) {
+    const auto& errors = parsed.errors();
+    ApiError e =
+        Error(400, "invalid_job",
+              errors.front().field.empty() ? errors.front().reason
+                                           : errors.front().field + ": " + errors.front().reason,
+              errors.front().field);
+    for (const auto& d : errors) {
+      e.details.push_back(
+          {{"field", d.field}, {"reason", d.reason}, {"line", d.line}, {"column", d.column}});
+    }
+    return e;
+  }
+  LiveJob live = std::move(parsed.value());
+  if (live.job.user.empty()) {
+    live.job.user = caller.user;
+  } else if (live.job.user != caller.user && !caller.admin) {
+    return Error(403, "forbidden",
+                 "user: you are " + caller.user + " and may not submit jobs as " + live.job.user,
+                 "user");
+  }
+  std::vector<std::string> queue_names;
+  for (const auto& q : options_.queues) queue_names.push_back(q.name);
+  if (std::find(queue_names.begin(), queue_names.end(), live.job.queue) == queue_names.end()) {
+    return Error(400, "invalid_job",
+                 "queue: unknown queue '" + live.job.queue + "'" +
+                     spec::DidYouMean(live.job.queue, queue_names) + "; queues are listed by " +
+                     "`gangway queues`",
+                 "queue");
+  }
+  json view;
+  {
+    std::lock_guard lock(mu_);
+    JobRecord job;
+    job.id = next_job_id_++;
+    job.spec_text = std::string(body);
+    job.live = std::move(live);
+    job.live.job.id = core::JobId{job.id};
+    job.live.job.submit_time = core::FromSeconds(now);
+    job.submitted_at = now;
+    BeginBatchLocked();
+    try {
+      SaveJobLocked(job);
+      EventLocked(job.id, "submitted",
+                  "by " + job.live.job.user + " to queue " + job.live.job.queue);
+      CommitBatchLocked();
+    } catch (const std::exception& e) {
+      batch_depth_ = 0;
+      return Error(500, "internal", std::string("the job could not be saved: ") + e.what());
+    }
+    metrics.submitted++;
+    auto [it, inserted] = jobs_.emplace(job.id, std::move(job));
+    view = JobView(it->second, false);
+    dirty_ = true;
+  }
+  wake_.notify_one();
+  return json{{"job", view}};
+}
+
+Outcome<json> Controller::ListJobs(const Caller& caller, const std::vector<JobState>& states,
+                                   std::string_view user, std::string_view queue, int limit,
+                                   bool all_users) {
+  std::lock_guard lock(mu_);
+  json out = json::array();
+  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {
+    const JobRecord& j = it->second;
+    if (!states.empty() && std::find(states.begin(), states.end(), j.state) == states.end()) {
+      continue;
+    }
+    if (!user.empty() && j.live.job.user != user) continue;
+    if (!queue.empty() && j.live.job.queue != queue) continue;
+    if (!Visible(caller, j)) continue;
+    if (!all_users && user.empty() && !caller.admin && j.live.job.user != caller.user) continue;
+    out.push_back(JobView(j, false));
+    if (limit > 0 && static_cast<int>(out.size()) >= limit) break;
+  }
+  return json{{"jobs", out}};
+}
+
+Outcome<json> Controller::GetJob(const Caller& caller, uint64_t id) {
+  std::lock_guard lock(mu_);
+  JobRecord* j = FindJob(id);
+  if (!j) return Error(404, "not_found", "job " + std::to_string(id) + " does not exist");
+  if (!Visible(caller, *j)) {
+    return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
+  }
+  return json{{"job", JobView(*j, true)}};
+}
+
+Outcome<json> Controller::Cancel(const Caller& caller, uint64_t id) {
+  json view;
+  {
+    std::lock_guard lock(mu_);
+    JobRecord* j = FindJob(id);
+    if (!j) return Error(404, "not_found", "job " + std::to_string(id) + " does not exist");
+    if (!Visible(caller, *j)) {
+      return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
+    }
+    if (Finished(j->state) || j->after_stop == JobState::kCancelled) {
+      return Error(
+          409, "conflict",
+          "job " + std::to_string(id) + " is already " + std::string(JobStateName(j->state)));
+    }
+    BeginBatchLocked();
+    const std::string why = "cancelled by " + caller.user;
+    if (!j->HoldsResources()) {
+      j->state = JobState::kCancelled;
+      j->after_stop.reset();
+      j->finished_at = Now();
+      j->message = why;
+      EventLocked(j->id, "cancelled", why);
+      SaveJobLocked(*j);
+    } else {
+      j->message = why;
+      StopTasksLocked(*j, JobState::kCancelled,
+                      static_cast<int>(j->live.job.checkpoint_grace.count()), why);
+    }
+    CommitBatchLocked();
+    view = JobView(*j, false);
+    dirty_ = true;
+  }
+  wake_.notify_one();
+  return json{{"job", view}};
+}
+
+Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id, int task,
+                                               int64_t offset, int64_t limit) {
+  std::filesystem::path path;
+  bool ended = false;
+  int64_t final_bytes = -1;
+  {
+    std::lock_guard lock(mu_);
+    JobRecord* j = FindJob(id);
+    if (!j) return Error(404, "not_found", "job " + std::to_string(id) + " does not exist");
+    if (!Visible(caller, *j)) {
+      return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
+    }
+    if (task < 0 || task >= j->TaskCount()) {
+      return Error(
+          400, "bad_request",
+          "task: job " + std::to_string(id) + " has tasks 0.." + std::to_string(j->TaskCount() - 1),
+          "task");
+    }
+    if (static_cast<size_t>(task) < j->tasks.size()) {
+      const TaskRecord& t = j->tasks[static_cast<size_t>(task)];
+      path = LogPath(id, j->TaskId(task));
+      ended = t.state == TaskState::kExited || t.state == TaskState::kLost;
+      final_bytes = t.state == TaskState::kLost ? 0 : t.log_bytes;
+    } else if (Finished(j->state)) {
+      ended = true;  // never ran
+      final_bytes = 0;
+    } else if (j->attempt > 0) {
+      // Requeued: show the previous attempt's output until the next one starts.
+      path = LogPath(id, std::to_string(id) + "." + std::to_string(j->attempt - 1) + "." +
+                             std::to_string(task));
+    }
+  }
+  LogChunk out;
+  out.next_offset = offset;
+  if (!path.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    const int64_t size = FileSize(path);
+    if (in && offset < size) {
+      const int64_t n = std::min(limit, size - offset);
+      out.data.resize(static_cast<size_t>(n));
+      in.seekg(offset);
+      in.read(out.data.data(), n);
+      out.data.resize(static_cast<size_t>(in.gcount()));
+      out.next_offset = offset + static_cast<int64_t>(out.data.size());
+    }
+    out.complete = ended && out.next_offset >= size && (final_bytes < 0 || size >= final_bytes);
+  } else {
+    out.complete = ended;
+  }
+  return out;
+}
+
+json Controller::ListNodes() {
+  std::lock_guard lock(mu_);
+  json out = json::array();
+  for (const auto& [name, e] : nodes_) out.push_back(NodeView(e));
+  return {{"nodes", out}};
+}
+
+Outcome<json> Controller::GetNode(std::string_view name) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end())
+    return Error(404, "not_found", "node " + std::string(name) + " is unknown");
+  return json{{"node", NodeView(it->second)}};
+}
+
+Outcome<json> Controller::NodeAction(const Caller& caller, std::string_view name,
+                                     std::string_view action) {
+  if (!caller.admin) {
+    return Error(403, "forbidden", "only admins may " + std::string(action) + " nodes");
+  }
+  json view;
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(name);
+    if (it == nodes_.end()) {
+      std::vector<std::string> names;
+      for (const auto& [n, e] : nodes_) names.push_back(n);
+      return Error(404, "not_found",
+                   "node " + std::string(name) + " is unknown" + spec::DidYouMean(name, names));
+    }
+    NodeRecord& n = it->second.record;
+    if (action == "drain") n.draining = true;
+    if (action == "undrain") n.draining = false;
+    if (action == "cordon") n.cordoned = true;
+    if (action == "uncordon") n.cordoned = false;
+    BeginBatchLocked();
+    SaveNodeLocked(n);
+    EventLocked(0, "node-" + std::string(action),
+                std::string(action) + " " + n.node.name + " by " + caller.user);
+    CommitBatchLocked();
+    view = NodeView(it->second);
+    dirty_ = true;
+  }
+  wake_.notify_one();
+  return json{{"node", view}};
+}
+
+json Controller::ListQueues() {
+  std::lock_guard lock(mu_);
+  std::map<std::string, int64_t> usage;
+  std::map<std::string, int> running;
+  std::map<std::string, int> pending;
+  std::map<std::string, std::string> parent;
+  for (const auto& q : options_.queues) parent[q.name] = q.parent;
+  for (const auto& [id, j] : jobs_) {
+    const std::string& q = j.live.job.queue;
+    if (j.state == JobState::kPending) pending[q]++;
+    if (!j.HoldsResources()) continue;
+    running[q]++;
+    int64_t m = 0;
+    for (const TaskRecord& t : j.tasks) {
+      if (t.Holds()) m += GpuMilli(t.alloc);
+    }
+    for (std::string at = q; !at.empty(); at = parent[at]) usage[at] += m;
+  }
+  int64_t total = 0;
+  for (const auto& [name, e] : nodes_) {
+    if (e.record.lost) continue;
+    total += static_cast<int64_t>(e.record.node.gpus.size()) * core::kGpuMilli;
+  }
+  // Fair share: the cluster divided among siblings by weight, recursively.
+  std::map<std::string, double> share;
+  std::function<double(const std::string&)> share_of = [&](const std::string& name) -> double {
+    if (auto it = share.find(name); it != share.end()) return it->second;
+    double sum = 0;
+    double mine = 1;
+    const std::string& p = parent[name];
+    for (const auto& q : options_.queues) {
+      if (q.parent == p) sum += q.weight;
+      if (q.name == name) mine = q.weight;
+    }
+    double s = (sum > 0 ? mine / sum : 1.0) * (p.empty() ? 1.0 : share_of(p));
+    share[name] = s;
+    return s;
+  };
+  json out = json::array();
+  for (const auto& q : options_.queues) {
+    out.push_back(
+        {{"name", q.name},
+         {"parent", q.parent},
+         {"guarantee", {{"gpuMilli", q.guarantee.Get(core::kGpuResource)}}},
+         {"borrowLimit", q.borrow_limit.entries().empty()
+                             ? json(nullptr)
+                             : json({{"gpuMilli", q.borrow_limit.Get(core::kGpuResource)}})},
+         {"weight", q.weight},
+         {"usage", {{"gpuMilli", usage[q.name]}}},
+         {"fairShare",
+          {{"fraction", share_of(q.name)},
+           {"gpuMilli", static_cast<int64_t>(share_of(q.name) * static_cast<double>(total))}}},
+         {"pending", pending[q.name]},
+         {"running", running[q.name]}});
+  }
+  return {{"queues", out}};
+}
+
+Outcome<json> Controller::Events(const Caller& caller, int64_t after, int limit) {
+  std::lock_guard lock(mu_);
+  json out = json::array();
+  for (const StoredEvent& e : store_->Events(after, 0, limit)) {
+    if (!caller.admin && e.job != 0) {
+      JobRecord* j = FindJob(e.job);
+      if (!j || !Visible(caller, *j)) continue;
+    }
+    out.push_back({{"seq", e.seq},
+                   {"time", FormatTime(e.time)},
+                   {"job", e.job},
+                   {"type", e.type},
+                   {"message", e.message}});
+  }
+  return json{{"events", out}};
+}
+
+// ---------------------------------------------------------------- agent protocol
+
+Outcome<json> Controller::Register(const json& body) {
+  if (!body.is_object() || !body.contains("node") || !body["node"].is_object()) {
+    return Error(400, "bad_request", "node: expected the node's inventory", "node");
+  }
+  const json& n = body["node"];
+  NodeRecord rec;
+  try {
+    rec.node.name = n.at("name").get<std::string>();
+    if (!ValidName(rec.node.name)) {
+      return Error(
+          400, "bad_request",
+          "node.name: '" + rec.node.name + "' is not a node name (letters, digits, '.', '_', '-')",
+          "node.name");
+    }
+    rec.address = n.value("address", std::string("127.0.0.1"));
+    rec.node.cpu_milli = n.value("cpuMilli", int64_t{0});
+    rec.node.memory_bytes = n.value("memoryBytes", int64_t{0});
+    if (rec.node.cpu_milli < 0 || rec.node.memory_bytes < 0) {
+      return Error(400, "bad_request", "node.cpuMilli and node.memoryBytes must be >= 0");
+    }
+    rec.node.labels = n.value("labels", std::map<std::string, std::string>{});
+    std::set<int> indices;
+    size_t i = 0;
+    for (const json& g : n.value("gpus", json::array())) {
+      core::GpuDevice d{.model = g.at("model").get<std::string>(),
+                        .memory_bytes = g.at("memoryBytes").get<int64_t>(),
+                        .index = g.at("index").get<int>(),
+                        .uuid = g.value("uuid", std::string()),
+                        .domain = g.value("domain", 0),
+                        .mig_enabled = g.value("migEnabled", false),
+                        .healthy = g.value("healthy", true)};
+      const std::string field = "node.gpus[" + std::to_string(i++) + "]";
+      if (d.model.empty() || d.memory_bytes <= 0 || d.index < 0 || d.domain < 0 ||
+          !indices.insert(d.index).second) {
+        return Error(400, "bad_request",
+                     field + ": needs a model, memoryBytes > 0 and a unique index >= 0", field);
+      }
+      rec.node.gpus.push_back(std::move(d));
+    }
+  } catch (const json::exception& e) {
+    return Error(400, "bad_request", std::string("node: ") + e.what(), "node");
+  }
+  std::sort(rec.node.gpus.begin(), rec.node.gpus.end(),
+            [](const auto& a, const auto& b) { return a.index < b.index; });
+  for (size_t i = 0; i < rec.node.gpus.size(); ++i) {
+    if (rec.node.gpus[i].index != static_cast<int>(i)) {
+      return Error(400, "bad_request", "node.gpus: indices must be 0..N-1", "node.gpus");
+    }
+  }
+  if (auto it = rec.node.labels.find("topology.gangway.io/rack"); it != rec.node.labels.end()) {
+    rec.node.location.rack = it->second;
+  }
+  if (auto it = rec.node.labels.find("topology.gangway.io/leaf"); it != rec.node.labels.end()) {
+    rec.node.location.leaf = it->second;
+  }
+  if (auto it = rec.node.labels.find("topology.gangway.io/spine"); it != rec.node.labels.end()) {
+    rec.node.location.spine = it->second;
+  }
+  rec.agent_id = body.value("agentId", std::string());
+  rec.registered_at = Now();
+  rec.last_report = rec.registered_at;
+  rec.gpu_status.resize(rec.node.gpus.size());
+  {
+    std::lock_guard lock(mu_);
+    NodeEntry& e = nodes_[rec.node.name];
+    const bool known = e.record.registered_at != 0;
+    rec.draining = e.record.draining;
+    rec.cordoned = e.record.cordoned;
+    e.record = std::move(rec);
+    e.last_seen = Clock::now();
+    BeginBatchLocked();
+    SaveNodeLocked(e.record);
+    EventLocked(0, "node-registered",
+                "node " + e.record.node.name + (known ? " registered again" : " joined") +
+                    " with " + std::to_string(e.record.node.gpus.size()) + " GPUs");
+    CommitBatchLocked();
+    dirty_ = true;
+  }
+  wake_.notify_one();
+  return json{{"controllerEpoch", epoch_}, {"heartbeatMs", options_.heartbeat.count()}};
+}
+
+Outcome<json> Controller::Commands(std::string_view node, std::string_view epoch, uint64_t after,
+                                   std::chrono::milliseconds wait) {
+  std::unique_lock lock(mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) {
+    return Error(404, "not_found", "node " + std::string(node) + " is not registered");
+  }
+  NodeEntry& e = it->second;
+  if (epoch != epoch_) after = 0;
+  while (!e.commands.empty() && e.commands.front().seq <= after) e.commands.pop_front();
+  commands_.wait_for(lock, wait, [&] { return stopping_ || !e.commands.empty(); });
+  json out = json::array();
+  for (const Command& c : e.commands) {
+    if (out.size() >= kMaxCommandBatch) break;
+    out.push_back(c.body);
+  }
+  return json{{"controllerEpoch", epoch_}, {"commands", out}};
+}
+
+Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
+  if (!body.is_object()) return Error(400, "bad_request", "expected a JSON object");
+  metrics.reports++;
+  bool wake = false;
+  json ack = json::array();
+  json offsets = json::object();
+  {
+    std::lock_guard lock(mu_);
+    auto nit = nodes_.find(node_name);
+    if (nit == nodes_.end()) {
+      return Error(404, "not_found", "node " + std::string(node_name) + " is not registered");
+    }
+    NodeEntry& node = nit->second;
+    node.last_seen = Clock::now();
+    node.record.last_report = Now();
+    BeginBatchLocked();
+    try {
+      if (node.record.lost) {
+        node.record.lost = false;
+        SaveNodeLocked(node.record);
+        EventLocked(0, "node-recovered", "node " + node.record.node.name + " reports again");
+        wake = true;
+      }
+      for (const json& g : body.value("gpus", json::array())) {
+        const int i = g.value("index", -1);
+        if (i < 0 || static_cast<size_t>(i) >= node.record.node.gpus.size()) continue;
+        node.record.gpu_status[static_cast<size_t>(i)].utilization = g.value("utilization", -1);
+        const bool healthy = g.value("healthy", true);
+        core::GpuDevice& d = node.record.node.gpus[static_cast<size_t>(i)];
+        if (d.healthy != healthy) {
+          d.healthy = healthy;
+          SaveNodeLocked(node.record);
+          EventLocked(0, healthy ? "gpu-healthy" : "gpu-unhealthy",
+                      "GPU " + std::to_string(i) + " of " + node.record.node.name +
+                          (healthy ? " is healthy again" : " reports a fault"));
+          wake = true;
+        }
+      }
+      // Logs first, so that an exit in the same report finds its output complete.
+      for (const json& chunk : body.value("logs", json::array())) {
+        const std::string id = chunk.value("taskId", std::string());
+        const auto dot = id.find('.');
+        if (dot == std::string::npos) continue;
+        uint64_t job_id = 0;
+        try {
+          job_id = std::stoull(id.substr(0, dot));
+        } catch (const std::exception&) {
+          continue;
+        }
+        JobRecord* job = FindJob(job_id);
+        if (!job || id.find('/') != std::string::npos) continue;
+        const auto path = LogPath(job_id, id);
+        std::filesystem::create_directories(path.parent_path());
+        int64_t size = FileSize(path);
+        const int64_t offset = chunk.value("offset", int64_t{-1});
+        const std::string data = chunk.value("data", std::string());
+        if (offset >= 0 && offset <= size && offset + static_cast<int64_t>(data.size()) > size &&
+            data.size() <= kMaxLogChunk) {
+          std::ofstream out(path, std::ios::binary | std::ios::app);
+          const auto skip = static_cast<size_t>(size - offset);
+          out.write(data.data() + skip, static_cast<std::streamsize>(data.size() - skip));
+          size += static_cast<int64_t>(data.size() - skip);
+        }
+        offsets[id] = size;
+      }
+      const std::string epoch = body.value("controllerEpoch", std::string());
+      const uint64_t applied = body.value("appliedSeq", uint64_t{0});
+      std::set<std::string> reported;
+      for (const json& t : body.value("tasks", json::array())) {
+        const std::string id = t.value("taskId", std::string());
+        const std::string state = t.value("state", std::string());
+        reported.insert(id);
+        TaskRecord* task = nullptr;
+        JobRecord* job = FindTask(id, &task);
+        if (!job || task->node != node_name) {
+          if (state == "running") {
+            PushCommandLocked(node, {{"type", "stop"},
+                                     {"taskId", id},
+                                     {"graceSeconds", 0},
+                                     {"signal", "SIGKILL"},
+                                     {"reason", "the controller does not expect this task"}});
+          } else {
+            ack.push_back(id);
+          }
+          continue;
+        }
+        if (state == "running") {
+          if (task->state == TaskState::kScheduled) {
+            task->state = TaskState::kRunning;
+            task->started_at = Now();
+            if (std::all_of(job->tasks.begin(), job->tasks.end(),
+                            [](const TaskRecord& x) { return x.state != TaskState::kScheduled; }) &&
+                job->state == JobState::kScheduled) {
+              job->state = JobState::kRunning;
+              job->started_at = Now();
+              EventLocked(job->id, "running",
+                          "all " + std::to_string(job->tasks.size()) + " tasks started");
+            }
+            SaveJobLocked(*job);
+          }
+        } else if (state == "exited") {
+          const int64_t have = FileSize(LogPath(job->id, id));
+          const int64_t announced = t.value("logBytes", int64_t{-1});
+          if (announced < 0 || have >= announced) ack.push_back(id);
+          if (task->Holds()) {
+            if (t.contains("exitCode") && t["exitCode"].is_number_integer()) {
+              task->exit_code = t["exitCode"].get<int>();
+            }
+            task->signal = t.value("signal", 0);
+            if (task->signal != 0) task->exit_code.reset();
+            task->message = t.value("message", std::string());
+            task->log_bytes = t.value("logBytes", int64_t{-1});
+            task->finished_at = Now();
+            if (task->started_at == 0) task->started_at = task->finished_at;
+            task->state = TaskState::kExited;
+            TaskEndedLocked(*job, *task);  // may requeue the job: `task` is gone after
+            wake = true;
+          }
+        }
+      }
+      // What the agent no longer lists is gone: running tasks, and launches it has applied.
+      for (auto& [id, job] : jobs_) {
+        bool changed = false;
+        for (TaskRecord& t : job.tasks) {
+          if (t.node != node_name || !t.Holds() || reported.contains(job.TaskId(t.index))) {
+            continue;
+          }
+          const bool applied_launch =
+              epoch == epoch_ && t.launch_seq != 0 && t.launch_seq <= applied;
+          if (t.state == TaskState::kRunning || (t.state == TaskState::kStopping && t.started_at) ||
+              applied_launch) {
+            t.state = t.state == TaskState::kStopping ? TaskState::kExited : TaskState::kLost;
+            t.finished_at = Now();
+            if (t.state == TaskState::kLost) {
+              t.message = "the agent on " + t.node + " no longer runs this task";
+            }
+            changed = true;
+          }
+        }
+        if (!changed) continue;
+        wake = true;
+        if (!job.after_stop) {
+          RequeueOrFailLocked(job, true,
+                              "a task of the job disappeared from " + std::string(node_name));
+        } else {
+          SettleLocked(job);
+        }
+      }
+      CommitBatchLocked();
+    } catch (...) {
+      batch_depth_ = 0;
+      throw;
+    }
+    if (wake) dirty_ = true;
+  }
+  if (wake) wake_.notify_one();
+  return json{{"ack", ack}, {"logOffsets", offsets}};
+}
+
+// ---------------------------------------------------------------- metrics
+
+std::string Controller::MetricsText() {
+  std::ostringstream o;
+  std::lock_guard lock(mu_);
+  std::map<std::string, int> by_state;
+  std::map<std::string, int> pending_by_queue;
+  for (const auto& [id, j] : jobs_) {
+    by_state[std::string(JobStateName(j.state))]++;
+    if (j.state == JobState::kPending) pending_by_queue[j.live.job.queue]++;
+  }
+  o << "# HELP gangway_jobs Jobs by state.\n# TYPE gangway_jobs gauge\n";
+  for (JobState s :
+       {JobState::kPending, JobState::kScheduled, JobState::kRunning, JobState::kSucceeded,
+        JobState::kFailed, JobState::kPreempted, JobState::kCancelled}) {
+    o << "gangway_jobs{state=\"" << JobStateName(s) << "\"} "
+      << by_state[std::string(JobStateName(s))] << "\n";
+  }
+  o << "# HELP gangway_queue_pending_jobs Pending jobs per queue.\n"
+       "# TYPE gangway_queue_pending_jobs gauge\n";
+  for (const auto& q : options_.queues) {
+    o << "gangway_queue_pending_jobs{queue=\"" << q.name << "\"} " << pending_by_queue[q.name]
+      << "\n";
+  }
+  std::map<std::string, std::pair<int64_t, int64_t>> gpus;  // model -> (total, allocated milli)
+  std::map<std::string, int> node_states;
+  for (const auto& [name, e] : nodes_) {
+    node_states[e.record.lost                              ? "lost"
+                : (e.record.draining || e.record.cordoned) ? "cordoned"
+                                                           : "ready"]++;
+    if (e.record.lost) continue;
+    for (const auto& g : e.record.node.gpus) gpus[g.model].first += core::kGpuMilli;
+  }
+  for (const auto& [id, j] : jobs_) {
+    for (const TaskRecord& t : j.tasks) {
+      if (!t.Holds()) continue;
+      auto nit = nodes_.find(t.node);
+      if (nit == nodes_.end() || nit->second.record.lost) continue;
+      for (const auto& g : t.alloc.gpus) {
+        if (g.gpu < 0 || static_cast<size_t>(g.gpu) >= nit->second.record.node.gpus.size()) {
+          continue;
+        }
+        gpus[nit->second.record.node.gpus[static_cast<size_t>(g.gpu)].model].second +=
+            g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile);
+      }
+    }
+  }
+  o << "# HELP gangway_gpus GPUs by model and state (fractions count their share).\n"
+       "# TYPE gangway_gpus gauge\n";
+  for (const auto& [model, tot] : gpus) {
+    o << "gangway_gpus{model=\"" << model << "\",state=\"allocated\"} "
+      << static_cast<double>(tot.second) / 1000.0 << "\n";
+    o << "gangway_gpus{model=\"" << model << "\",state=\"free\"} "
+      << static_cast<double>(tot.first - tot.second) / 1000.0 << "\n";
+  }
+  o << "# HELP gangway_nodes Nodes by state.\n# TYPE gangway_nodes gauge\n";
+  for (const char* s : {"ready", "cordoned", "lost"}) {
+    o << "gangway_nodes{state=\"" << s << "\"} " << node_states[s] << "\n";
+  }
+  o << "# HELP gangway_scheduling_cycle_seconds Time spent in scheduling cycles.\n"
+       "# TYPE gangway_scheduling_cycle_seconds summary\n"
+    << "gangway_scheduling_cycle_seconds_sum "
+    << static_cast<double>(metrics.cycle_micros_total.load()) / 1e6 << "\n"
+    << "gangway_scheduling_cycle_seconds_count " << metrics.cycles.load() << "\n"
+    << "# HELP gangway_scheduling_last_cycle_seconds Duration of the last cycle.\n"
+       "# TYPE gangway_scheduling_last_cycle_seconds gauge\n"
+    << "gangway_scheduling_last_cycle_seconds "
+    << static_cast<double>(metrics.last_cycle_micros.load()) / 1e6 << "\n"
+    << "# HELP gangway_decisions_total Scheduling decisions by type.\n"
+       "# TYPE gangway_decisions_total counter\n"
+    << "gangway_decisions_total{type=\"start\"} " << metrics.starts.load() << "\n"
+    << "gangway_decisions_total{type=\"preempt\"} " << metrics.preemptions.load() << "\n"
+    << "# HELP gangway_jobs_submitted_total Jobs accepted.\n"
+       "# TYPE gangway_jobs_submitted_total counter\n"
+    << "gangway_jobs_submitted_total " << metrics.submitted.load() << "\n"
+    << "# HELP gangway_agent_reports_total Reports (heartbeats) received from agents.\n"
+       "# TYPE gangway_agent_reports_total counter\n"
+    << "gangway_agent_reports_total " << metrics.reports.load() << "\n";
+  return o.str();
+}
+
+}  // namespace gangway::server

@@ -1,0 +1,336 @@
+#include "server/http_api.h"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+
+namespace gangway::server {
+namespace {
+
+using httplib::Request;
+using httplib::Response;
+using nlohmann::json;
+
+constexpr int kMaxWaitMs = 30000;
+
+void SendJson(Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void SendError(Response& res, const ApiError& e) {
+  json err = {{"code", e.code}, {"message", e.message}};
+  if (!e.field.empty()) err["field"] = e.field;
+  if (!e.details.empty()) err["details"] = e.details;
+  SendJson(res, e.status, {{"error", err}});
+}
+
+template <typename T>
+bool Answer(Response& res, const Outcome<T>& out, int ok_status = 200) {
+  if (const ApiError* e = std::get_if<ApiError>(&out)) {
+    SendError(res, *e);
+    return false;
+  }
+  SendJson(res, ok_status, std::get<T>(out));
+  return true;
+}
+
+std::string BearerToken(const Request& req) {
+  const std::string h = req.get_header_value("Authorization");
+  constexpr std::string_view kPrefix = "Bearer ";
+  if (h.size() <= kPrefix.size() || h.compare(0, kPrefix.size(), kPrefix) != 0) return "";
+  return h.substr(kPrefix.size());
+}
+
+// Parses a decimal query parameter; nullopt (and a 400 already sent) when malformed.
+std::optional<int64_t> IntParam(const Request& req, Response& res, const char* name,
+                                int64_t fallback, int64_t min, int64_t max) {
+  if (!req.has_param(name)) return fallback;
+  const std::string v = req.get_param_value(name);
+  try {
+    size_t used = 0;
+    const int64_t n = std::stoll(v, &used);
+    if (used == v.size() && n >= min && n <= max) return n;
+  } catch (const std::exception&) {
+  }
+  SendError(res, {400, "bad_request",
+                  std::string(name) + ": '" + v + "' is not a whole number in " +
+                      std::to_string(min) + ".." + std::to_string(max),
+                  name, json::array()});
+  return std::nullopt;
+}
+
+std::optional<uint64_t> JobId(const Request& req, Response& res) {
+  try {
+    return std::stoull(req.matches[1].str());
+  } catch (const std::exception&) {
+    SendError(res, {400, "bad_request", "the job id is out of range", "id", json::array()});
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
+    : controller_(controller), auth_(std::move(auth)), options_(options) {
+  const int threads = options_.threads;
+  server_.new_task_queue = [threads] {
+    return new httplib::ThreadPool(static_cast<size_t>(threads));
+  };
+  server_.set_payload_max_length(options_.max_body);
+  server_.set_keep_alive_max_count(100000);
+  server_.set_read_timeout(std::chrono::seconds(60));
+  server_.set_write_timeout(std::chrono::seconds(60));
+  server_.set_error_handler([this](const Request& req, Response& res) {
+    if (!res.body.empty()) return;  // our own JSON error
+    if (res.status == 413) {
+      SendError(res, {413, "too_large",
+                      "the request body is larger than the limit of " +
+                          std::to_string(options_.max_body) + " bytes",
+                      "", json::array()});
+    } else if (res.status == 404) {
+      SendError(res,
+                {404, "not_found",
+                 "no such endpoint: " + req.method + " " + req.path + " (see /v1/openapi.json)", "",
+                 json::array()});
+    } else {
+      SendError(res,
+                {res.status, "bad_request", "the request could not be read", "", json::array()});
+    }
+  });
+  server_.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    SendError(res, {500, "internal", "internal error: " + what, "", json::array()});
+  });
+  Routes();
+}
+
+int HttpApi::Bind(const std::string& host, int port) {
+  if (port == 0) return server_.bind_to_any_port(host);
+  return server_.bind_to_port(host, port) ? port : -1;
+}
+
+bool HttpApi::Serve() { return server_.listen_after_bind(); }
+void HttpApi::Stop() { server_.stop(); }
+
+void HttpApi::Count(const std::string& route, int status, double seconds) {
+  std::lock_guard lock(stats_mu_);
+  RouteStats& s = stats_[{route, status}];
+  s.count++;
+  s.seconds += seconds;
+}
+
+void HttpApi::Routes() {
+  using Handler = std::function<void(const Request&, Response&, const Identity&)>;
+  enum class Who { kUser, kAgent, kAnyone };
+  auto route = [this](const char* method, const char* pattern, const char* name, Who who,
+                      Handler fn) {
+    auto wrapped = [this, name, who, fn](const Request& req, Response& res) {
+      const auto t0 = std::chrono::steady_clock::now();
+      Identity id;
+      const std::string token = BearerToken(req);
+      bool allowed = who == Who::kAnyone;
+      if (who == Who::kUser) {
+        if (const Identity* found = auth_.Find(token)) {
+          id = *found;
+          allowed = true;
+        }
+      } else if (who == Who::kAgent) {
+        allowed = auth_.IsJoinToken(token);
+        id.user = "agent";
+      }
+      if (!allowed) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        SendError(res, {401, "unauthorized",
+                        token.empty() ? "missing bearer token: send Authorization: Bearer <token>"
+                                      : "the bearer token is not valid for this endpoint",
+                        "", json::array()});
+      } else {
+        fn(req, res, id);
+      }
+      Count(name, res.status,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    };
+    const std::string m = method;
+    if (m == "GET") server_.Get(pattern, wrapped);
+    if (m == "POST") server_.Post(pattern, wrapped);
+  };
+  auto caller = [](const Identity& id) { return Caller{id.user, id.admin}; };
+
+  route("GET", "/healthz", "healthz", Who::kAnyone, [](const Request&, Response& res, auto&) {
+    SendJson(res, 200, {{"status", "ok"}});
+  });
+  route("GET", "/metrics", "metrics", Who::kAnyone, [this](const Request&, Response& res, auto&) {
+    res.set_content(controller_.MetricsText() + MetricsText(), "text/plain; version=0.0.4");
+  });
+  route("GET", "/v1/openapi.json", "openapi", Who::kAnyone,
+        [](const Request&, Response& res, auto&) {
+          res.set_content(OpenApiDocument(), "application/json");
+        });
+  route("GET", "/v1/whoami", "whoami", Who::kUser,
+        [](const Request&, Response& res, const Identity& id) {
+          SendJson(res, 200, {{"user", id.user}, {"role", id.admin ? "admin" : "user"}});
+        });
+
+  route("POST", "/v1/jobs", "submit", Who::kUser,
+        [this, caller](const Request& req, Response& res, const Identity& id) {
+          const std::string type = req.get_header_value("Content-Type");
+          static const std::vector<std::string> kTypes = {
+              "",          "application/json", "application/yaml", "application/x-yaml",
+              "text/yaml", "text/plain"};
+          const std::string base = type.substr(0, type.find(';'));
+          if (std::find(kTypes.begin(), kTypes.end(), base) == kTypes.end()) {
+            SendError(res, {415, "unsupported_media_type",
+                            "send the job as application/json or application/yaml, not " + type, "",
+                            json::array()});
+            return;
+          }
+          if (req.body.empty()) {
+            SendError(res, {400, "invalid_job", "the request has no body; send one job", "",
+                            json::array()});
+            return;
+          }
+          Answer(res, controller_.Submit(caller(id), req.body), 201);
+        });
+  route("GET", "/v1/jobs", "list_jobs", Who::kUser,
+        [this, caller](const Request& req, Response& res, const Identity& id) {
+          std::vector<JobState> states;
+          if (req.has_param("state")) {
+            std::stringstream ss(req.get_param_value("state"));
+            std::string s;
+            while (std::getline(ss, s, ',')) {
+              if (s.empty()) continue;
+              auto st = ParseJobState(s);
+              if (!st) {
+                SendError(res, {400, "bad_request",
+                                "state: '" + s +
+                                    "' is not a job state (pending, scheduled, running, "
+                                    "succeeded, failed, preempted, cancelled)",
+                                "state", json::array()});
+                return;
+              }
+              states.push_back(*st);
+            }
+          }
+          auto limit = IntParam(req, res, "limit", 0, 0, 1000000);
+          if (!limit) return;
+          const bool all = req.get_param_value("all") == "true";
+          Answer(res,
+                 controller_.ListJobs(caller(id), states, req.get_param_value("user"),
+                                      req.get_param_value("queue"), static_cast<int>(*limit), all));
+        });
+  route("GET", R"(/v1/jobs/(\d+))", "get_job", Who::kUser,
+        [this, caller](const Request& req, Response& res, const Identity& id) {
+          if (auto job = JobId(req, res)) Answer(res, controller_.GetJob(caller(id), *job));
+        });
+  route("POST", R"(/v1/jobs/(\d+)/cancel)", "cancel", Who::kUser,
+        [this, caller](const Request& req, Response& res, const Identity& id) {
+          if (auto job = JobId(req, res)) Answer(res, controller_.Cancel(caller(id), *job));
+        });
+  route("GET", R"(/v1/jobs/(\d+)/logs)", "logs", Who::kUser,
+        [this, caller](const Request& req, Response& res, const Identity& id) {
+          auto job = JobId(req, res);
+          if (!job) return;
+          auto task = IntParam(req, res, "task", 0, 0, 1000000);
+          if (!task) return;
+          auto offset = IntParam(req, res, "offset", 0, 0, INT64_MAX);
+          if (!offset) return;
+          auto limit = IntParam(req, res, "limit", 1 << 20, 1, 16 << 20);
+          if (!limit) return;
+          auto out = controller_.Logs(caller(id), *job, static_cast<int>(*task), *offset, *limit);
+          if (const ApiError* e = std::get_if<ApiError>(&out)) {
+            SendError(res, *e);
+            return;
+          }
+          const auto& chunk = std::get<Controller::LogChunk>(out);
+          res.set_header("X-Gangway-Next-Offset", std::to_string(chunk.next_offset));
+          res.set_header("X-Gangway-Log-Complete", chunk.complete ? "true" : "false");
+          res.set_content(chunk.data, "text/plain; charset=utf-8");
+        });
+  route("GET", "/v1/nodes", "list_nodes", Who::kUser,
+        [this](const Request&, Response& res, const Identity&) {
+          SendJson(res, 200, controller_.ListNodes());
+        });
+  route("GET", R"(/v1/nodes/([A-Za-z0-9._-]+))", "get_node", Who::kUser,
+        [this](const Request& req, Response& res, const Identity&) {
+          Answer(res, controller_.GetNode(req.matches[1].str()));
+        });
+  route("POST", R"(/v1/nodes/([A-Za-z0-9._-]+)/(drain|undrain|cordon|uncordon))", "node_action",
+        Who::kUser, [this, caller](const Request& req, Response& res, const Identity& id) {
+          Answer(res,
+                 controller_.NodeAction(caller(id), req.matches[1].str(), req.matches[2].str()));
+        });
+  route("GET", "/v1/queues", "list_queues", Who::kUser,
+        [this](const Request&, Response& res, const Identity&) {
+          SendJson(res, 200, controller_.ListQueues());
+        });
+  route("GET", "/v1/events", "events", Who::kUser,
+        [this, caller](const Request& req, Response& res, const Identity& id) {
+          auto after = IntParam(req, res, "after", 0, 0, INT64_MAX);
+          if (!after) return;
+          auto limit = IntParam(req, res, "limit", 1000, 1, 10000);
+          if (!limit) return;
+          Answer(res, controller_.Events(caller(id), *after, static_cast<int>(*limit)));
+        });
+
+  // --- agents ---
+  auto body_json = [](const Request& req, Response& res) -> std::optional<json> {
+    json body = json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      SendError(res, {400, "bad_request", "the body is not a JSON object", "", json::array()});
+      return std::nullopt;
+    }
+    return body;
+  };
+  route("POST", "/v1/agents/register", "agent_register", Who::kAgent,
+        [this, body_json](const Request& req, Response& res, const Identity&) {
+          if (auto body = body_json(req, res)) Answer(res, controller_.Register(*body));
+        });
+  route("GET", R"(/v1/agents/([A-Za-z0-9._-]+)/commands)", "agent_commands", Who::kAgent,
+        [this](const Request& req, Response& res, const Identity&) {
+          auto after = IntParam(req, res, "after", 0, 0, INT64_MAX);
+          if (!after) return;
+          auto wait = IntParam(req, res, "waitMs", 0, 0, kMaxWaitMs);
+          if (!wait) return;
+          Answer(res, controller_.Commands(req.matches[1].str(), req.get_param_value("epoch"),
+                                           static_cast<uint64_t>(*after),
+                                           std::chrono::milliseconds(*wait)));
+        });
+  route("POST", R"(/v1/agents/([A-Za-z0-9._-]+)/report)", "agent_report", Who::kAgent,
+        [this, body_json](const Request& req, Response& res, const Identity&) {
+          if (auto body = body_json(req, res)) {
+            Answer(res, controller_.Report(req.matches[1].str(), *body));
+          }
+        });
+}
+
+std::string HttpApi::MetricsText() {
+  std::ostringstream o;
+  o << "# HELP gangway_api_requests_total API requests by route and status.\n"
+       "# TYPE gangway_api_requests_total counter\n";
+  std::lock_guard lock(stats_mu_);
+  for (const auto& [key, s] : stats_) {
+    o << "gangway_api_requests_total{route=\"" << key.first << "\",code=\"" << key.second << "\"} "
+      << s.count << "\n";
+  }
+  o << "# HELP gangway_api_request_seconds API latency by route.\n"
+       "# TYPE gangway_api_request_seconds summary\n";
+  std::map<std::string, RouteStats> by_route;
+  for (const auto& [key, s] : stats_) {
+    by_route[key.first].count += s.count;
+    by_route[key.first].seconds += s.seconds;
+  }
+  for (const auto& [route, s] : by_route) {
+    o << "gangway_api_request_seconds_sum{route=\"" << route << "\"} " << s.seconds << "\n";
+    o << "gangway_api_request_seconds_count{route=\"" << route << "\"} " << s.count << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace gangway::server

@@ -1,0 +1,60 @@
+#ifndef GANGWAY_SERVER_HTTP_API_H_
+#define GANGWAY_SERVER_HTTP_API_H_
+
+// The controller's HTTP face (docs/design/live-system.md): routes, bearer-token checks, body
+// limits, JSON errors, /healthz, /metrics and the OpenAPI document. Every handler turns bad
+// input into a 4xx with a JSON error naming the field; an exception in a handler becomes a
+// 500 and the server keeps serving.
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "server/auth.h"
+#include "server/controller.h"
+
+namespace gangway::server {
+
+struct HttpOptions {
+  size_t max_body = 1 << 20;
+  int threads = 64;  // agents' long polls each hold one
+};
+
+class HttpApi {
+ public:
+  HttpApi(Controller& controller, AuthConfig auth, HttpOptions options);
+
+  // Binds host:port (0 = any free port); returns the port or -1.
+  int Bind(const std::string& host, int port);
+  // Serves until Stop(); returns false if serving failed.
+  bool Serve();
+  void Stop();
+
+ private:
+  void Routes();
+  std::string MetricsText();
+  void Count(const std::string& route, int status, double seconds);
+
+  Controller& controller_;
+  AuthConfig auth_;
+  HttpOptions options_;
+  httplib::Server server_;
+
+  struct RouteStats {
+    uint64_t count = 0;
+    double seconds = 0;
+  };
+  std::mutex stats_mu_;
+  std::map<std::pair<std::string, int>, RouteStats> stats_;
+};
+
+// The OpenAPI 3 document of the user and agent APIs.
+const std::string& OpenApiDocument();
+
+}  // namespace gangway::server
+
+#endif  // GANGWAY_SERVER_HTTP_API_H_

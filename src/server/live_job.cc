@@ -1,0 +1,149 @@
+#include "server/live_job.h"
+
+#include <csignal>
+
+#include "spec/job_reader.h"
+#include "spec/yaml_reader.h"
+
+namespace gangway::server {
+namespace {
+
+using spec::Context;
+using spec::Field;
+using spec::MapReader;
+
+constexpr size_t kMaxArgs = 4096;
+constexpr size_t kMaxEnv = 1024;
+
+bool ValidEnvName(std::string_view s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  for (char c : s) {
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+      return false;
+  }
+  return true;
+}
+
+void ReadRunFields(Context& ctx, MapReader& m, RunSpec& run, bool& has_command) {
+  if (auto f = m.Take("command")) {
+    if (f->node.IsScalar()) {
+      if (auto s = spec::ReadScalar(ctx, *f)) {
+        if (s->empty()) {
+          ctx.Error(*f, "the command is empty");
+        } else {
+          run.command = {"/bin/sh", "-c", *s};
+          has_command = true;
+        }
+      }
+    } else if (auto list = spec::ReadStringList(ctx, *f)) {
+      if (list->empty() || (*list)[0].empty()) {
+        ctx.Error(*f, "the command is empty; give the program and its arguments");
+      } else if (list->size() > kMaxArgs) {
+        ctx.Error(*f, "more than " + std::to_string(kMaxArgs) + " arguments");
+      } else {
+        run.command = std::move(*list);
+        has_command = true;
+      }
+    }
+  }
+  if (auto f = m.Take("env")) {
+    if (!f->node.IsMap()) {
+      ctx.Error(
+          *f, "expected a mapping of NAME: value, got " + std::string(spec::DescribeKind(f->node)));
+    } else {
+      for (const auto& entry : f->node) {
+        std::string key = entry.first.Scalar();
+        Field value{entry.second, entry.second.Mark(), spec::ChildPath(f->path, key)};
+        if (!ValidEnvName(key)) {
+          ctx.Error(value, "'" + key +
+                               "' is not a valid environment variable name (letters, digits and "
+                               "_, not starting with a digit)");
+        } else if (key.starts_with("GANGWAY_")) {
+          ctx.Error(value, "variables starting with GANGWAY_ are set by Gangway");
+        } else if (auto v = spec::ReadScalar(ctx, value)) {
+          run.env[key] = *v;
+        }
+      }
+      if (run.env.size() > kMaxEnv) {
+        ctx.Error(*f, "more than " + std::to_string(kMaxEnv) + " variables");
+      }
+    }
+  }
+  if (auto f = m.Take("workdir")) {
+    if (auto s = spec::ReadScalar(ctx, *f)) {
+      if (!s->starts_with("/")) {
+        ctx.Error(*f, "the working directory must be an absolute path");
+      } else {
+        run.workdir = *s;
+      }
+    }
+  }
+  if (auto f = m.Take("restartPolicy")) {
+    if (auto s = spec::ReadScalar(ctx, *f)) {
+      if (*s == "never" || *s == "Never") {
+        run.restart_policy = RestartPolicy::kNever;
+      } else if (*s == "on-failure" || *s == "OnFailure") {
+        run.restart_policy = RestartPolicy::kOnFailure;
+      } else {
+        ctx.Error(*f, "'" + *s + "' is not a restart policy; use never or on-failure" +
+                          spec::DidYouMean(*s, {"never", "on-failure"}));
+      }
+    }
+  }
+  if (auto f = m.Take("restartLimit")) {
+    if (auto v = spec::ReadInt(ctx, *f, 0, 1000)) run.restart_limit = static_cast<int>(*v);
+  }
+  if (auto f = m.Take("checkpointSignal")) {
+    if (auto s = spec::ReadScalar(ctx, *f)) {
+      if (SignalNumber(*s) == 0) {
+        ctx.Error(*f, "'" + *s +
+                          "' is not a checkpoint signal; use SIGTERM, SIGINT, SIGUSR1 or "
+                          "SIGUSR2");
+      } else {
+        run.checkpoint_signal = *s;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view RestartPolicyName(RestartPolicy p) {
+  return p == RestartPolicy::kOnFailure ? "on-failure" : "never";
+}
+
+int SignalNumber(std::string_view name) {
+  if (name == "SIGTERM") return SIGTERM;
+  if (name == "SIGINT") return SIGINT;
+  if (name == "SIGUSR1") return SIGUSR1;
+  if (name == "SIGUSR2") return SIGUSR2;
+  return 0;
+}
+
+spec::ParseResult<LiveJob> ParseLiveJob(std::string_view text, const LiveJobOptions& options) {
+  Context ctx{"request"};
+  auto doc = spec::LoadDocument(ctx, text);
+  if (!doc) return ctx.TakeErrors();
+  if (!doc->node.IsMap()) {
+    ctx.Error(*doc, "expected one job: a mapping with name:, command: and resources, got " +
+                        std::string(spec::DescribeKind(doc->node)));
+    return ctx.TakeErrors();
+  }
+  LiveJob out;
+  bool has_command = false;
+  static const std::map<std::string, int32_t> kNoClasses;
+  spec::JobReadOptions read{
+      .now = options.now,
+      .priority_classes = options.priority_classes ? options.priority_classes : &kNoClasses,
+      .extra_job_fields = [&](MapReader& m) { ReadRunFields(ctx, m, out.run, has_command); },
+  };
+  auto job = spec::ReadJob(ctx, *doc, read);
+  if (job && !has_command && !ctx.failed()) {
+    ctx.Error(*doc, "the job has no command; add command: [program, args...]");
+  }
+  if (!job || ctx.failed()) return ctx.TakeErrors();
+  out.job = std::move(*job);
+  return out;
+}
+
+}  // namespace gangway::server

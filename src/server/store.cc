@@ -1,0 +1,189 @@
+#include "server/store.h"
+
+#include <string>
+
+namespace gangway::server {
+namespace {
+
+// Binds and steps a statement, resetting it afterwards whatever happens.
+class Reset {
+ public:
+  explicit Reset(sqlite3_stmt* s) : s_(s) {}
+  ~Reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  Reset(const Reset&) = delete;
+  Reset& operator=(const Reset&) = delete;
+
+ private:
+  sqlite3_stmt* s_;
+};
+
+void BindText(sqlite3_stmt* s, int i, std::string_view v) {
+  sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+}
+
+std::string ColumnText(sqlite3_stmt* s, int i) {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
+  return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s, i))) : std::string();
+}
+
+}  // namespace
+
+Store::Store(const std::string& path) : path_(path) {
+  if (sqlite3_open_v2(path.c_str(), &db_,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw StoreError("cannot open the state database " + path + ": " + msg);
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  Exec("PRAGMA journal_mode=WAL");
+  Exec("PRAGMA synchronous=FULL");
+  Exec("PRAGMA foreign_keys=ON");
+  Exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+  sqlite3_stmt* v = Prepare("SELECT value FROM meta WHERE key = 'schema_version'");
+  int version = 0;
+  if (sqlite3_step(v) == SQLITE_ROW) version = std::stoi(ColumnText(v, 0));
+  sqlite3_reset(v);
+  if (version > kSchemaVersion) {
+    throw StoreError(path + " was written by a newer Gangway (schema " + std::to_string(version) +
+                     ", this build reads up to " + std::to_string(kSchemaVersion) + ")");
+  }
+  if (version == 0) {
+    Begin();
+    Exec(
+        "CREATE TABLE jobs (id INTEGER PRIMARY KEY, state TEXT NOT NULL, user TEXT NOT NULL, "
+        "doc TEXT NOT NULL)");
+    Exec("CREATE INDEX jobs_state ON jobs (state)");
+    Exec("CREATE TABLE nodes (name TEXT PRIMARY KEY, doc TEXT NOT NULL)");
+    Exec(
+        "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, "
+        "job INTEGER NOT NULL, type TEXT NOT NULL, message TEXT NOT NULL)");
+    Exec("CREATE INDEX events_job ON events (job, seq)");
+    Exec("INSERT INTO meta (key, value) VALUES ('schema_version', '1')");
+    Commit();
+  }
+  put_job_ = Prepare("INSERT OR REPLACE INTO jobs (id, state, user, doc) VALUES (?, ?, ?, ?)");
+  put_node_ = Prepare("INSERT OR REPLACE INTO nodes (name, doc) VALUES (?, ?)");
+  add_event_ = Prepare("INSERT INTO events (time, job, type, message) VALUES (?, ?, ?, ?)");
+}
+
+Store::~Store() {
+  for (sqlite3_stmt* s : statements_) sqlite3_finalize(s);
+  sqlite3_close(db_);
+}
+
+void Store::Fail(std::string_view what) const {
+  throw StoreError(std::string(what) + " failed on " + path_ + ": " + sqlite3_errmsg(db_));
+}
+
+void Store::Exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    throw StoreError(std::string(sql) + " failed on " + path_ + ": " + msg);
+  }
+}
+
+sqlite3_stmt* Store::Prepare(const char* sql) {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) Fail(sql);
+  statements_.push_back(s);
+  return s;
+}
+
+void Store::Begin() { Exec("BEGIN IMMEDIATE"); }
+void Store::Commit() { Exec("COMMIT"); }
+
+void Store::PutJob(uint64_t id, std::string_view state, std::string_view user,
+                   std::string_view doc) {
+  Reset r(put_job_);
+  sqlite3_bind_int64(put_job_, 1, static_cast<sqlite3_int64>(id));
+  BindText(put_job_, 2, state);
+  BindText(put_job_, 3, user);
+  BindText(put_job_, 4, doc);
+  if (sqlite3_step(put_job_) != SQLITE_DONE) Fail("saving job " + std::to_string(id));
+}
+
+void Store::PutNode(std::string_view name, std::string_view doc) {
+  Reset r(put_node_);
+  BindText(put_node_, 1, name);
+  BindText(put_node_, 2, doc);
+  if (sqlite3_step(put_node_) != SQLITE_DONE) Fail("saving node " + std::string(name));
+}
+
+int64_t Store::AppendEvent(const StoredEvent& e) {
+  Reset r(add_event_);
+  sqlite3_bind_int64(add_event_, 1, e.time);
+  sqlite3_bind_int64(add_event_, 2, static_cast<sqlite3_int64>(e.job));
+  BindText(add_event_, 3, e.type);
+  BindText(add_event_, 4, e.message);
+  if (sqlite3_step(add_event_) != SQLITE_DONE) Fail("recording an event");
+  return sqlite3_last_insert_rowid(db_);
+}
+
+std::vector<Store::JobRow> Store::LoadJobs() {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT id, doc FROM jobs ORDER BY id", -1, &s, nullptr) !=
+      SQLITE_OK) {
+    Fail("loading jobs");
+  }
+  std::vector<JobRow> out;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    out.push_back({static_cast<uint64_t>(sqlite3_column_int64(s, 0)), ColumnText(s, 1)});
+  }
+  sqlite3_finalize(s);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> Store::LoadNodes() {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT name, doc FROM nodes ORDER BY name", -1, &s, nullptr) !=
+      SQLITE_OK) {
+    Fail("loading nodes");
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  while (sqlite3_step(s) == SQLITE_ROW) out.emplace_back(ColumnText(s, 0), ColumnText(s, 1));
+  sqlite3_finalize(s);
+  return out;
+}
+
+uint64_t Store::MaxJobId() {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT COALESCE(MAX(id), 0) FROM jobs", -1, &s, nullptr) !=
+      SQLITE_OK) {
+    Fail("reading job ids");
+  }
+  uint64_t id = 0;
+  if (sqlite3_step(s) == SQLITE_ROW) id = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+  sqlite3_finalize(s);
+  return id;
+}
+
+std::vector<StoredEvent> Store::Events(int64_t after, uint64_t job, int limit) {
+  const char* sql = job == 0 ? "SELECT seq, time, job, type, message FROM events WHERE seq > ? "
+                               "ORDER BY seq LIMIT ?"
+                             : "SELECT seq, time, job, type, message FROM events WHERE seq > ? "
+                               "AND job = ? ORDER BY seq LIMIT ?";
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) Fail("reading events");
+  int i = 1;
+  sqlite3_bind_int64(s, i++, after);
+  if (job != 0) sqlite3_bind_int64(s, i++, static_cast<sqlite3_int64>(job));
+  sqlite3_bind_int(s, i, limit);
+  std::vector<StoredEvent> out;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    out.push_back({sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
+                   static_cast<uint64_t>(sqlite3_column_int64(s, 2)), ColumnText(s, 3),
+                   ColumnText(s, 4)});
+  }
+  sqlite3_finalize(s);
+  return out;
+}
+
+}  // namespace gangway::server

@@ -1,0 +1,78 @@
+#ifndef GANGWAY_SERVER_STORE_H_
+#define GANGWAY_SERVER_STORE_H_
+
+// The controller's durable state in one SQLite file (WAL, synchronous=FULL): jobs and nodes as
+// JSON documents keyed by id/name, and an append-only event log. A write is on disk when the
+// call (or the enclosing transaction) returns, so the API acknowledges a job only after
+// PutJob. Schema version in `meta`; opening a file of a newer version fails.
+//
+// Not thread-safe: the controller serialises access under its own lock.
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gangway::server {
+
+class StoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct StoredEvent {
+  int64_t seq = 0;
+  int64_t time = 0;  // unix seconds
+  uint64_t job = 0;  // 0 for cluster events
+  std::string type;
+  std::string message;
+};
+
+class Store {
+ public:
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens or creates the database; throws StoreError naming the file and the reason.
+  explicit Store(const std::string& path);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Groups writes into one transaction (one fsync). Nested use is an error.
+  void Begin();
+  void Commit();
+
+  void PutJob(uint64_t id, std::string_view state, std::string_view user, std::string_view doc);
+  void PutNode(std::string_view name, std::string_view doc);
+  int64_t AppendEvent(const StoredEvent& event);  // returns its seq
+
+  struct JobRow {
+    uint64_t id;
+    std::string doc;
+  };
+  std::vector<JobRow> LoadJobs();
+  std::vector<std::pair<std::string, std::string>> LoadNodes();  // name, doc
+  uint64_t MaxJobId();
+  // Events with seq > after (all jobs when job == 0), oldest first.
+  std::vector<StoredEvent> Events(int64_t after, uint64_t job, int limit);
+
+ private:
+  void Exec(const char* sql);
+  [[noreturn]] void Fail(std::string_view what) const;
+  sqlite3_stmt* Prepare(const char* sql);
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* put_job_ = nullptr;
+  sqlite3_stmt* put_node_ = nullptr;
+  sqlite3_stmt* add_event_ = nullptr;
+  std::vector<sqlite3_stmt*> statements_;
+};
+
+}  // namespace gangway::server
+
+#endif  // GANGWAY_SERVER_STORE_H_

@@ -1,0 +1,161 @@
+#ifndef GANGWAY_TESTS_SERVER_CONTROLLER_FIXTURE_H_
+#define GANGWAY_TESTS_SERVER_CONTROLLER_FIXTURE_H_
+
+// A controller on a fresh data directory, and the agent's side of the protocol played by the
+// test: register nodes, take commands, report task states.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "server/controller.h"
+
+namespace gangway::server::testing {
+
+using nlohmann::json;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() /
+            ("gangway_server_test_" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Polls `done` until it holds or `timeout` passes; true if it held.
+inline bool Eventually(const std::function<bool()>& done,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return done();
+}
+
+template <typename T>
+const T& Ok(const Outcome<T>& out) {
+  if (const ApiError* e = std::get_if<ApiError>(&out)) {
+    ADD_FAILURE() << "unexpected error " << e->status << " " << e->code << ": " << e->message;
+    static const T kEmpty{};
+    return kEmpty;
+  }
+  return std::get<T>(out);
+}
+
+template <typename T>
+ApiError Err(const Outcome<T>& out) {
+  if (const ApiError* e = std::get_if<ApiError>(&out)) return *e;
+  ADD_FAILURE() << "expected an error";
+  return {};
+}
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  const Caller kAdmin{"admin", true};
+  const Caller kAlice{"alice", false};
+  const Caller kBob{"bob", false};
+
+  ControllerOptions Options() {
+    ControllerOptions o;
+    o.data_dir = dir_.path() / "data";
+    o.batch = std::chrono::milliseconds(0);
+    o.heartbeat = std::chrono::milliseconds(100);
+    o.node_timeout = std::chrono::seconds(60);
+    o.profile.min_runtime = core::Duration(0);
+    return o;
+  }
+
+  void Start(ControllerOptions o) {
+    controller_ = std::make_unique<Controller>(std::move(o));
+    controller_->Start();
+  }
+  void Start() { Start(Options()); }
+  void Restart(ControllerOptions o) {
+    controller_.reset();
+    Start(std::move(o));
+  }
+  Controller& c() { return *controller_; }
+
+  void Register(const std::string& name, int gpus, const std::string& model = "H100-80GB",
+                const std::string& address = "127.0.0.1") {
+    json g = json::array();
+    for (int i = 0; i < gpus; ++i) {
+      g.push_back({{"index", i},
+                   {"model", model},
+                   {"memoryBytes", int64_t{80} << 30},
+                   {"uuid", "GPU-" + name + "-" + std::to_string(i)},
+                   {"domain", 0}});
+    }
+    json out = Ok(c().Register({{"node",
+                                 {{"name", name},
+                                  {"address", address},
+                                  {"cpuMilli", 64000},
+                                  {"memoryBytes", int64_t{512} << 30},
+                                  {"gpus", g}}},
+                                {"agentId", name + "-agent"}}));
+    epoch_ = out.value("controllerEpoch", "");
+  }
+
+  uint64_t Submit(const std::string& yaml, const Caller& who) {
+    json out = Ok(c().Submit(who, yaml));
+    return out["job"]["id"].get<uint64_t>();
+  }
+  uint64_t Submit(const std::string& yaml) { return Submit(yaml, kAlice); }
+
+  json Job(uint64_t id) { return Ok(c().GetJob(kAdmin, id))["job"]; }
+  std::string State(uint64_t id) { return Job(id)["state"].get<std::string>(); }
+  bool WaitState(uint64_t id, const std::string& state) {
+    return Eventually([&] { return State(id) == state; });
+  }
+
+  // Commands for `node` after the ones already taken; waits up to `wait` for at least one.
+  json TakeCommands(const std::string& node,
+                    std::chrono::milliseconds wait = std::chrono::seconds(5)) {
+    uint64_t& after = applied_[node];
+    json out = Ok(c().Commands(node, epoch_, after, wait));
+    json cmds = out["commands"];
+    for (const json& cmd : cmds) after = std::max(after, cmd["seq"].get<uint64_t>());
+    return cmds;
+  }
+
+  json Report(const std::string& node, json tasks, json logs = json::array()) {
+    return Ok(c().Report(node, {{"agentId", node + "-agent"},
+                                {"controllerEpoch", epoch_},
+                                {"appliedSeq", applied_[node]},
+                                {"tasks", std::move(tasks)},
+                                {"logs", std::move(logs)}}));
+  }
+
+  static json Running(const std::string& id) { return {{"taskId", id}, {"state", "running"}}; }
+  static json Exited(const std::string& id, int code, int64_t log_bytes = -1) {
+    return {{"taskId", id}, {"state", "exited"}, {"exitCode", code}, {"logBytes", log_bytes}};
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Controller> controller_;
+  std::string epoch_;
+  std::map<std::string, uint64_t> applied_;
+};
+
+}  // namespace gangway::server::testing
+
+#endif  // GANGWAY_TESTS_SERVER_CONTROLLER_FIXTURE_H_

@@ -1,0 +1,328 @@
+// The controller's job and node state machine, driven through its request methods with the
+// agent's side of the protocol played by the test (tests/live runs real agents).
+
+#include "server/controller.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "server/controller_fixture.h"
+
+namespace gangway::server::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST_F(ControllerTest, JobRunsAndSucceedsWithItsOutput) {
+  Start();
+  Register("n1", 4);
+  const uint64_t id = Submit("name: hello\ngpu: 2\ncommand: [echo, hi]\n");
+  json cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 1u);
+  const json& launch = cmds[0]["task"];
+  EXPECT_EQ(cmds[0]["type"], "launch");
+  EXPECT_EQ(launch["taskId"], std::to_string(id) + ".0.0");
+  EXPECT_EQ(launch["command"], json({"echo", "hi"}));
+  EXPECT_EQ(launch["gpus"].size(), 2u);
+  EXPECT_EQ(launch["env"]["WORLD_SIZE"], "1");
+  EXPECT_EQ(launch["env"]["RANK"], "0");
+  EXPECT_EQ(launch["env"]["GANGWAY_JOB_ID"], std::to_string(id));
+  EXPECT_EQ(State(id), "scheduled");
+
+  const std::string task = launch["taskId"];
+  Report("n1", {Running(task)});
+  EXPECT_EQ(State(id), "running");
+  json answer =
+      Report("n1", {Exited(task, 0, 3)}, {{{"taskId", task}, {"offset", 0}, {"data", "hi\n"}}});
+  EXPECT_EQ(answer["ack"], json({task}));
+  EXPECT_EQ(answer["logOffsets"][task], 3);
+  EXPECT_EQ(State(id), "succeeded");
+  EXPECT_EQ(Job(id)["exitCode"], 0);
+
+  auto logs = Ok(c().Logs(kAlice, id, 0, 0, 1 << 20));
+  EXPECT_EQ(logs.data, "hi\n");
+  EXPECT_TRUE(logs.complete);
+  std::vector<std::string> types;
+  const json job = Job(id);
+  for (const json& e : job["events"]) types.push_back(e["type"]);
+  EXPECT_EQ(types, (std::vector<std::string>{"submitted", "scheduled", "running", "succeeded"}));
+}
+
+TEST_F(ControllerTest, ExitIsNotAcknowledgedUntilTheWholeLogArrived) {
+  Start();
+  Register("n1", 1);
+  const uint64_t id = Submit("name: chatty\ngpu: 1\ncommand: [yes]\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  json answer =
+      Report("n1", {Exited(task, 0, 6)}, {{{"taskId", task}, {"offset", 0}, {"data", "abc"}}});
+  EXPECT_EQ(answer["ack"], json::array());
+  EXPECT_FALSE(Ok(c().Logs(kAlice, id, 0, 0, 100)).complete);
+  // A resend of an overlapping chunk appends only what is new.
+  answer =
+      Report("n1", {Exited(task, 0, 6)}, {{{"taskId", task}, {"offset", 1}, {"data", "bcdef"}}});
+  EXPECT_EQ(answer["ack"], json({task}));
+  auto logs = Ok(c().Logs(kAlice, id, 0, 0, 100));
+  EXPECT_EQ(logs.data, "abcdef");
+  EXPECT_TRUE(logs.complete);
+}
+
+TEST_F(ControllerTest, GangGetsTorchDistributedEnvironmentAcrossNodes) {
+  Start();
+  Register("n1", 4, "H100-80GB", "10.0.0.1");
+  Register("n2", 4, "H100-80GB", "10.0.0.2");
+  const uint64_t id = Submit("name: ddp\nreplicas: 8\ngpu: 1\ncommand: [train]\n");
+  json all = json::array();
+  for (const char* node : {"n1", "n2"}) {
+    json cmds = TakeCommands(node);
+    ASSERT_EQ(cmds.size(), 4u) << node;
+    std::set<int> gpus;
+    std::set<std::string> local_ranks;
+    for (const json& cmd : cmds) {
+      gpus.insert(cmd["task"]["gpus"][0]["index"].get<int>());
+      local_ranks.insert(cmd["task"]["env"]["LOCAL_RANK"].get<std::string>());
+      EXPECT_EQ(cmd["task"]["env"]["LOCAL_WORLD_SIZE"], "4");
+      all.push_back(cmd["task"]);
+    }
+    EXPECT_EQ(gpus.size(), 4u) << "GPUs on one node are disjoint";
+    EXPECT_EQ(local_ranks, (std::set<std::string>{"0", "1", "2", "3"}));
+  }
+  std::set<std::string> ranks;
+  std::set<std::string> masters;
+  std::set<std::string> node_ranks;
+  for (const json& t : all) {
+    EXPECT_EQ(t["env"]["WORLD_SIZE"], "8");
+    ranks.insert(t["env"]["RANK"].get<std::string>());
+    masters.insert(t["env"]["MASTER_ADDR"].get<std::string>() + ":" +
+                   t["env"]["MASTER_PORT"].get<std::string>());
+    node_ranks.insert(t["env"]["NODE_RANK"].get<std::string>());
+  }
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2", "3", "4", "5", "6", "7"}));
+  EXPECT_EQ(masters.size(), 1u);
+  EXPECT_EQ(node_ranks, (std::set<std::string>{"0", "1"}));
+  EXPECT_EQ(Job(id)["taskList"].size(), 8u);
+}
+
+TEST_F(ControllerTest, GangThatDoesNotFitNeverStartsPartially) {
+  Start();
+  Register("n1", 4);
+  Register("n2", 4);
+  const uint64_t id = Submit("name: big\nreplicas: 3\ngpu: 4\ncommand: [train]\n");
+  ASSERT_TRUE(Eventually([&] { return !Job(id)["pending"].is_null(); }));
+  EXPECT_EQ(TakeCommands("n1", std::chrono::milliseconds(50)).size(), 0u);
+  EXPECT_EQ(TakeCommands("n2", std::chrono::milliseconds(50)).size(), 0u);
+  EXPECT_EQ(State(id), "pending");
+  EXPECT_FALSE(Job(id)["pending"]["message"].get<std::string>().empty());
+}
+
+TEST_F(ControllerTest, FailedTaskRestartsTheGangUntilTheLimit) {
+  Start();
+  Register("n1", 2);
+  const uint64_t id = Submit(
+      "name: flaky\nreplicas: 2\ngpu: 1\ncommand: [train]\nrestartPolicy: on-failure\n"
+      "restartLimit: 1\n");
+  json cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 2u);
+  Report("n1", {Running(std::to_string(id) + ".0.0"), Running(std::to_string(id) + ".0.1")});
+  // Task 1 fails: task 0 is stopped and the whole gang starts again as attempt 1.
+  Report("n1", {Running(std::to_string(id) + ".0.0"), Exited(std::to_string(id) + ".0.1", 3)});
+  cmds = TakeCommands("n1");
+  ASSERT_GE(cmds.size(), 1u);
+  EXPECT_EQ(cmds[0]["type"], "stop");
+  EXPECT_EQ(cmds[0]["taskId"], std::to_string(id) + ".0.0");
+  Report("n1", {{{"taskId", std::to_string(id) + ".0.0"}, {"state", "exited"}, {"signal", 15}}});
+  cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 2u);
+  EXPECT_EQ(cmds[0]["task"]["taskId"], std::to_string(id) + ".1.0");
+  EXPECT_EQ(cmds[0]["task"]["env"]["GANGWAY_ATTEMPT"], "1");
+  EXPECT_EQ(Job(id)["restarts"], 1);
+  // Attempt 1 fails too: no restarts left.
+  Report("n1", {Exited(std::to_string(id) + ".1.0", 1), Exited(std::to_string(id) + ".1.1", 1)});
+  EXPECT_EQ(State(id), "failed");
+  EXPECT_EQ(Job(id)["exitCode"], 1);
+}
+
+TEST_F(ControllerTest, FailureWithoutRestartPolicyFailsTheJob) {
+  Start();
+  Register("n1", 1);
+  const uint64_t id = Submit("name: once\ngpu: 1\ncommand: [false]\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  Report("n1", {Exited(task, 1)});
+  EXPECT_EQ(State(id), "failed");
+  EXPECT_EQ(Job(id)["restarts"], 0);
+}
+
+TEST_F(ControllerTest, CancelStopsTasksWithTheirGraceAndFreesTheGpus) {
+  Start();
+  Register("n1", 1);
+  const uint64_t a = Submit("name: a\ngpu: 1\ncommand: [sleep, '100']\ncheckpoint: {grace: 7s}\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  Report("n1", {Running(task)});
+  const uint64_t b = Submit("name: b\ngpu: 1\ncommand: [true]\n");
+  EXPECT_EQ(Err(c().Cancel(kBob, a)).status, 403);
+  Ok(c().Cancel(kAlice, a));
+  EXPECT_EQ(State(a), "cancelled");
+  json cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(cmds[0]["type"], "stop");
+  EXPECT_EQ(cmds[0]["graceSeconds"], 7);
+  EXPECT_EQ(State(b), "pending") << "a still holds the GPU while it stops";
+  Report("n1", {{{"taskId", task}, {"state", "exited"}, {"signal", 15}}});
+  cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(cmds[0]["task"]["job"], b);
+  EXPECT_EQ(Err(c().Cancel(kAlice, a)).status, 409);
+}
+
+TEST_F(ControllerTest, PreemptedJobIsRequeuedAndResumesWithTheSameCheckpointDir) {
+  auto o = Options();
+  o.priority_classes = {{"low", 0}, {"high", 100}};
+  Start(o);
+  Register("n1", 2);
+  const uint64_t low =
+      Submit("name: low\npriorityClass: low\ngpu: 2\ncommand: [train]\ncheckpoint: {grace: 5s}\n");
+  json first = TakeCommands("n1")[0]["task"];
+  const std::string ckpt = first["env"]["GANGWAY_CHECKPOINT_DIR"];
+  Report("n1", {Running(first["taskId"])});
+  const uint64_t high = Submit("name: high\npriorityClass: high\ngpu: 2\ncommand: [eval]\n");
+  json cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 1u) << Job(high).dump();
+  EXPECT_EQ(cmds[0]["type"], "stop");
+  EXPECT_EQ(cmds[0]["taskId"], first["taskId"]);
+  EXPECT_EQ(cmds[0]["graceSeconds"], 5);
+  EXPECT_EQ(cmds[0]["signal"], "SIGTERM");
+  EXPECT_EQ(State(low), "preempted");
+  Report("n1", {Exited(first["taskId"], 0)});  // checkpointed and exited within its grace
+  cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(cmds[0]["task"]["job"], high);
+  EXPECT_EQ(State(low), "pending");
+  EXPECT_EQ(Job(low)["restarts"], 0) << "preemption is not a failure";
+  const std::string high_task = cmds[0]["task"]["taskId"];
+  Report("n1", {Running(high_task)});
+  Report("n1", {Exited(high_task, 0)});
+  cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(cmds[0]["task"]["job"], low);
+  EXPECT_EQ(cmds[0]["task"]["attempt"], 1);
+  EXPECT_EQ(cmds[0]["task"]["env"]["GANGWAY_CHECKPOINT_DIR"], ckpt);
+}
+
+TEST_F(ControllerTest, LostNodeRequeuesItsJobElsewhere) {
+  auto o = Options();
+  o.node_timeout = std::chrono::milliseconds(300);
+  Start(o);
+  Register("n1", 1);
+  const uint64_t id = Submit("name: j\ngpu: 1\ncommand: [train]\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  Report("n1", {Running(task)});
+  Register("n2", 1);
+  // n2 keeps reporting; n1 goes silent.
+  json cmds;
+  ASSERT_TRUE(Eventually([&] {
+    Report("n2", json::array());
+    cmds = TakeCommands("n2", std::chrono::milliseconds(50));
+    return !cmds.empty();
+  }));
+  EXPECT_EQ(cmds[0]["task"]["job"], id);
+  EXPECT_EQ(cmds[0]["task"]["attempt"], 1);
+  EXPECT_EQ(Job(id)["restarts"], 1);
+  json nodes = c().ListNodes()["nodes"];
+  EXPECT_EQ(nodes[0]["state"], "lost");
+  EXPECT_EQ(nodes[1]["state"], "ready");
+}
+
+TEST_F(ControllerTest, TaskMissingFromTheAgentsReportIsLost) {
+  Start();
+  Register("n1", 2);
+  const uint64_t id = Submit("name: j\ngpu: 1\ncommand: [train]\nrestartLimit: 0\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  Report("n1", {Running(task)});
+  Report("n1", json::array());  // e.g. the agent restarted and lost its processes
+  EXPECT_EQ(State(id), "failed");
+  EXPECT_EQ(Job(id)["taskList"][0]["state"], "lost");
+}
+
+TEST_F(ControllerTest, UnexpectedTaskOnAnAgentIsStopped) {
+  Start();
+  Register("n1", 1);
+  Report("n1", {Running("999.0.0")});
+  json cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(cmds[0]["type"], "stop");
+  EXPECT_EQ(cmds[0]["taskId"], "999.0.0");
+}
+
+TEST_F(ControllerTest, AcceptedJobsSurviveARestartAndLaunchesAreResent) {
+  Start();
+  Register("n1", 1);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 20; ++i) {
+    ids.push_back(Submit("name: j" + std::to_string(i) + "\ngpu: 1\ncommand: [train]\n"));
+  }
+  const json launched = TakeCommands("n1")[0]["task"];
+  const std::string old_epoch = epoch_;
+  Restart(Options());
+  for (uint64_t id : ids) EXPECT_NO_FATAL_FAILURE(Job(id));
+  EXPECT_EQ(Job(launched["job"].get<uint64_t>())["state"], "scheduled");
+  // The agent still talks in the old epoch: it gets every queued command again, and the
+  // launch it may already run is the same task id (agents ignore duplicates).
+  json out = Ok(c().Commands("n1", old_epoch, 99, std::chrono::seconds(2)));
+  EXPECT_NE(out["controllerEpoch"], old_epoch);
+  ASSERT_EQ(out["commands"].size(), 1u);
+  EXPECT_EQ(out["commands"][0]["task"]["taskId"], launched["taskId"]);
+  // New ids continue after the old ones.
+  EXPECT_GT(Submit("name: after\ngpu: 1\ncommand: [x]\n"), ids.back());
+}
+
+TEST_F(ControllerTest, UsersSeeOnlyTheirOwnJobsUnlessAdmin) {
+  Start();
+  const uint64_t a = Submit("name: mine\ngpu: 1\ncommand: [x]\n", kAlice);
+  Submit("name: theirs\ngpu: 1\ncommand: [x]\n", kBob);
+  EXPECT_EQ(Err(c().GetJob(kBob, a)).status, 403);
+  EXPECT_EQ(Err(c().Logs(kBob, a, 0, 0, 10)).status, 403);
+  json alice = Ok(c().ListJobs(kAlice, {}, "", "", 0, false))["jobs"];
+  ASSERT_EQ(alice.size(), 1u);
+  EXPECT_EQ(alice[0]["name"], "mine");
+  EXPECT_EQ(Ok(c().ListJobs(kAdmin, {}, "", "", 0, true))["jobs"].size(), 2u);
+  EXPECT_EQ(Err(c().Submit(kAlice, "name: x\nuser: bob\ngpu: 1\ncommand: [x]\n")).status, 403);
+}
+
+TEST_F(ControllerTest, SubmitErrorsNameTheField) {
+  Start();
+  ApiError e = Err(c().Submit(kAlice, "name: x\ngpu: -1\ncommand: [x]\n"));
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.field, "gpu");
+  e = Err(c().Submit(kAlice, "name: x\nqueue: nlp\ngpu: 1\ncommand: [x]\n"));
+  EXPECT_EQ(e.field, "queue");
+  EXPECT_THAT(e.message, HasSubstr("unknown queue 'nlp'"));
+  e = Err(c().Submit(kAlice, "name: x\ngpu: 1\n"));
+  EXPECT_THAT(e.message, HasSubstr("no command"));
+  e = Err(c().Submit(kAlice, "name: x\ngpu: 1\ncommand: [x]\nenv: {GANGWAY_JOB_ID: '3'}\n"));
+  EXPECT_EQ(e.field, "env.GANGWAY_JOB_ID");
+  e = Err(c().Submit(kAlice, "name: x\ngpu: 1\ncommand: [x]\nrestartPolicy: always\n"));
+  EXPECT_EQ(e.field, "restartPolicy");
+  e = Err(c().Submit(kAlice, "name: x\ngpu: 1\ncommand: [x]\ntimeLimt: 1h\n"));
+  EXPECT_THAT(e.message, HasSubstr("timeLimit"));
+  EXPECT_EQ(Ok(c().ListJobs(kAdmin, {}, "", "", 0, true))["jobs"].size(), 0u);
+}
+
+TEST_F(ControllerTest, DrainedNodeTakesNoNewWork) {
+  Start();
+  Register("n1", 1);
+  Register("n2", 1);
+  EXPECT_EQ(Err(c().NodeAction(kAlice, "n1", "drain")).status, 403);
+  Ok(c().NodeAction(kAdmin, "n1", "drain"));
+  Submit("name: a\ngpu: 1\ncommand: [x]\n");
+  const uint64_t b = Submit("name: b\ngpu: 1\ncommand: [x]\n");
+  EXPECT_EQ(TakeCommands("n2").size(), 1u);
+  ASSERT_TRUE(Eventually([&] { return !Job(b)["pending"].is_null(); }));
+  EXPECT_EQ(TakeCommands("n1", std::chrono::milliseconds(50)).size(), 0u);
+  EXPECT_EQ(Ok(c().GetNode("n1"))["node"]["state"], "drained");
+  Ok(c().NodeAction(kAdmin, "n1", "undrain"));
+  EXPECT_EQ(TakeCommands("n1").size(), 1u);
+}
+
+}  // namespace
+}  // namespace gangway::server::testing
