@@ -1,0 +1,210 @@
+// The controller's HTTP face under malformed and hostile requests: real HTTP on 127.0.0.1.
+// Each bad request gets the right 4xx and a JSON error naming the problem; afterwards the
+// server still serves and nothing accepted is lost.
+
+#include "server/http_api.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "server/controller_fixture.h"
+
+namespace gangway::server::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kAliceToken[] = "alice-token-0123456789";
+constexpr char kBobToken[] = "bob-token-0123456789ab";
+constexpr char kAdminToken[] = "admin-token-0123456789";
+constexpr char kJoinToken[] = "join-token-0123456789a";
+
+class HttpApiTest : public ControllerTest {
+ protected:
+  void SetUp() override {
+    auto o = Options();
+    o.queues = {{.name = "default"}, {.name = "research"}};
+    Start(o);
+    AuthConfig auth;
+    auth.tokens.emplace(kAliceToken, Identity{"alice", false});
+    auth.tokens.emplace(kBobToken, Identity{"bob", false});
+    auth.tokens.emplace(kAdminToken, Identity{"admin", true});
+    auth.join_token = kJoinToken;
+    api_ = std::make_unique<HttpApi>(c(), auth, HttpOptions{.max_body = 64 * 1024, .threads = 8});
+    port_ = api_->Bind("127.0.0.1", 0);
+    ASSERT_GT(port_, 0);
+    thread_ = std::thread([this] { api_->Serve(); });
+    http_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    ASSERT_TRUE(Eventually([&] { return static_cast<bool>(http_->Get("/healthz")); }));
+  }
+  void TearDown() override {
+    api_->Stop();
+    thread_.join();
+  }
+
+  httplib::Headers As(const char* token) {
+    return {{"Authorization", std::string("Bearer ") + token}};
+  }
+
+  // The JSON error of a response, checking its status.
+  json ErrorOf(const httplib::Result& r, int status) {
+    EXPECT_TRUE(r) << "no response";
+    if (!r) return json::object();
+    EXPECT_EQ(r->status, status) << r->body;
+    json body = json::parse(r->body, nullptr, false);
+    EXPECT_TRUE(body.contains("error")) << r->body;
+    return body.value("error", json::object());
+  }
+
+  httplib::Result PostJob(const std::string& body, const char* token = kAliceToken,
+                          const char* type = "application/yaml") {
+    return http_->Post("/v1/jobs", As(token), body, type);
+  }
+
+  std::unique_ptr<HttpApi> api_;
+  std::thread thread_;
+  int port_ = 0;
+  std::unique_ptr<httplib::Client> http_;
+};
+
+TEST_F(HttpApiTest, HostileRequestsGetClearErrorsAndNothingIsLost) {
+  auto ok = PostJob("name: keep\ngpu: 1\ncommand: [train]\n");
+  ASSERT_TRUE(ok);
+  ASSERT_EQ(ok->status, 201) << ok->body;
+  const uint64_t kept = json::parse(ok->body)["job"]["id"];
+
+  // 1. no token, 2. wrong token, 3. join token on the user API, 4. user token on agent API
+  EXPECT_THAT(ErrorOf(http_->Get("/v1/jobs"), 401)["message"].get<std::string>(),
+              HasSubstr("missing bearer token"));
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/jobs", As("not-a-token")), 401)["code"], "unauthorized");
+  ErrorOf(http_->Get("/v1/jobs", As(kJoinToken)), 401);
+  ErrorOf(http_->Post("/v1/agents/register", As(kAliceToken), "{}", "application/json"), 401);
+  // 5. bad YAML
+  json e = ErrorOf(PostJob("name: [unclosed\n"), 400);
+  EXPECT_EQ(e["code"], "invalid_job");
+  // 6. negative GPUs
+  e = ErrorOf(PostJob("name: x\ngpu: -2\ncommand: [x]\n"), 400);
+  EXPECT_EQ(e["field"], "gpu");
+  // 7. unknown queue, with a suggestion
+  e = ErrorOf(PostJob("name: x\nqueue: reserch\ngpu: 1\ncommand: [x]\n"), 400);
+  EXPECT_EQ(e["field"], "queue");
+  EXPECT_THAT(e["message"].get<std::string>(), HasSubstr("did you mean research"));
+  // 8. huge body
+  e = ErrorOf(PostJob("name: x\ncommand: [x]\n#" + std::string(200 * 1024, 'a') + "\n"), 413);
+  EXPECT_EQ(e["code"], "too_large");
+  // 9. wrong content type
+  EXPECT_EQ(ErrorOf(PostJob("name: x", kAliceToken, "image/png"), 415)["code"],
+            "unsupported_media_type");
+  // 10. empty body
+  ErrorOf(PostJob(""), 400);
+  // 11. not a mapping
+  ErrorOf(PostJob("[1, 2, 3]\n"), 400);
+  // 12. unknown field with a suggestion
+  e = ErrorOf(PostJob("name: x\ngpu: 1\ncommand: [x]\nreplica: 2\n"), 400);
+  EXPECT_THAT(e["message"].get<std::string>(), HasSubstr("replicas"));
+  // 13. reserved environment variable
+  EXPECT_EQ(ErrorOf(PostJob("name: x\ncommand: [x]\nenv: {GANGWAY_JOB_ID: '1'}\n"), 400)["field"],
+            "env.GANGWAY_JOB_ID");
+  // 14. impossible GPU amount
+  EXPECT_EQ(ErrorOf(PostJob("name: x\ngpu: 1.5\ncommand: [x]\n"), 400)["field"], "gpu");
+  // 15. JSON body with a wrong type
+  EXPECT_EQ(ErrorOf(PostJob(R"({"name": "x", "gpu": 1, "command": {"a": 1}})", kAliceToken,
+                            "application/json"),
+                    400)["field"],
+            "command");
+  // 16. submitting as someone else
+  EXPECT_EQ(ErrorOf(PostJob("name: x\nuser: bob\ngpu: 1\ncommand: [x]\n"), 403)["field"], "user");
+  // 17. another user's job: read, cancel, logs
+  ErrorOf(http_->Get("/v1/jobs/" + std::to_string(kept), As(kBobToken)), 403);
+  ErrorOf(
+      http_->Post("/v1/jobs/" + std::to_string(kept) + "/cancel", As(kBobToken), "", "text/plain"),
+      403);
+  ErrorOf(http_->Get("/v1/jobs/" + std::to_string(kept) + "/logs", As(kBobToken)), 403);
+  // 18. unknown job, and an id out of range
+  ErrorOf(http_->Get("/v1/jobs/987654", As(kAliceToken)), 404);
+  ErrorOf(http_->Get("/v1/jobs/99999999999999999999999", As(kAliceToken)), 400);
+  // 19. bad query parameters
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/jobs?state=runing", As(kAliceToken)), 400)["field"], "state");
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/jobs?limit=-4", As(kAliceToken)), 400)["field"], "limit");
+  EXPECT_EQ(
+      ErrorOf(http_->Get("/v1/jobs/" + std::to_string(kept) + "/logs?task=7", As(kAliceToken)),
+              400)["field"],
+      "task");
+  // 20. node actions: not an admin, unknown node
+  ErrorOf(http_->Post("/v1/nodes/n1/drain", As(kAliceToken), "", "text/plain"), 403);
+  ErrorOf(http_->Post("/v1/nodes/nope/drain", As(kAdminToken), "", "text/plain"), 404);
+  // 21. agents: malformed registration, bad GPU list, unregistered node
+  ErrorOf(http_->Post("/v1/agents/register", As(kJoinToken), "{not json", "application/json"), 400);
+  e = ErrorOf(http_->Post("/v1/agents/register", As(kJoinToken),
+                          R"({"node": {"name": "n1", "gpus": [{"index": 0, "model": "",
+                              "memoryBytes": 1}]}})",
+                          "application/json"),
+              400);
+  EXPECT_EQ(e["field"], "node.gpus[0]");
+  ErrorOf(http_->Post("/v1/agents/ghost/report", As(kJoinToken), "{}", "application/json"), 404);
+  ErrorOf(http_->Get("/v1/agents/ghost/commands?waitMs=99999999", As(kJoinToken)), 400);
+  // 22. unknown endpoint
+  EXPECT_THAT(ErrorOf(http_->Get("/v1/nope", As(kAliceToken)), 404)["message"].get<std::string>(),
+              HasSubstr("no such endpoint"));
+  // 23. cancelling twice
+  ASSERT_TRUE(http_->Post("/v1/jobs/" + std::to_string(kept) + "/cancel", As(kAliceToken), "",
+                          "text/plain"));
+  ErrorOf(http_->Post("/v1/jobs/" + std::to_string(kept) + "/cancel", As(kAliceToken), "",
+                      "text/plain"),
+          409);
+
+  // Still serving; the accepted job is there and nothing else was accepted.
+  auto list = http_->Get("/v1/jobs?all=true", As(kAdminToken));
+  ASSERT_TRUE(list);
+  json jobs = json::parse(list->body)["jobs"];
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["id"], kept);
+}
+
+TEST_F(HttpApiTest, MetricsHealthAndOpenApi) {
+  ASSERT_EQ(PostJob("name: m\ngpu: 1\ncommand: [x]\n")->status, 201);
+  auto m = http_->Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_THAT(m->body, HasSubstr("gangway_jobs{state=\"pending\"} 1"));
+  EXPECT_THAT(m->body, HasSubstr("gangway_jobs_submitted_total 1"));
+  EXPECT_THAT(m->body, HasSubstr("gangway_api_requests_total{route=\"submit\",code=\"201\"} 1"));
+  EXPECT_THAT(m->body, HasSubstr("gangway_queue_pending_jobs{queue=\"default\"} 1"));
+  auto doc = http_->Get("/v1/openapi.json");
+  ASSERT_TRUE(doc);
+  json openapi = json::parse(doc->body);
+  EXPECT_EQ(openapi["openapi"], "3.0.3");
+  EXPECT_TRUE(openapi["paths"].contains("/v1/jobs/{id}/logs"));
+  auto who = http_->Get("/v1/whoami", As(kAdminToken));
+  ASSERT_TRUE(who);
+  EXPECT_EQ(json::parse(who->body)["role"], "admin");
+}
+
+TEST_F(HttpApiTest, LogsComeBackWithOffsets) {
+  ASSERT_EQ(http_
+                ->Post("/v1/agents/register", As(kJoinToken),
+                       R"({"node": {"name": "n1", "gpus": [{"index": 0, "model": "H100-80GB",
+                            "memoryBytes": 85899345920}]}})",
+                       "application/json")
+                ->status,
+            200);
+  auto r = PostJob("name: l\ngpu: 1\ncommand: [x]\n");
+  const uint64_t id = json::parse(r->body)["job"]["id"];
+  const std::string task = std::to_string(id) + ".0.0";
+  ASSERT_TRUE(Eventually([&] { return State(id) == "scheduled"; }));
+  json report = {{"appliedSeq", 0},
+                 {"tasks", {{{"taskId", task}, {"state", "running"}}}},
+                 {"logs", {{{"taskId", task}, {"offset", 0}, {"data", "line 1\nline 2\n"}}}}};
+  ASSERT_EQ(http_->Post("/v1/agents/n1/report", As(kJoinToken), report.dump(), "application/json")
+                ->status,
+            200);
+  auto logs = http_->Get("/v1/jobs/" + std::to_string(id) + "/logs?offset=7", As(kAliceToken));
+  ASSERT_TRUE(logs);
+  EXPECT_EQ(logs->body, "line 2\n");
+  EXPECT_EQ(logs->get_header_value("X-Gangway-Next-Offset"), "14");
+  EXPECT_EQ(logs->get_header_value("X-Gangway-Log-Complete"), "false");
+}
+
+}  // namespace
+}  // namespace gangway::server::testing
