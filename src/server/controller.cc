@@ -17,8 +17,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kFirstMasterPort = 29500;
 constexpr int kMasterPorts = 1000;
-constexpr size_t kMaxLogChunk = 256 * 1024;
-constexpr int kMaxCommandBatch = 1000;
 
 std::string RandomHex(int bytes) {
   std::random_device rd;
@@ -90,6 +88,7 @@ void Controller::Load() {
     }
     job.live.job.id = core::JobId{job.id};
     job.live.job.submit_time = core::FromSeconds(job.submitted_at);
+    IndexLocked(job);
     jobs_.emplace(job.id, std::move(job));
   }
   // Work launched by the previous controller: launches not yet confirmed are sent again in
@@ -133,9 +132,7 @@ void Controller::Loop() {
       // Time alone changes decisions (minimum runtimes expire, reservations come due), so
       // pending work is planned again at least once a second.
       if (!dirty_ && Clock::now() - last_cycle_ >= std::chrono::seconds(1)) {
-        dirty_ = std::any_of(jobs_.begin(), jobs_.end(), [](const auto& entry) {
-          return entry.second.state == JobState::kPending && !entry.second.after_stop;
-        });
+        dirty_ = !waiting_.empty();
         if (!dirty_) last_cycle_ = Clock::now();
       }
       if (dirty_) {
@@ -147,7 +144,7 @@ void Controller::Loop() {
       // A failing store write here leaves memory ahead of disk for the jobs of this cycle;
       // the next cycle redoes the work, and a restart reloads what was committed.
       fprintf(stderr, "gangway server: scheduling cycle failed: %s\n", e.what());
-      batch_depth_ = 0;
+      AbortBatchLocked();
     }
   }
 }
@@ -169,7 +166,8 @@ void Controller::MarkNodeLostLocked(NodeEntry& node) {
   EventLocked(0, "node-lost",
               "node " + node.record.node.name + " sent no heartbeat for " +
                   std::to_string(options_.node_timeout.count()) + " ms; its tasks are lost");
-  for (auto& [id, job] : jobs_) {
+  for (uint64_t id : std::vector<uint64_t>(active_.begin(), active_.end())) {
+    JobRecord& job = jobs_.at(id);
     bool hit = false;
     for (TaskRecord& t : job.tasks) {
       if (t.node == node.record.node.name && t.Holds()) {
@@ -204,12 +202,10 @@ void Controller::RunCycleLocked() {
     snap.nodes.push_back(std::move(n));
   }
   std::vector<core::Job> pending;
-  for (auto& [id, job] : jobs_) {
-    if (job.state == JobState::kPending && !job.after_stop) {
-      pending.push_back(job.live.job);
-      continue;
-    }
-    if (!job.HoldsResources()) continue;
+  pending.reserve(waiting_.size());
+  for (uint64_t id : waiting_) pending.push_back(jobs_.at(id).live.job);
+  for (uint64_t id : active_) {
+    const JobRecord& job = jobs_.at(id);
     core::RunningJob r;
     r.job = job.live.job;
     r.started_at = core::FromSeconds(job.started_at ? job.started_at : Now());
@@ -262,9 +258,9 @@ void Controller::RunCycleLocked() {
     }
     // A master port free on rank 0's node among the jobs holding resources there.
     std::set<int> used;
-    for (auto& [id, other] : jobs_) {
-      if (&other != job && other.HoldsResources() && !other.tasks.empty() &&
-          other.tasks[0].node == job->tasks[0].node) {
+    for (uint64_t other_id : active_) {
+      const JobRecord& other = jobs_.at(other_id);
+      if (&other != job && !other.tasks.empty() && other.tasks[0].node == job->tasks[0].node) {
         used.insert(other.master_port);
       }
     }
@@ -467,11 +463,30 @@ void Controller::BeginBatchLocked() {
   if (batch_depth_++ == 0) store_->Begin();
 }
 
+void Controller::AbortBatchLocked() {
+  if (batch_depth_ > 0) store_->Rollback();
+  batch_depth_ = 0;
+}
+
 void Controller::CommitBatchLocked() {
   if (--batch_depth_ == 0) store_->Commit();
 }
 
+void Controller::IndexLocked(const JobRecord& job) {
+  if (job.HoldsResources()) {
+    active_.insert(job.id);
+  } else {
+    active_.erase(job.id);
+  }
+  if (job.state == JobState::kPending && !job.after_stop) {
+    waiting_.insert(job.id);
+  } else {
+    waiting_.erase(job.id);
+  }
+}
+
 void Controller::SaveJobLocked(const JobRecord& job) {
+  IndexLocked(job);
   store_->PutJob(job.id, JobStateName(job.state), job.live.job.user, JobDoc(job).dump());
 }
 

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <variant>
@@ -145,10 +146,14 @@ class Controller {
   void PushCommandLocked(NodeEntry& node, nlohmann::json body);
 
   void SaveJobLocked(const JobRecord& job);
+  void IndexLocked(const JobRecord& job);
   void SaveNodeLocked(const NodeRecord& node);
   void EventLocked(uint64_t job, std::string type, std::string message);
   void BeginBatchLocked();
   void CommitBatchLocked();
+  // After a failed write: drops the open transaction. Memory may then be ahead of the disk
+  // for the objects of that batch; they are written again with their next change.
+  void AbortBatchLocked();
 
   nlohmann::json JobView(const JobRecord& job, bool detail);
   nlohmann::json NodeView(const NodeEntry& node) const;
@@ -169,6 +174,10 @@ class Controller {
   bool stopping_ = false;
   int batch_depth_ = 0;
   std::map<uint64_t, JobRecord> jobs_;
+  // Indexes over jobs_, kept by SaveJobLocked (every transition saves the job): jobs whose
+  // tasks hold resources, and jobs waiting to be placed.
+  std::set<uint64_t> active_;
+  std::set<uint64_t> waiting_;
   std::map<std::string, NodeEntry, std::less<>> nodes_;
   uint64_t next_job_id_ = 1;
   uint64_t cycle_seed_ = 1;

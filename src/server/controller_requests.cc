@@ -118,7 +118,8 @@ json Controller::NodeView(const NodeEntry& e) const {
   const NodeRecord& n = e.record;
   std::vector<json> used(n.node.gpus.size(), json::array());
   bool busy = false;
-  for (const auto& [id, job] : jobs_) {
+  for (uint64_t id : active_) {
+    const JobRecord& job = jobs_.at(id);
     for (const TaskRecord& t : job.tasks) {
       if (t.node != n.node.name || !t.Holds()) continue;
       busy = true;
@@ -224,7 +225,8 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
                   "by " + job.live.job.user + " to queue " + job.live.job.queue);
       CommitBatchLocked();
     } catch (const std::exception& e) {
-      batch_depth_ = 0;
+      AbortBatchLocked();
+      waiting_.erase(job.id);
       return Error(500, "internal", std::string("the job could not be saved: ") + e.what());
     }
     metrics.submitted++;
@@ -700,7 +702,8 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
         }
       }
       // What the agent no longer lists is gone: running tasks, and launches it has applied.
-      for (auto& [id, job] : jobs_) {
+      for (uint64_t id : std::vector<uint64_t>(active_.begin(), active_.end())) {
+        JobRecord& job = jobs_.at(id);
         bool changed = false;
         for (TaskRecord& t : job.tasks) {
           if (t.node != node_name || !t.Holds() || reported.contains(job.TaskId(t.index))) {
@@ -729,7 +732,7 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
       }
       CommitBatchLocked();
     } catch (...) {
-      batch_depth_ = 0;
+      AbortBatchLocked();
       throw;
     }
     if (wake) dirty_ = true;
@@ -771,7 +774,8 @@ std::string Controller::MetricsText() {
     if (e.record.lost) continue;
     for (const auto& g : e.record.node.gpus) gpus[g.model].first += core::kGpuMilli;
   }
-  for (const auto& [id, j] : jobs_) {
+  for (uint64_t id : active_) {
+    const JobRecord& j = jobs_.at(id);
     for (const TaskRecord& t : j.tasks) {
       if (!t.Holds()) continue;
       auto nit = nodes_.find(t.node);

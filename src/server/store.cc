@@ -99,6 +99,7 @@ sqlite3_stmt* Store::Prepare(const char* sql) {
 
 void Store::Begin() { Exec("BEGIN IMMEDIATE"); }
 void Store::Commit() { Exec("COMMIT"); }
+void Store::Rollback() { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
 
 void Store::PutJob(uint64_t id, std::string_view state, std::string_view user,
                    std::string_view doc) {

@@ -45,6 +45,7 @@ class Store {
   // Groups writes into one transaction (one fsync). Nested use is an error.
   void Begin();
   void Commit();
+  void Rollback();  // never throws
 
   void PutJob(uint64_t id, std::string_view state, std::string_view user, std::string_view doc);
   void PutNode(std::string_view name, std::string_view doc);
