@@ -1,0 +1,668 @@
+#include "agent/agent.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+
+#include "spec/units.h"
+
+namespace gangway::agent {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr milliseconds kFirstBackoff{100};
+constexpr size_t kRememberForgotten = 100000;
+constexpr int kLaunchFailedExitCode = 127;
+
+std::string RandomId() {
+  std::random_device rd;
+  std::string out;
+  for (int i = 0; i < 4; ++i) out += fmt::format("{:08x}", rd());
+  return out;
+}
+
+std::string UrlEncode(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+uint64_t FileSize(const std::filesystem::path& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+std::string ReadAt(const std::filesystem::path& path, uint64_t offset, size_t max) {
+  std::string out;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  out.resize(max);
+  size_t got = 0;
+  while (got < max) {
+    const ssize_t n = pread(fd, out.data() + got, max - got, static_cast<off_t>(offset + got));
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  out.resize(got);
+  return out;
+}
+
+// Length of the valid UTF-8 sequence at data[i], 0 if invalid, -1 if cut off by the end.
+int Utf8Length(const std::string& data, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(data[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  int len = 0;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;  // no surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  for (int k = 1; k < len; ++k) {
+    if (i + static_cast<size_t>(k) >= data.size()) return -1;
+    const unsigned char cc = b(i + static_cast<size_t>(k));
+    const unsigned char l = k == 1 ? lo : 0x80;
+    const unsigned char h = k == 1 ? hi : 0xBF;
+    if (cc < l || cc > h) return 0;
+  }
+  return len;
+}
+
+}  // namespace
+
+std::string NowRfc3339() {
+  return spec::FormatTime(
+      std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+}
+
+std::string LogChunkText(std::string data, bool final) {
+  size_t i = 0;
+  while (i < data.size()) {
+    const int len = Utf8Length(data, i);
+    if (len > 0) {
+      i += static_cast<size_t>(len);
+    } else if (len < 0 && !final) {
+      data.resize(i);
+      break;
+    } else {
+      data[i++] = '?';
+    }
+  }
+  return data;
+}
+
+Agent::Agent(AgentOptions options, std::unique_ptr<GpuSource> gpus)
+    : options_(std::move(options)),
+      gpus_(std::move(gpus)),
+      agent_id_(RandomId()),
+      heartbeat_(options_.heartbeat) {
+  options_.inventory.gpus = gpus_->Gpus();
+}
+
+Agent::~Agent() { Shutdown(); }
+
+void Agent::Start() {
+  std::string_view url = options_.server;
+  if (!url.starts_with("http://")) {
+    throw std::runtime_error("--server " + options_.server +
+                             ": expected http://host:port (TLS is not supported by the agent)");
+  }
+  url.remove_prefix(7);
+  while (url.ends_with('/')) url.remove_suffix(1);
+  const size_t colon = url.rfind(':');
+  host_ = std::string(url.substr(0, colon));
+  port_ = 80;
+  if (colon != std::string_view::npos) {
+    const std::string port(url.substr(colon + 1));
+    char* end = nullptr;
+    const long p = std::strtol(port.c_str(), &end, 10);
+    if (port.empty() || *end != '\0' || p <= 0 || p > 65535) {
+      throw std::runtime_error("--server " + options_.server + ": bad port '" + port + "'");
+    }
+    port_ = static_cast<int>(p);
+  }
+  if (host_.empty()) throw std::runtime_error("--server " + options_.server + ": no host");
+  std::error_code ec;
+  std::filesystem::create_directories(options_.data_dir / "logs", ec);
+  if (ec) {
+    throw std::runtime_error("cannot create " + (options_.data_dir / "logs").string() + ": " +
+                             ec.message());
+  }
+  runner_ = std::make_unique<TaskRunner>(TaskRunner::Options{
+      .on_exit = [this](const std::string& id, ExitStatus status) { OnExit(id, status); },
+      .base_env = std::nullopt,
+      .use_cgroups = options_.use_cgroups});
+  started_ = true;
+  commands_thread_ = std::thread([this] { CommandsLoop(); });
+  report_thread_ = std::thread([this] { ReportLoop(); });
+}
+
+void Agent::Shutdown() {
+  if (!started_) return;
+  started_ = false;
+  {
+    std::lock_guard lock(mu_);
+    commands_stopped_ = true;
+  }
+  cv_.notify_all();
+  while (!commands_done_) {
+    {
+      std::lock_guard lock(poll_client_mu_);
+      if (poll_client_ != nullptr) poll_client_->stop();
+    }
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  commands_thread_.join();
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, task] : tasks_) {
+      if (!task.exited) runner_->Stop(id, task.stop_signal, options_.shutdown_grace);
+    }
+  }
+  if (!runner_->WaitIdle(options_.shutdown_grace + milliseconds(2000))) {
+    spdlog::error("tasks still running after the shutdown grace period");
+  }
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  report_thread_.join();
+  runner_.reset();
+}
+
+std::unique_ptr<httplib::Client> Agent::MakeClient(milliseconds read_timeout) const {
+  auto client = std::make_unique<httplib::Client>(host_, port_);
+  client->set_connection_timeout(2, 0);
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(read_timeout);
+  client->set_read_timeout(
+      secs.count(),
+      std::chrono::duration_cast<std::chrono::microseconds>(read_timeout - secs).count());
+  client->set_write_timeout(10, 0);
+  client->set_keep_alive(true);
+  client->set_bearer_token_auth(options_.join_token);
+  return client;
+}
+
+bool Agent::EnsureRegistered(httplib::Client& client) {
+  std::lock_guard reg(register_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (registered_) return true;
+  }
+  const json body = {{"node", NodeJson(options_.inventory)}, {"agentId", agent_id_}};
+  auto res = client.Post("/v1/agents/register", body.dump(), "application/json");
+  if (!res) {
+    spdlog::warn("register at {}: {}", options_.server, httplib::to_string(res.error()));
+    return false;
+  }
+  if (res->status != 200 && res->status != 201) {
+    spdlog::error("register at {}: HTTP {}: {}", options_.server, res->status, res->body);
+    return false;
+  }
+  std::string epoch;
+  int64_t heartbeat_ms = 0;
+  try {
+    const json answer = json::parse(res->body);
+    epoch = answer.at("controllerEpoch").get<std::string>();
+    heartbeat_ms = answer.value("heartbeatMs", int64_t{0});
+  } catch (const json::exception& e) {
+    spdlog::error("register at {}: bad answer: {}", options_.server, e.what());
+    return false;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (epoch != epoch_) {
+      epoch_ = epoch;
+      applied_seq_ = 0;
+    }
+    if (heartbeat_ms > 0) heartbeat_ = milliseconds(heartbeat_ms);
+    registered_ = true;
+    report_due_ = true;
+  }
+  cv_.notify_all();
+  spdlog::info("registered node {} at {} (controller epoch {})", options_.inventory.name,
+               options_.server, epoch);
+  return true;
+}
+
+void Agent::MarkUnregistered(const std::string& why) {
+  std::lock_guard lock(mu_);
+  if (registered_) spdlog::warn("registering again: {}", why);
+  registered_ = false;
+}
+
+bool Agent::SleepUnless(milliseconds d, const bool& flag) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, d, [&] { return flag; });
+}
+
+void Agent::CommandsLoop() {
+  auto client = MakeClient(options_.poll_wait + milliseconds(10000));
+  {
+    std::lock_guard lock(poll_client_mu_);
+    poll_client_ = client.get();
+  }
+  milliseconds backoff = kFirstBackoff;
+  auto retry = [&] {
+    SleepUnless(backoff, commands_stopped_);
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  };
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (commands_stopped_) break;
+    }
+    if (!EnsureRegistered(*client)) {
+      retry();
+      continue;
+    }
+    std::string epoch;
+    uint64_t after = 0;
+    {
+      std::lock_guard lock(mu_);
+      epoch = epoch_;
+      after = applied_seq_;
+    }
+    const std::string path = fmt::format("/v1/agents/{}/commands?epoch={}&after={}&waitMs={}",
+                                         UrlEncode(options_.inventory.name), UrlEncode(epoch),
+                                         after, options_.poll_wait.count());
+    auto res = client->Get(path);
+    {
+      std::lock_guard lock(mu_);
+      if (commands_stopped_) break;
+    }
+    if (!res) {
+      spdlog::warn("commands from {}: {}", options_.server, httplib::to_string(res.error()));
+      retry();
+      continue;
+    }
+    if (res->status == 404) {
+      MarkUnregistered("the controller does not know node " + options_.inventory.name);
+      retry();
+      continue;
+    }
+    if (res->status != 200) {
+      spdlog::warn("commands from {}: HTTP {}: {}", options_.server, res->status, res->body);
+      retry();
+      continue;
+    }
+    json answer;
+    try {
+      answer = json::parse(res->body);
+      if (answer.value("controllerEpoch", std::string()) != epoch) {
+        MarkUnregistered("new controller epoch " + answer.value("controllerEpoch", std::string()));
+        continue;
+      }
+    } catch (const json::exception& e) {
+      spdlog::warn("commands from {}: bad answer: {}", options_.server, e.what());
+      retry();
+      continue;
+    }
+    backoff = kFirstBackoff;
+    std::vector<std::pair<uint64_t, const json*>> commands;
+    if (answer.contains("commands") && answer["commands"].is_array()) {
+      for (const json& c : answer["commands"]) {
+        if (c.is_object() && c.contains("seq") && c["seq"].is_number_unsigned()) {
+          commands.emplace_back(c["seq"].get<uint64_t>(), &c);
+        } else {
+          spdlog::warn("ignoring a command without seq: {}", c.dump());
+        }
+      }
+    }
+    std::sort(commands.begin(), commands.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    bool applied = false;
+    {
+      std::lock_guard lock(mu_);
+      if (commands_stopped_ || epoch != epoch_) continue;  // re-registered meanwhile
+      for (const auto& [seq, command] : commands) {
+        if (seq <= applied_seq_) continue;
+        Apply(*command);
+        applied_seq_ = seq;
+        applied = true;
+      }
+      if (applied) report_due_ = true;
+    }
+    if (applied) cv_.notify_all();
+  }
+  {
+    std::lock_guard lock(poll_client_mu_);
+    poll_client_ = nullptr;
+  }
+  commands_done_ = true;
+}
+
+void Agent::Apply(const json& command) {
+  const std::string type = command.value("type", std::string());
+  try {
+    if (type == "launch") {
+      Launch(command.at("task"));
+    } else if (type == "stop") {
+      const std::string id = command.at("taskId").get<std::string>();
+      const int64_t grace_s = command.value("graceSeconds", int64_t{30});
+      auto it = tasks_.find(id);
+      if (it == tasks_.end()) {
+        RecordFailedLaunch(id, "stopped, but this agent does not run the task");
+        tasks_[id].exit.exit_code = -1;
+        return;
+      }
+      if (it->second.exited) return;
+      int signal = it->second.stop_signal;
+      if (command.contains("signal")) {
+        if (auto s = SignalFromName(command["signal"].get<std::string>())) signal = *s;
+      }
+      runner_->Stop(id, signal, std::chrono::seconds(std::max<int64_t>(grace_s, 0)));
+      if (it->second.message.empty()) it->second.message = command.value("reason", std::string());
+    } else {
+      spdlog::warn("ignoring command of unknown type '{}'", type);
+    }
+  } catch (const json::exception& e) {
+    spdlog::warn("ignoring malformed {} command: {}: {}", type, e.what(), command.dump());
+  }
+}
+
+bool Agent::Known(const std::string& task_id) const {
+  return tasks_.contains(task_id) || forgotten_.contains(task_id);
+}
+
+void Agent::RecordFailedLaunch(const std::string& task_id, const std::string& message) {
+  Task& t = tasks_[task_id];
+  t.exited = true;
+  t.exit = ExitStatus{.exit_code = kLaunchFailedExitCode, .signal = 0};
+  t.message = message;
+  t.finished_at = NowRfc3339();
+  spdlog::warn("task {}: {}", task_id, message);
+}
+
+void Agent::Launch(const json& launch) {
+  const std::string id = launch.at("taskId").get<std::string>();
+  if (Known(id)) return;  // launches are idempotent
+  std::string invalid;
+  LaunchSpec spec;
+  spec.task_id = id;
+  std::vector<GpuGrant> grants;
+  int stop_signal = SIGTERM;
+  std::string checkpoint_dir;
+  try {
+    spec.argv = launch.at("command").get<std::vector<std::string>>();
+    if (launch.contains("env") && launch["env"].is_object()) {
+      for (const auto& [k, v] : launch["env"].items()) {
+        spec.env[k] = v.is_string() ? v.get<std::string>() : v.dump();
+      }
+    }
+    spec.workdir = launch.value("workdir", std::string());
+    spec.cpu_milli = launch.value("cpuMilli", int64_t{0});
+    spec.memory_bytes = launch.value("memoryBytes", int64_t{0});
+    checkpoint_dir = launch.value("checkpointDir", std::string());
+    const std::string signal_name = launch.value("checkpointSignal", std::string("SIGTERM"));
+    if (auto s = SignalFromName(signal_name)) {
+      stop_signal = *s;
+    } else {
+      invalid = "unknown checkpointSignal " + signal_name;
+    }
+    if (launch.contains("gpus")) {
+      for (const json& g : launch.at("gpus")) {
+        grants.push_back({.index = g.at("index").get<int>(),
+                          .milli = g.value("milli", int64_t{1000}),
+                          .mig_profile = g.value("migProfile", std::string()),
+                          .mig_start = g.value("migStart", -1)});
+      }
+    }
+  } catch (const json::exception& e) {
+    invalid = std::string("invalid launch: ") + e.what();
+  }
+  if (!invalid.empty()) {
+    RecordFailedLaunch(id, invalid);
+    return;
+  }
+  auto visible = VisibleDevicesEnv(*gpus_, grants);
+  if (!visible.ok()) {
+    RecordFailedLaunch(id, visible.error());
+    return;
+  }
+  for (const auto& [k, v] : *visible) spec.env[k] = v;
+  if (!checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(checkpoint_dir, ec);
+    if (ec) {
+      RecordFailedLaunch(id, "cannot create checkpointDir " + checkpoint_dir + ": " + ec.message());
+      return;
+    }
+  }
+  spec.log_path = (options_.data_dir / "logs" / (id + ".log")).string();
+  spec::Expected<pid_t> pid = runner_->Start(spec);
+  if (!pid.ok()) {
+    RecordFailedLaunch(id, pid.error());
+    tasks_[id].log_path = spec.log_path;
+    return;
+  }
+  Task& t = tasks_[id];
+  t.pid = *pid;
+  t.started_at = NowRfc3339();
+  t.log_path = spec.log_path;
+  t.stop_signal = stop_signal;
+}
+
+void Agent::OnExit(const std::string& task_id, ExitStatus status) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = tasks_.find(task_id);
+    if (it == tasks_.end()) return;
+    it->second.exited = true;
+    it->second.exit = status;
+    it->second.finished_at = NowRfc3339();
+    report_due_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Agent::Forget(const std::string& task_id) {
+  auto it = tasks_.find(task_id);
+  if (it == tasks_.end()) return;
+  // The controller holds the whole log now.
+  if (!it->second.log_path.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(it->second.log_path, ec);
+  }
+  tasks_.erase(it);
+  if (forgotten_.insert(task_id).second) forgotten_order_.push_back(task_id);
+  while (forgotten_order_.size() > kRememberForgotten) {
+    forgotten_.erase(forgotten_order_.front());
+    forgotten_order_.pop_front();
+  }
+}
+
+void Agent::ReportLoop() {
+  auto client = MakeClient(milliseconds(10000));
+  milliseconds backoff = kFirstBackoff;
+  auto last = Clock::now() - std::chrono::hours(1);
+  for (;;) {
+    bool final = false;
+    {
+      std::unique_lock lock(mu_);
+      // Wake for events, the heartbeat, and every log_interval to ship new output.
+      for (;;) {
+        const auto deadline = std::min(last + heartbeat_, Clock::now() + options_.log_interval);
+        if (cv_.wait_until(lock, deadline, [&] { return report_due_ || stopping_; })) break;
+        if (Clock::now() >= last + heartbeat_ || HasUnsentLogs()) break;
+      }
+      final = stopping_;
+    }
+    if (!EnsureRegistered(*client)) {
+      if (final) break;
+      SleepUnless(backoff, stopping_);
+      backoff = std::min(backoff * 2, options_.max_backoff);
+      continue;
+    }
+    const bool ok = SendReport(*client);
+    last = Clock::now();
+    if (final) break;
+    if (ok) {
+      backoff = kFirstBackoff;
+    } else {
+      {
+        std::lock_guard lock(mu_);
+        report_due_ = true;  // what it carried is still to be said
+      }
+      SleepUnless(backoff, stopping_);
+      backoff = std::min(backoff * 2, options_.max_backoff);
+    }
+  }
+}
+
+bool Agent::HasUnsentLogs() const {
+  for (const auto& [id, t] : tasks_) {
+    if (!t.log_path.empty() && FileSize(t.log_path) > t.log_sent) return true;
+  }
+  return false;
+}
+
+bool Agent::SendReport(httplib::Client& client) {
+  struct SentLog {
+    std::string id;
+    uint64_t offset;
+    uint64_t length;
+  };
+  std::vector<SentLog> sent;
+  json body;
+  {
+    std::lock_guard lock(mu_);
+    report_due_ = false;
+    const auto now = Clock::now();
+    if (gpu_samples_.empty() || now - last_sample_ >= heartbeat_) {
+      gpu_samples_ = gpus_->Sample();
+      last_sample_ = now;
+    }
+    body["agentId"] = agent_id_;
+    body["controllerEpoch"] = epoch_;
+    body["appliedSeq"] = applied_seq_;
+    json tasks = json::array();
+    json logs = json::array();
+    size_t budget = options_.max_log_bytes_per_report;
+    for (const auto& [id, t] : tasks_) {
+      const uint64_t size = t.log_path.empty() ? 0 : FileSize(t.log_path);
+      if (!t.exited) {
+        tasks.push_back(
+            {{"taskId", id}, {"state", "running"}, {"pid", t.pid}, {"startedAt", t.started_at}});
+      } else if (!t.acked) {
+        tasks.push_back({{"taskId", id},
+                         {"state", "exited"},
+                         {"exitCode", t.exit.exit_code},
+                         {"signal", t.exit.signal},
+                         {"finishedAt", t.finished_at},
+                         {"message", t.message},
+                         {"logBytes", size}});
+      }
+      if (size > t.log_sent && budget > 0) {
+        const size_t want = static_cast<size_t>(std::min<uint64_t>(size - t.log_sent, budget));
+        std::string text = LogChunkText(ReadAt(t.log_path, t.log_sent, want),
+                                        t.exited && want == size - t.log_sent);
+        if (!text.empty()) {
+          budget -= text.size();
+          sent.push_back({id, t.log_sent, text.size()});
+          logs.push_back({{"taskId", id}, {"offset", t.log_sent}, {"data", std::move(text)}});
+        }
+        if (budget == 0) report_due_ = true;  // more to send at once
+      }
+    }
+    body["tasks"] = std::move(tasks);
+    body["logs"] = std::move(logs);
+    json gpus = json::array();
+    for (const GpuSample& s : gpu_samples_) {
+      gpus.push_back({{"index", s.index}, {"healthy", s.healthy}, {"utilization", s.utilization}});
+    }
+    body["gpus"] = std::move(gpus);
+  }
+  const std::string path = fmt::format("/v1/agents/{}/report", UrlEncode(options_.inventory.name));
+  auto res = client.Post(path, body.dump(), "application/json");
+  if (!res) {
+    spdlog::warn("report to {}: {}", options_.server, httplib::to_string(res.error()));
+    return false;
+  }
+  if (res->status == 404) {
+    MarkUnregistered("the controller does not know node " + options_.inventory.name);
+    return false;
+  }
+  if (res->status != 200) {
+    spdlog::warn("report to {}: HTTP {}: {}", options_.server, res->status, res->body);
+    return false;
+  }
+  json answer;
+  try {
+    answer = json::parse(res->body);
+  } catch (const json::exception& e) {
+    spdlog::warn("report to {}: bad answer: {}", options_.server, e.what());
+    return false;
+  }
+  bool more = false;
+  {
+    std::lock_guard lock(mu_);
+    for (const SentLog& s : sent) {
+      auto it = tasks_.find(s.id);
+      if (it != tasks_.end() && it->second.log_sent == s.offset) {
+        it->second.log_sent = s.offset + s.length;
+      }
+    }
+    try {
+      if (answer.contains("logOffsets") && answer["logOffsets"].is_object()) {
+        for (const auto& [id, offset] : answer["logOffsets"].items()) {
+          auto it = tasks_.find(id);
+          if (it != tasks_.end() && offset.is_number_unsigned()) {
+            it->second.log_sent = offset.get<uint64_t>();
+          }
+        }
+      }
+      if (answer.contains("ack") && answer["ack"].is_array()) {
+        for (const json& id : answer["ack"]) {
+          auto it = tasks_.find(id.get<std::string>());
+          if (it != tasks_.end() && it->second.exited) it->second.acked = true;
+        }
+      }
+    } catch (const json::exception& e) {
+      spdlog::warn("report to {}: bad answer: {}", options_.server, e.what());
+    }
+    std::vector<std::string> done;
+    for (const auto& [id, t] : tasks_) {
+      if (!t.acked) continue;
+      if (t.log_path.empty() || t.log_sent >= FileSize(t.log_path)) {
+        done.push_back(id);
+      } else {
+        // Acknowledged, output still to deliver: send it now if this report made progress.
+        more |= std::any_of(sent.begin(), sent.end(),
+                            [&](const SentLog& s) { return s.id == id && t.log_sent > s.offset; });
+      }
+    }
+    for (const std::string& id : done) Forget(id);
+    if (more) report_due_ = true;
+  }
+  return true;
+}
+
+}  // namespace gangway::agent

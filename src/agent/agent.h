@@ -1,0 +1,153 @@
+#ifndef GANGWAY_AGENT_AGENT_H_
+#define GANGWAY_AGENT_AGENT_H_
+
+// The node agent's protocol loop (docs/design/live-system.md, "Agent protocol").
+//
+// Three threads:
+//   commands  long-polls GET /v1/agents/{node}/commands and applies launches and stops in
+//             sequence order (idempotently: a task the agent runs or ran is not launched
+//             twice; a stop of an unknown task is reported as exited);
+//   report    POSTs /v1/agents/{node}/report at once when a task starts or exits, and at
+//             least every heartbeat, and within `log_interval` of new task output; carries
+//             log chunks (at most 256 KiB per report, resent
+//             from the controller's logOffsets) and GPU samples; forgets acknowledged exits
+//             once their whole log has been delivered;
+//   runner    the TaskRunner's supervisor, which wakes the report thread when a task exits.
+// Either thread (re-)registers when the controller answers 404 for the node or shows a new
+// epoch. While the controller is unreachable the tasks keep running and the threads retry
+// with exponential backoff (100 ms doubling to `max_backoff`).
+//
+// Shutdown() (the agent's SIGINT/SIGTERM): stop asking for commands, send every task its
+// checkpoint signal, SIGKILL what is left after `shutdown_grace`, send one last report with
+// the exits, return. Tasks do not outlive their agent.
+//
+// Thread safety: Start and Shutdown from one thread; the rest is internal.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_set>
+
+#include "agent/gpu_source.h"
+#include "agent/inventory.h"
+#include "agent/task_runner.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace gangway::agent {
+
+struct AgentOptions {
+  std::string server = "http://127.0.0.1:8080";  // scheme://host:port, http only
+  std::string join_token;
+  Inventory inventory;  // gpus are taken from the GpuSource
+  std::filesystem::path data_dir;
+  // Until the controller's register answer names its own heartbeatMs.
+  std::chrono::milliseconds heartbeat{5000};
+  std::chrono::milliseconds poll_wait{25000};  // waitMs of the commands long poll
+  std::chrono::milliseconds shutdown_grace{10000};
+  std::chrono::milliseconds max_backoff{5000};
+  // New output of a task is reported within this interval (sooner with any other report).
+  std::chrono::milliseconds log_interval{500};
+  size_t max_log_bytes_per_report = 256 * 1024;
+  bool use_cgroups = true;
+};
+
+class Agent {
+ public:
+  Agent(AgentOptions options, std::unique_ptr<GpuSource> gpus);
+  ~Agent();  // Shutdown() if still running
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Creates the data directory and starts the threads; registration happens in the
+  // background (retried until it succeeds). Throws std::runtime_error if the data directory
+  // cannot be created or the server URL is not http://host[:port].
+  void Start();
+  void Shutdown();
+
+ private:
+  struct Task {
+    pid_t pid = 0;
+    std::string started_at;
+    bool exited = false;
+    ExitStatus exit;
+    std::string message;
+    std::string finished_at;
+    bool acked = false;
+    std::filesystem::path log_path;
+    uint64_t log_sent = 0;  // bytes the controller has
+    int stop_signal = SIGTERM;
+  };
+
+  std::unique_ptr<httplib::Client> MakeClient(std::chrono::milliseconds read_timeout) const;
+  bool EnsureRegistered(httplib::Client& client);
+  void MarkUnregistered(const std::string& why);
+  void CommandsLoop();
+  void ReportLoop();
+  // Sends one report; false on failure (network, 5xx, 404).
+  bool SendReport(httplib::Client& client);
+  void Apply(const nlohmann::json& command);
+  void Launch(const nlohmann::json& launch);
+  void RecordFailedLaunch(const std::string& task_id, const std::string& message);
+  void OnExit(const std::string& task_id, ExitStatus status);
+  void Forget(const std::string& task_id);
+  bool Known(const std::string& task_id) const;
+  bool HasUnsentLogs() const;  // mu_ held
+  // Waits `d` unless `flag` (a member guarded by mu_) becomes true; returns the flag.
+  bool SleepUnless(std::chrono::milliseconds d, const bool& flag);
+
+  AgentOptions options_;
+  std::unique_ptr<GpuSource> gpus_;
+  std::string agent_id_;
+  std::string host_;
+  int port_ = 0;
+  std::unique_ptr<TaskRunner> runner_;
+
+  std::mutex register_mu_;  // one registration at a time
+  mutable std::mutex mu_;   // everything below
+  std::condition_variable cv_;
+  bool registered_ = false;
+  std::string epoch_;
+  uint64_t applied_seq_ = 0;
+  std::chrono::milliseconds heartbeat_;
+  bool report_due_ = false;
+  bool stopping_ = false;
+  bool commands_stopped_ = false;
+  std::map<std::string, Task> tasks_;
+  std::unordered_set<std::string> forgotten_;  // recently forgotten task ids, for idempotency
+  std::deque<std::string> forgotten_order_;
+  std::vector<GpuSample> gpu_samples_;
+  std::chrono::steady_clock::time_point last_sample_{};
+
+  std::mutex poll_client_mu_;
+  httplib::Client* poll_client_ = nullptr;  // the commands thread's, to interrupt it
+  std::atomic<bool> commands_done_{false};
+  std::thread commands_thread_;
+  std::thread report_thread_;
+  bool started_ = false;
+};
+
+// The current time as "2026-11-29T12:00:00Z".
+std::string NowRfc3339();
+
+// A log chunk made safe for a JSON string: every byte that is not part of valid UTF-8 becomes
+// '?' (one byte for one, so offsets still count the log's bytes); a UTF-8 sequence cut off at
+// the end is left out for the next chunk, unless `final` (then its bytes become '?').
+std::string LogChunkText(std::string data, bool final);
+
+}  // namespace gangway::agent
+
+#endif  // GANGWAY_AGENT_AGENT_H_

@@ -1,0 +1,526 @@
+// The agent's protocol loop against a minimal controller: an httplib server on 127.0.0.1 that
+// speaks the agent protocol of docs/design/live-system.md and records what the agent sends.
+
+#include "agent/agent.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gangway::agent {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+constexpr char kToken[] = "join-secret";
+
+class FakeController {
+ public:
+  FakeController() {
+    server_.Post(
+        "/v1/agents/register", [this](const httplib::Request& req, httplib::Response& res) {
+          if (!Authorized(req, res)) return;
+          std::lock_guard lock(mu_);
+          if (down_) return Down(res);
+          registers_.push_back(json::parse(req.body));
+          unknown_node_ = false;
+          res.set_content(json{{"controllerEpoch", epoch_}, {"heartbeatMs", heartbeat_ms_}}.dump(),
+                          "application/json");
+          cv_.notify_all();
+        });
+    server_.Get(
+        R"(/v1/agents/([^/]+)/commands)",
+        [this](const httplib::Request& req, httplib::Response& res) { Commands(req, res); });
+    server_.Post(R"(/v1/agents/([^/]+)/report)",
+                 [this](const httplib::Request& req, httplib::Response& res) { Report(req, res); });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~FakeController() {
+    {
+      std::lock_guard lock(mu_);
+      closing_ = true;
+    }
+    cv_.notify_all();
+    server_.stop();
+    thread_.join();
+  }
+
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // Queues a command with the next sequence number of the current epoch.
+  void Push(json command) {
+    std::lock_guard lock(mu_);
+    command["seq"] = ++seq_;
+    commands_.push_back(std::move(command));
+    cv_.notify_all();
+  }
+  void Launch(const std::string& id, std::vector<std::string> command,
+              json extra = json::object()) {
+    json task = {{"taskId", id},        {"job", 7},
+                 {"attempt", 0},        {"index", 0},
+                 {"command", command},  {"env", json::object()},
+                 {"workdir", ""},       {"gpus", json::array()},
+                 {"cpuMilli", 1000},    {"memoryBytes", 0},
+                 {"checkpointDir", ""}, {"checkpointSignal", "SIGTERM"}};
+    task.update(extra);
+    Push({{"type", "launch"}, {"task", task}});
+  }
+  // A controller restart: new epoch, sequence numbers start over.
+  void NewEpoch() {
+    std::lock_guard lock(mu_);
+    epoch_ = "epoch-" + std::to_string(++epochs_);
+    commands_.clear();
+    seq_ = 0;
+    cv_.notify_all();
+  }
+  void ForgetNode() {
+    std::lock_guard lock(mu_);
+    unknown_node_ = true;
+  }
+  void SetDown(bool down) {
+    std::lock_guard lock(mu_);
+    down_ = down;
+  }
+  void SetAutoAck(bool ack) {
+    std::lock_guard lock(mu_);
+    auto_ack_ = ack;
+  }
+  void SetHeartbeatMs(int ms) {
+    std::lock_guard lock(mu_);
+    heartbeat_ms_ = ms;
+  }
+  // The next log chunk of `task` is dropped and answered with logOffsets, as if lost.
+  void DropNextChunk(const std::string& task) {
+    std::lock_guard lock(mu_);
+    drop_next_chunk_[task] = true;
+  }
+
+  // Waits until `pred` (called with the lock held) holds.
+  template <typename F>
+  bool WaitUntil(F pred, std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return pred(); });
+  }
+
+  // Guarded by the lock; read them inside WaitUntil predicates or via the copies below.
+  std::vector<json> registers_;
+  std::vector<json> reports_;
+  std::map<std::string, std::string> logs_;
+  std::string epoch_ = "epoch-0";
+  int unauthorized_ = 0;
+
+  std::vector<json> Reports() {
+    std::lock_guard lock(mu_);
+    return reports_;
+  }
+  std::string LogOf(const std::string& task) {
+    std::lock_guard lock(mu_);
+    return logs_[task];
+  }
+  size_t Registers() {
+    std::lock_guard lock(mu_);
+    return registers_.size();
+  }
+
+  // The task's entry in the last report that lists it.
+  static std::optional<json> Entry(const std::vector<json>& reports, const std::string& id,
+                                   const std::string& state) {
+    for (auto it = reports.rbegin(); it != reports.rend(); ++it) {
+      for (const json& t : (*it)["tasks"]) {
+        if (t["taskId"] == id && t["state"] == state) return t;
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  bool Authorized(const httplib::Request& req, httplib::Response& res) {
+    if (req.get_header_value("Authorization") == std::string("Bearer ") + kToken) return true;
+    std::lock_guard lock(mu_);
+    ++unauthorized_;
+    res.status = 401;
+    res.set_content(R"({"error":{"code":"unauthorized","message":"bad token"}})",
+                    "application/json");
+    return false;
+  }
+  static void Down(httplib::Response& res) {
+    res.status = 503;
+    res.set_content(R"({"error":{"code":"internal","message":"down"}})", "application/json");
+  }
+  static void NotFound(httplib::Response& res) {
+    res.status = 404;
+    res.set_content(R"({"error":{"code":"not_found","message":"unknown node"}})",
+                    "application/json");
+  }
+
+  void Commands(const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res)) return;
+    const std::string epoch = req.get_param_value("epoch");
+    const uint64_t after = std::stoull(req.get_param_value("after"));
+    const auto wait = std::chrono::milliseconds(std::stoll(req.get_param_value("waitMs")));
+    std::unique_lock lock(mu_);
+    if (down_) return Down(res);
+    if (unknown_node_) return NotFound(res);
+    auto ready = [&] {
+      if (closing_ || epoch != epoch_) return true;
+      for (const json& c : commands_) {
+        if (c["seq"].get<uint64_t>() > after) return true;
+      }
+      return false;
+    };
+    cv_.wait_for(lock, std::min<std::chrono::milliseconds>(wait, 2s), ready);
+    json out = {{"controllerEpoch", epoch_}, {"commands", json::array()}};
+    for (const json& c : commands_) {
+      if (epoch != epoch_ || c["seq"].get<uint64_t>() > after) out["commands"].push_back(c);
+    }
+    res.set_content(out.dump(), "application/json");
+  }
+
+  void Report(const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res)) return;
+    std::lock_guard lock(mu_);
+    if (down_) return Down(res);
+    if (unknown_node_) return NotFound(res);
+    json report = json::parse(req.body);
+    json answer = {{"ack", json::array()}, {"logOffsets", json::object()}};
+    for (const json& chunk : report["logs"]) {
+      const std::string id = chunk["taskId"];
+      std::string& log = logs_[id];
+      if (drop_next_chunk_[id]) {
+        drop_next_chunk_[id] = false;
+      } else if (chunk["offset"].get<size_t>() == log.size()) {
+        log += chunk["data"].get<std::string>();
+      }
+      answer["logOffsets"][id] = log.size();
+    }
+    for (const json& t : report["tasks"]) {
+      if (t["state"] == "exited" && auto_ack_) answer["ack"].push_back(t["taskId"]);
+    }
+    reports_.push_back(std::move(report));
+    res.set_content(answer.dump(), "application/json");
+    cv_.notify_all();
+  }
+
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<json> commands_;
+  uint64_t seq_ = 0;
+  int epochs_ = 0;
+  int heartbeat_ms_ = 60000;
+  bool unknown_node_ = false;
+  bool down_ = false;
+  bool auto_ack_ = true;
+  bool closing_ = false;
+  std::map<std::string, bool> drop_next_chunk_;
+};
+
+class AgentTest : public ::testing::Test {
+ protected:
+  AgentTest() {
+    std::random_device rd;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gangway_agent_test_" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(dir_);
+  }
+  ~AgentTest() override {
+    agent_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  void StartAgent(size_t max_log_bytes = 256 * 1024) {
+    AgentOptions options;
+    options.server = controller_.url();
+    options.join_token = kToken;
+    options.inventory = {
+        .name = "n1", .address = "10.0.0.5", .cpu_milli = 8000, .memory_bytes = int64_t{1} << 34};
+    options.data_dir = dir_ / "data";
+    options.heartbeat = 60s;
+    options.poll_wait = 500ms;
+    options.log_interval = 20ms;
+    options.shutdown_grace = 2s;
+    options.max_backoff = 200ms;
+    options.max_log_bytes_per_report = max_log_bytes;
+    options.use_cgroups = false;
+    auto gpus = ParseFakeGpus("2xH100-80GB", "n1");
+    agent_ =
+        std::make_unique<Agent>(std::move(options), std::make_unique<StaticGpuSource>("n1", *gpus));
+    agent_->Start();
+  }
+
+  // A shell command that prints `first` and then waits for the file `release`.
+  std::vector<std::string> Waiting(const std::string& first, const std::string& release,
+                                   const std::string& then = "exit 0") {
+    return {"/bin/sh", "-c",
+            first + "; while [ ! -e " + (dir_ / release).string() + " ]; do sleep 0.005; done; " +
+                then};
+  }
+  void Release(const std::string& name) { std::ofstream((dir_ / name).string()) << "go"; }
+
+  bool HasState(const std::string& id, const std::string& state) {
+    return controller_.WaitUntil(
+        [&] { return FakeController::Entry(controller_.reports_, id, state).has_value(); });
+  }
+
+  std::filesystem::path dir_;
+  FakeController controller_;
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(AgentTest, RegistersTheInventoryWithTheJoinTokenAndHeartbeats) {
+  controller_.SetHeartbeatMs(50);
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.reports_.size() >= 3; }));
+  json reg;
+  int unauthorized = -1;
+  controller_.WaitUntil([&] {
+    reg = controller_.registers_.at(0);
+    unauthorized = controller_.unauthorized_;
+    return true;
+  });
+  EXPECT_EQ(reg["node"]["name"], "n1");
+  EXPECT_EQ(reg["node"]["address"], "10.0.0.5");
+  EXPECT_EQ(reg["node"]["cpuMilli"], 8000);
+  ASSERT_EQ(reg["node"]["gpus"].size(), 2u);
+  EXPECT_EQ(reg["node"]["gpus"][1]["uuid"], "GPU-fake-n1-1");
+  EXPECT_EQ(reg["node"]["gpus"][1]["model"], "H100-80GB");
+  EXPECT_FALSE(reg["agentId"].get<std::string>().empty());
+  const json report = controller_.Reports().back();
+  EXPECT_EQ(report["agentId"], reg["agentId"]);
+  EXPECT_EQ(report["controllerEpoch"], "epoch-0");
+  ASSERT_EQ(report["gpus"].size(), 2u);
+  EXPECT_EQ(report["gpus"][0]["healthy"], true);
+  EXPECT_EQ(unauthorized, 0);
+}
+
+TEST_F(AgentTest, LaunchReportsRunningThenExitedWithLogAndForgetsTheTaskAfterAck) {
+  StartAgent();
+  controller_.Launch(
+      "7.0.0",
+      Waiting("echo \"gpus=$CUDA_VISIBLE_DEVICES nv=$NVIDIA_VISIBLE_DEVICES rank=$RANK\"", "go",
+              "echo done >&2; exit 7"),
+      {{"env", {{"RANK", "3"}}}, {"gpus", {{{"index", 1}, {"milli", 1000}}, {{"index", 0}}}}});
+  ASSERT_TRUE(HasState("7.0.0", "running"));
+  {
+    const auto reports = controller_.Reports();
+    const json running = *FakeController::Entry(reports, "7.0.0", "running");
+    EXPECT_GT(running["pid"].get<int>(), 0);
+    EXPECT_FALSE(running["startedAt"].get<std::string>().empty());
+    EXPECT_EQ(reports.back()["appliedSeq"], 1);
+  }
+  Release("go");
+  ASSERT_TRUE(HasState("7.0.0", "exited"));
+  const json exited = *FakeController::Entry(controller_.Reports(), "7.0.0", "exited");
+  EXPECT_EQ(exited["exitCode"], 7);
+  EXPECT_EQ(exited["signal"], 0);
+  EXPECT_FALSE(exited["finishedAt"].get<std::string>().empty());
+  ASSERT_TRUE(
+      controller_.WaitUntil([&] { return controller_.logs_["7.0.0"].ends_with("done\n"); }));
+  EXPECT_EQ(controller_.LogOf("7.0.0"),
+            "gpus=GPU-fake-n1-1,GPU-fake-n1-0 nv=GPU-fake-n1-1,GPU-fake-n1-0 rank=3\ndone\n");
+  // Acknowledged: a later report (the one the next command triggers) no longer lists it.
+  controller_.Launch("8.0.0", {"true"});
+  ASSERT_TRUE(HasState("8.0.0", "exited"));
+  const json last = controller_.Reports().back();
+  for (const json& t : last["tasks"]) EXPECT_NE(t["taskId"], "7.0.0") << last.dump();
+}
+
+TEST_F(AgentTest, LaunchesAreIdempotent) {
+  StartAgent();
+  controller_.Launch("3.0.0", Waiting("echo started", "go"));
+  controller_.Launch("3.0.0", Waiting("echo started", "go"));
+  ASSERT_TRUE(HasState("3.0.0", "running"));
+  ASSERT_TRUE(controller_.WaitUntil([&] {
+    return !controller_.reports_.empty() && controller_.reports_.back()["appliedSeq"] == 2;
+  }));
+  Release("go");
+  ASSERT_TRUE(HasState("3.0.0", "exited"));
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["3.0.0"] == "started\n"; }));
+  // A launch of a task that ran and was acknowledged is ignored too.
+  controller_.Launch("3.0.0", Waiting("echo started", "go"));
+  ASSERT_TRUE(controller_.WaitUntil([&] {
+    return !controller_.reports_.empty() && controller_.reports_.back()["appliedSeq"] == 3;
+  }));
+  const json last = controller_.Reports().back();
+  for (const json& t : last["tasks"]) EXPECT_NE(t["taskId"], "3.0.0") << last.dump();
+  EXPECT_EQ(controller_.LogOf("3.0.0"), "started\n");
+}
+
+TEST_F(AgentTest, StopSendsTheSignalAndUnknownStopsAreReportedExited) {
+  StartAgent();
+  controller_.Launch("5.0.1",
+                     {"/bin/sh", "-c",
+                      "trap 'echo checkpointed; exit 0' USR1; echo ready; "
+                      "while :; do sleep 0.005; done"},
+                     {{"checkpointSignal", "SIGUSR1"}});
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["5.0.1"] == "ready\n"; }));
+  controller_.Push(
+      {{"type", "stop"}, {"taskId", "5.0.1"}, {"graceSeconds", 30}, {"reason", "preempted"}});
+  ASSERT_TRUE(HasState("5.0.1", "exited"));
+  EXPECT_EQ(FakeController::Entry(controller_.Reports(), "5.0.1", "exited")->at("exitCode"), 0);
+  ASSERT_TRUE(controller_.WaitUntil([&] {
+    // The shell may also note that its `sleep` died of the signal the group received.
+    const std::string& log = controller_.logs_["5.0.1"];
+    return log.starts_with("ready\n") && log.ends_with("checkpointed\n");
+  }));
+
+  controller_.Push({{"type", "stop"}, {"taskId", "9.9.9"}, {"graceSeconds", 0}});
+  ASSERT_TRUE(HasState("9.9.9", "exited"));
+  EXPECT_EQ(FakeController::Entry(controller_.Reports(), "9.9.9", "exited")->at("exitCode"), -1);
+}
+
+TEST_F(AgentTest, StopWithGraceKillsATaskThatIgnoresItsSignal) {
+  StartAgent();
+  controller_.Launch("6.0.0",
+                     {"/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.005; done"});
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["6.0.0"] == "ready\n"; }));
+  controller_.Push(
+      {{"type", "stop"}, {"taskId", "6.0.0"}, {"graceSeconds", 1}, {"signal", "SIGTERM"}});
+  ASSERT_TRUE(HasState("6.0.0", "exited"));
+  EXPECT_EQ(FakeController::Entry(controller_.Reports(), "6.0.0", "exited")->at("signal"), SIGKILL);
+}
+
+TEST_F(AgentTest, ANewControllerEpochMeansRegisteringAgainAndKeepsTasksRunning) {
+  StartAgent();
+  controller_.Launch("4.0.0", Waiting("echo started", "go"));
+  ASSERT_TRUE(HasState("4.0.0", "running"));
+  const int pid = FakeController::Entry(controller_.Reports(), "4.0.0", "running")->at("pid");
+  controller_.NewEpoch();
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.registers_.size() == 2; }));
+  ASSERT_TRUE(controller_.WaitUntil([&] {
+    const json& last = controller_.reports_.back();
+    return last["controllerEpoch"] == "epoch-1" && !last["tasks"].empty();
+  }));
+  {
+    const json last = controller_.Reports().back();
+    EXPECT_EQ(last["tasks"][0]["taskId"], "4.0.0");
+    EXPECT_EQ(last["tasks"][0]["state"], "running");
+    EXPECT_EQ(last["tasks"][0]["pid"], pid);
+    EXPECT_EQ(last["appliedSeq"], 0);
+  }
+  // The new controller issues the launch again; the agent already runs the task.
+  controller_.Launch("4.0.0", Waiting("echo started", "go"));
+  ASSERT_TRUE(controller_.WaitUntil([&] {
+    const json& last = controller_.reports_.back();
+    return last["controllerEpoch"] == "epoch-1" && last["appliedSeq"] == 1;
+  }));
+  Release("go");
+  ASSERT_TRUE(HasState("4.0.0", "exited"));
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["4.0.0"] == "started\n"; }));
+}
+
+TEST_F(AgentTest, A404ForTheNodeMeansRegisteringAgain) {
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.registers_.size() == 1; }));
+  controller_.ForgetNode();
+  controller_.Launch("1.0.0", {"true"});  // wakes the agent; its poll and report get 404
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.registers_.size() >= 2; }));
+  ASSERT_TRUE(HasState("1.0.0", "exited"));
+}
+
+TEST_F(AgentTest, LostLogChunksAreResentFromTheControllersOffset) {
+  StartAgent();
+  controller_.DropNextChunk("2.0.0");
+  controller_.Launch("2.0.0", Waiting("echo first", "go", "echo second"));
+  ASSERT_TRUE(HasState("2.0.0", "running"));
+  Release("go");
+  ASSERT_TRUE(HasState("2.0.0", "exited"));
+  ASSERT_TRUE(controller_.WaitUntil([&] {
+    return controller_.logs_["2.0.0"] == "first\nsecond\n";
+  })) << controller_.LogOf("2.0.0");
+}
+
+TEST_F(AgentTest, LogsTravelInChunksNoLargerThanTheLimit) {
+  StartAgent(/*max_log_bytes=*/1000);
+  // 5000 bytes: 100 lines of 49 characters and a newline.
+  controller_.Launch("11.0.0", {"/bin/sh", "-c",
+                                "i=0; while [ $i -lt 100 ]; do "
+                                "echo 0123456789012345678901234567890123456789012345678; "
+                                "i=$((i+1)); done"});
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["11.0.0"].size() == 5000; }));
+  for (const json& report : controller_.Reports()) {
+    size_t bytes = 0;
+    for (const json& chunk : report["logs"]) bytes += chunk["data"].get<std::string>().size();
+    EXPECT_LE(bytes, 1000u);
+  }
+}
+
+TEST_F(AgentTest, TasksKeepRunningWhileTheControllerIsDownAndExitsAreReportedAfter) {
+  StartAgent();
+  controller_.Launch("12.0.0", Waiting("echo up", "go"));
+  ASSERT_TRUE(HasState("12.0.0", "running"));
+  const int pid = FakeController::Entry(controller_.Reports(), "12.0.0", "running")->at("pid");
+  controller_.SetDown(true);
+  const size_t before = controller_.Reports().size();
+  std::this_thread::sleep_for(300ms);  // a few failed polls with backoff
+  EXPECT_EQ(kill(pid, 0), 0);          // still running
+  Release("go");
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(controller_.Reports().size(), before);  // nothing got through
+  controller_.SetDown(false);
+  ASSERT_TRUE(HasState("12.0.0", "exited"));
+}
+
+TEST_F(AgentTest, LaunchesThatCannotStartAreReportedExitedWithTheReason) {
+  StartAgent();
+  controller_.Launch("13.0.0", {"gangway-no-such-command"});
+  controller_.Launch("14.0.0", {"true"}, {{"gpus", {{{"index", 5}}}}});
+  ASSERT_TRUE(HasState("13.0.0", "exited"));
+  ASSERT_TRUE(HasState("14.0.0", "exited"));
+  const auto reports = controller_.Reports();
+  const json missing = *FakeController::Entry(reports, "13.0.0", "exited");
+  EXPECT_EQ(missing["exitCode"], 127);
+  EXPECT_NE(missing["message"].get<std::string>().find("command not found"), std::string::npos);
+  const json no_gpu = *FakeController::Entry(reports, "14.0.0", "exited");
+  EXPECT_EQ(no_gpu["message"], "GPU 5 does not exist on this node (it has 2 GPUs)");
+}
+
+TEST_F(AgentTest, ShutdownStopsTasksWithTheirSignalAndReportsTheExits) {
+  controller_.SetAutoAck(false);
+  StartAgent();
+  controller_.Launch(
+      "15.0.0", {"/bin/sh", "-c",
+                 "trap 'echo saving; exit 0' TERM; echo ready; while :; do sleep 0.005; done"});
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["15.0.0"] == "ready\n"; }));
+  agent_->Shutdown();
+  const auto reports = controller_.Reports();
+  auto exited = FakeController::Entry(reports, "15.0.0", "exited");
+  ASSERT_TRUE(exited.has_value());
+  EXPECT_EQ(exited->at("exitCode"), 0);
+  const std::string log = controller_.LogOf("15.0.0");
+  EXPECT_TRUE(log.starts_with("ready\n") && log.ends_with("saving\n")) << log;
+}
+
+TEST(LogChunkText, KeepsValidUtf8AndReplacesBadBytesOneForOne) {
+  EXPECT_EQ(LogChunkText("plain\n", false), "plain\n");
+  EXPECT_EQ(LogChunkText("caf\xc3\xa9 \xe2\x9c\x93", false), "caf\xc3\xa9 \xe2\x9c\x93");
+  EXPECT_EQ(LogChunkText("a\xff"
+                         "b\xc0\x80"
+                         "c",
+                         false),
+            "a?b??c");
+  // A sequence cut at the end waits for the next chunk, unless the log is complete.
+  EXPECT_EQ(LogChunkText("ok\xe2\x9c", false), "ok");
+  EXPECT_EQ(LogChunkText("ok\xe2\x9c", true), "ok??");
+}
+
+}  // namespace
+}  // namespace gangway::agent

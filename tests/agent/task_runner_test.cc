@@ -1,0 +1,252 @@
+// The task runner with real processes: environment, process groups, logs, exit codes,
+// signals, the grace period and descriptor hygiene.
+
+#include "agent/task_runner.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace gangway::agent {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Polls `done` every millisecond until it holds or `timeout` passes.
+template <typename F>
+bool WaitFor(F done, std::chrono::milliseconds timeout = 5000ms) {
+  const auto deadline = Clock::now() + timeout;
+  while (!done()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// A process that no longer runs: gone, or a zombie waiting for a reaper that is not us.
+bool ProcessGone(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (stat.empty()) return true;
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
+class TaskRunnerTest : public ::testing::Test {
+ protected:
+  TaskRunnerTest() {
+    std::random_device rd;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gangway_runner_test_" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(dir_);
+    runner_ = std::make_unique<TaskRunner>(TaskRunner::Options{
+        .on_exit =
+            [this](const std::string& id, ExitStatus status) {
+              std::lock_guard lock(mu_);
+              exits_[id] = status;
+              cv_.notify_all();
+            },
+        .base_env =
+            std::vector<std::string>{"PATH=/usr/bin:/bin", "BASE_VAR=from-base", "OVERRIDDEN=base"},
+        .use_cgroups = false});
+  }
+  ~TaskRunnerTest() override {
+    runner_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  LaunchSpec Shell(const std::string& id, const std::string& script) {
+    return LaunchSpec{
+        .task_id = id, .argv = {"sh", "-c", script}, .log_path = (dir_ / (id + ".log")).string()};
+  }
+  std::optional<ExitStatus> WaitExit(const std::string& id, std::chrono::milliseconds t = 5000ms) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, t, [&] { return exits_.contains(id); })) return std::nullopt;
+    return exits_.at(id);
+  }
+  std::string Log(const std::string& id) { return ReadFile((dir_ / (id + ".log")).string()); }
+
+  std::filesystem::path dir_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, ExitStatus> exits_;
+  std::unique_ptr<TaskRunner> runner_;
+};
+
+TEST_F(TaskRunnerTest, EnvironmentIsBasePlusTaskVariables) {
+  LaunchSpec spec = Shell("env", "echo $BASE_VAR $OVERRIDDEN $CUDA_VISIBLE_DEVICES");
+  spec.env = {{"OVERRIDDEN", "task"}, {"CUDA_VISIBLE_DEVICES", "GPU-a,GPU-b"}};
+  ASSERT_TRUE(runner_->Start(spec).ok());
+  auto exit = WaitExit("env");
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(Log("env"), "from-base task GPU-a,GPU-b\n");
+}
+
+TEST_F(TaskRunnerTest, TaskLeadsItsOwnProcessGroup) {
+  // Field 5 of /proc/PID/stat is the process group; the shell's comm "(sh)" has no spaces.
+  auto pid = runner_->Start(Shell("pg", "cut -d' ' -f5 /proc/$$/stat"));
+  ASSERT_TRUE(pid.ok()) << pid.error();
+  ASSERT_TRUE(WaitExit("pg"));
+  EXPECT_EQ(Log("pg"), std::to_string(*pid) + "\n");
+  EXPECT_NE(*pid, getpgrp());
+}
+
+TEST_F(TaskRunnerTest, StdoutAndStderrGoToOneLogInOrder) {
+  ASSERT_TRUE(runner_->Start(Shell("log", "echo one; echo two >&2; echo three")).ok());
+  ASSERT_TRUE(WaitExit("log"));
+  EXPECT_EQ(Log("log"), "one\ntwo\nthree\n");
+}
+
+TEST_F(TaskRunnerTest, ReportsExitCodeAndSignal) {
+  ASSERT_TRUE(runner_->Start(Shell("code", "exit 3")).ok());
+  ASSERT_TRUE(runner_->Start(Shell("sig", "kill -USR1 $$")).ok());
+  auto code = WaitExit("code");
+  auto sig = WaitExit("sig");
+  ASSERT_TRUE(code && sig);
+  EXPECT_EQ(code->exit_code, 3);
+  EXPECT_EQ(code->signal, 0);
+  EXPECT_EQ(sig->signal, SIGUSR1);
+  EXPECT_EQ(sig->exit_code, 128 + SIGUSR1);
+}
+
+TEST_F(TaskRunnerTest, WorkdirAndArgvAreUsedAsGiven) {
+  std::filesystem::create_directories(dir_ / "work dir");
+  LaunchSpec spec{.task_id = "wd",
+                  .argv = {"sh", "-c", "pwd; printf '%s|' \"$@\"", "argv0", "a b", "*"},
+                  .workdir = (dir_ / "work dir").string(),
+                  .log_path = (dir_ / "wd.log").string()};
+  ASSERT_TRUE(runner_->Start(spec).ok());
+  ASSERT_TRUE(WaitExit("wd"));
+  EXPECT_EQ(Log("wd"), (dir_ / "work dir").string() + "\na b|*|");
+}
+
+TEST_F(TaskRunnerTest, UnstartableTasksFailWithTheReason) {
+  LaunchSpec missing = Shell("missing", "");
+  missing.argv = {"gangway-no-such-command"};
+  auto r1 = runner_->Start(missing);
+  ASSERT_FALSE(r1.ok());
+  EXPECT_EQ(r1.error(), "gangway-no-such-command: command not found in PATH /usr/bin:/bin");
+  LaunchSpec bad_dir = Shell("bad-dir", "true");
+  bad_dir.workdir = (dir_ / "nope").string();
+  auto r2 = runner_->Start(bad_dir);
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(r2.error(), "workdir " + (dir_ / "nope").string() + " is not a directory");
+  EXPECT_EQ(runner_->running(), 0u);
+}
+
+TEST_F(TaskRunnerTest, StopSignalsThenKillsAfterGraceWhenTheTaskIgnoresTheSignal) {
+  ASSERT_TRUE(runner_
+                  ->Start(Shell("stubborn",
+                                "trap 'echo got-term' TERM; echo ready; "
+                                "while :; do sleep 0.01; done"))
+                  .ok());
+  ASSERT_TRUE(WaitFor([&] { return Log("stubborn") == "ready\n"; }));
+  const auto start = Clock::now();
+  ASSERT_TRUE(runner_->Stop("stubborn", SIGTERM, 300ms));
+  auto exit = WaitExit("stubborn");
+  const auto elapsed = Clock::now() - start;
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(exit->signal, SIGKILL);
+  EXPECT_GE(elapsed, 300ms);
+  EXPECT_LT(elapsed, 3000ms);
+  EXPECT_NE(Log("stubborn").find("got-term"), std::string::npos) << Log("stubborn");
+}
+
+TEST_F(TaskRunnerTest, StopEndsACooperativeTaskWithItsSignalBeforeTheGrace) {
+  ASSERT_TRUE(runner_->Start(Shell("nice", "echo ready; exec sleep 30")).ok());
+  ASSERT_TRUE(WaitFor([&] { return Log("nice") == "ready\n"; }));
+  const auto start = Clock::now();
+  ASSERT_TRUE(runner_->Stop("nice", SIGUSR2, 10s));
+  auto exit = WaitExit("nice");
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(exit->signal, SIGUSR2);
+  EXPECT_LT(Clock::now() - start, 5s);
+  EXPECT_FALSE(runner_->Stop("nice", SIGTERM, 1s));  // no longer running
+}
+
+TEST_F(TaskRunnerTest, StopKillsGrandchildrenWithTheGroup) {
+  const std::string pidfile = (dir_ / "grandchild.pid").string();
+  ASSERT_TRUE(
+      runner_->Start(Shell("tree", "sleep 30 & echo $! > " + pidfile + "; echo ready; wait")).ok());
+  ASSERT_TRUE(WaitFor([&] { return Log("tree") == "ready\n"; }));
+  const pid_t grandchild = std::stoi(ReadFile(pidfile));
+  ASSERT_FALSE(ProcessGone(grandchild));
+  ASSERT_TRUE(runner_->Stop("tree", SIGTERM, 5s));
+  ASSERT_TRUE(WaitExit("tree"));
+  EXPECT_TRUE(WaitFor([&] { return ProcessGone(grandchild); }));
+}
+
+TEST_F(TaskRunnerTest, WhatATaskLeavesBehindInItsGroupIsKilledWhenItExits) {
+  const std::string pidfile = (dir_ / "orphan.pid").string();
+  ASSERT_TRUE(runner_->Start(Shell("leaver", "sleep 30 & echo $! > " + pidfile + "; exit 0")).ok());
+  auto exit = WaitExit("leaver");
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(exit->exit_code, 0);
+  const pid_t orphan = std::stoi(ReadFile(pidfile));
+  EXPECT_TRUE(WaitFor([&] { return ProcessGone(orphan); }));
+}
+
+TEST_F(TaskRunnerTest, DescriptorsOfTheAgentDoNotLeakIntoTasks) {
+  int leaky[2];
+  ASSERT_EQ(pipe(leaky), 0);  // no O_CLOEXEC, like a third-party library's socket
+  ASSERT_TRUE(runner_->Start(Shell("fds", "ls /proc/$$/fd")).ok());
+  ASSERT_TRUE(WaitExit("fds"));
+  close(leaky[0]);
+  close(leaky[1]);
+  EXPECT_EQ(Log("fds"), "0\n1\n2\n");
+}
+
+TEST_F(TaskRunnerTest, ExitIsDeliveredWithinMilliseconds) {
+  // The report loop depends on hearing of exits at once, not on a polling period.
+  const auto start = Clock::now();
+  ASSERT_TRUE(
+      runner_
+          ->Start(LaunchSpec{
+              .task_id = "fast", .argv = {"true"}, .log_path = (dir_ / "fast.log").string()})
+          .ok());
+  ASSERT_TRUE(WaitExit("fast"));
+  EXPECT_LT(Clock::now() - start, 1000ms);  // generous: sanitizers and a shared machine
+}
+
+TEST_F(TaskRunnerTest, StopAllAndWaitIdleEndEveryTask) {
+  for (const char* id : {"a", "b", "c"}) {
+    ASSERT_TRUE(runner_->Start(Shell(id, "exec sleep 30")).ok());
+  }
+  EXPECT_EQ(runner_->running(), 3u);
+  runner_->StopAll(SIGTERM, 5s);
+  EXPECT_TRUE(runner_->WaitIdle(5s));
+  EXPECT_EQ(runner_->running(), 0u);
+  for (const char* id : {"a", "b", "c"}) EXPECT_EQ(WaitExit(id)->signal, SIGTERM);
+}
+
+TEST(SignalFromName, KnowsTheCheckpointSignals) {
+  EXPECT_EQ(SignalFromName("SIGTERM"), SIGTERM);
+  EXPECT_EQ(SignalFromName("SIGINT"), SIGINT);
+  EXPECT_EQ(SignalFromName("SIGUSR1"), SIGUSR1);
+  EXPECT_EQ(SignalFromName("USR2"), SIGUSR2);
+  EXPECT_EQ(SignalFromName("SIGFOO"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace gangway::agent
