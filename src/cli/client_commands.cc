@@ -1,0 +1,13 @@
+#include "cli/client_commands.h"
+
+#include "cli/client_common.h"
+
+namespace gangway::cli {
+
+void AddClientCommands(CLI::App& app) {
+  AddJobCommands(app);
+  AddNodeCommands(app);
+  AddUpCommand(app);
+}
+
+}  // namespace gangway::cli

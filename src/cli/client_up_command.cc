@@ -1,0 +1,385 @@
+// gangway up: a controller and one agent with fake GPUs on this machine, as child processes of
+// this same executable (cli/client_commands.h).
+//
+// Order: start `gangway server`, wait until it has written <data>/client.json (newer than any
+// earlier one) and answers /healthz, start `gangway agent` with the URL and join token from
+// there, wait until the node is registered, submit the --submit files, print how to use it,
+// then wait. SIGINT, SIGTERM and SIGHUP are forwarded to both children (they run in their own
+// process group, so a Ctrl-C in the terminal reaches them once, through us), and a second one
+// kills them (SIGKILL), since a controller may wait for its open long polls; when either child
+// exits, the other is stopped, and `up` exits when both have: 0 after a requested stop, 1 when
+// a child failed or stopped on its own. The children get SIGTERM if `up` dies (PDEATHSIG).
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "cli/client_commands.h"
+#include "cli/client_common.h"
+#include "cli/plan_command.h"
+
+namespace gangway::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct UpFlags {
+  std::string data = "./gangway-data";
+  int port = 8080;
+  std::string fake_gpus = "8xH100-80GB";
+  std::string node_name = "local";
+  std::string auth;
+  std::string config;
+  std::string policy;
+  std::vector<std::string> submit;
+  int timeout_s = 30;
+  bool verbose = false;
+};
+
+std::atomic<int> g_signal{0};
+
+extern "C" void OnUpSignal(int signal) { g_signal.store(signal); }
+
+void InstallHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnUpSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: waitpid returns EINTR so the signal is forwarded at once
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);
+}
+
+struct Child {
+  std::string what;  // "controller", "agent"
+  pid_t pid = -1;
+  std::string log;  // where its output goes; empty: the terminal
+  bool running() const { return pid > 0; }
+};
+
+std::string Describe(int status) {
+  if (WIFEXITED(status)) return "with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("on signal ") + strsignal(WTERMSIG(status));
+  return "";
+}
+
+Child Spawn(const std::string& what, const std::string& exe, const std::vector<std::string>& args,
+            const std::string& log) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(exe.c_str()));
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+  std::cout.flush();
+  std::cerr.flush();
+  pid_t pid = fork();
+  if (pid < 0) Fail(kExitInternal, "cannot start the " + what + ": " + std::strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);
+    if (!log.empty()) {
+      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+      }
+    }
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    execv(exe.c_str(), argv.data());
+    std::fprintf(stderr, "gangway up: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  return Child{.what = what, .pid = pid, .log = log};
+}
+
+std::string Tail(const std::string& path, size_t lines) {
+  std::ifstream in(path);
+  std::vector<std::string> all;
+  std::string line;
+  while (std::getline(in, line)) all.push_back(line);
+  std::string out;
+  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) {
+    out += "  " + all[i] + "\n";
+  }
+  return out;
+}
+
+class Supervisor {
+ public:
+  Supervisor() = default;
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+  ~Supervisor() { StopAll(SIGTERM); }
+
+  void Add(Child c) { children_.push_back(std::move(c)); }
+
+  // Reaps children that have exited without blocking; true if `c` has exited, with its
+  // status in `status`.
+  bool Exited(Child& c, int& status) {
+    if (!c.running()) return true;
+    pid_t r = waitpid(c.pid, &status, WNOHANG);
+    if (r == c.pid) {
+      c.pid = -1;
+      return true;
+    }
+    return false;
+  }
+
+  // Fails (exit 1) if a child has exited or a signal arrived; called while starting.
+  void CheckStarting() {
+    if (int s = g_signal.load(); s != 0) {
+      StopAll(s);
+      WaitAll();
+      throw CLI::RuntimeError(kExitOk);
+    }
+    for (Child& c : children_) {
+      int status = 0;
+      if (c.running() && Exited(c, status)) {
+        std::string msg = "the " + c.what + " exited " + Describe(status) + " before it was ready";
+        if (!c.log.empty()) {
+          msg += "; the end of " + c.log + ":\n" + Tail(c.log, 15);
+          while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+        }
+        StopAll(SIGTERM);
+        WaitAll();
+        Fail(kExitInternal, msg);
+      }
+    }
+  }
+
+  void StopAll(int signal) {
+    for (Child& c : children_) {
+      if (c.running()) kill(c.pid, signal);
+    }
+  }
+
+  void WaitAll() {
+    for (Child& c : children_) {
+      if (!c.running()) continue;
+      int status = 0;
+      while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      c.pid = -1;
+    }
+  }
+
+  // Waits until every child has exited, forwarding signals. The exit code of `up`.
+  int Run() {
+    bool stopping = false;
+    bool signalled = false;  // a second signal kills
+    bool failed = false;
+    while (true) {
+      bool any = false;
+      for (const Child& c : children_) any = any || c.running();
+      if (!any) break;
+      if (int s = g_signal.exchange(0); s != 0) {
+        if (signalled) {
+          std::cerr << "gangway up: killing the agent and the controller\n";
+          StopAll(SIGKILL);
+        } else {
+          std::cerr << "gangway up: stopping the agent and the controller (again to kill)\n";
+          StopAll(s == SIGHUP ? SIGTERM : s);
+        }
+        stopping = true;
+        signalled = true;
+      }
+      int status = 0;
+      pid_t pid = waitpid(-1, &status, 0);
+      if (pid < 0) {
+        if (errno == EINTR) continue;
+        break;  // ECHILD: nothing left
+      }
+      for (Child& c : children_) {
+        if (c.pid != pid) continue;
+        c.pid = -1;
+        const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!stopping) {
+          std::cerr << "gangway up: the " << c.what << " exited " << Describe(status)
+                    << (c.log.empty() ? "" : " (see " + c.log + ")") << "; stopping the rest\n";
+          failed = true;
+          stopping = true;
+          StopAll(SIGTERM);
+        } else if (!clean && !(WIFSIGNALED(status) && (signalled || WTERMSIG(status) == SIGTERM ||
+                                                       WTERMSIG(status) == SIGINT))) {
+          failed = true;
+        }
+      }
+    }
+    return failed ? kExitInternal : kExitOk;
+  }
+
+ private:
+  std::vector<Child> children_;
+};
+
+std::optional<fs::file_time_type> ModTime(const fs::path& p) {
+  std::error_code ec;
+  auto t = fs::last_write_time(p, ec);
+  if (ec) return std::nullopt;
+  return t;
+}
+
+void RunUp(const UpFlags& f) {
+  if (f.port < 0 || f.port > 65535) Fail(kExitBadInput, "--port must be 0-65535");
+  std::error_code ec;
+  const std::string exe = fs::read_symlink("/proc/self/exe", ec).string();
+  if (ec) Fail(kExitInternal, "cannot find this executable: " + ec.message());
+  const fs::path data = f.data;
+  fs::create_directories(data, ec);
+  if (ec) Fail(kExitBadInput, "cannot create " + data.string() + ": " + ec.message());
+  for (const std::string& file : f.submit) {
+    if (!fs::is_regular_file(file)) Fail(kExitBadInput, "--submit: cannot read " + file);
+  }
+  const fs::path client_file = data / "client.json";
+  const auto previous = ModTime(client_file);
+
+  InstallHandlers();
+  Supervisor sup;
+  const std::string server_log = f.verbose ? "" : (data / "server.log").string();
+  const std::string agent_log = f.verbose ? "" : (data / "agent.log").string();
+
+  std::vector<std::string> server_args = {"server", "--data", data.string(), "--listen",
+                                          "127.0.0.1:" + std::to_string(f.port)};
+  if (!f.auth.empty()) server_args.insert(server_args.end(), {"--auth", f.auth});
+  if (!f.config.empty()) server_args.insert(server_args.end(), {"--config", f.config});
+  if (!f.policy.empty()) server_args.insert(server_args.end(), {"--policy", f.policy});
+  Child server = Spawn("controller", exe, server_args, server_log);
+  const pid_t server_pid = server.pid;
+  sup.Add(server);
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(f.timeout_s);
+  auto wait_step = [&](const std::string& waiting_for) {
+    sup.CheckStarting();
+    if (std::chrono::steady_clock::now() > deadline) {
+      sup.StopAll(SIGTERM);
+      sup.WaitAll();
+      Fail(kExitInternal, "timed out after " + std::to_string(f.timeout_s) + "s waiting for " +
+                              waiting_for +
+                              (f.verbose ? "" : "; see " + server_log + " and " + agent_log));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  };
+
+  // The controller is ready once it has written a new client.json and answers /healthz.
+  std::string url;
+  std::string token;
+  while (true) {
+    auto t = ModTime(client_file);
+    if (t && (!previous || *t != *previous)) {
+      std::ifstream in(client_file);
+      std::ostringstream text;
+      text << in.rdbuf();
+      auto parsed = json::parse(text.str(), nullptr, false);
+      if (parsed.is_object() && parsed.contains("server") && parsed["server"].is_string()) {
+        url = parsed["server"].get<std::string>();
+        token = parsed.value("token", "");
+        break;
+      }
+    }
+    wait_step("the controller to write " + client_file.string());
+  }
+  auto created = client::ApiClient::Create({.server = url, .token = token});
+  if (!created.ok()) Fail(kExitInternal, client_file.string() + ": " + created.error().message);
+  const client::ApiClient api = std::move(created).value();
+  while (!api.Health().ok()) wait_step("the controller at " + url + " to answer /healthz");
+
+  Child agent =
+      Spawn("agent", exe,
+            {"agent", "--server", api.server(), "--join-token-file", (data / "join.token").string(),
+             "--fake-gpus", f.fake_gpus, "--name", f.node_name},
+            agent_log);
+  const pid_t agent_pid = agent.pid;
+  sup.Add(agent);
+  while (true) {
+    auto node = api.GetNode(f.node_name);
+    if (node.ok() && node->contains("node") && Str((*node)["node"], "state") == "ready") break;
+    wait_step("node " + f.node_name + " to register");
+  }
+
+  for (const std::string& file : f.submit) {
+    try {
+      json answer = SubmitJobFile(api, file);
+      const json job = answer.contains("job") ? answer["job"] : json::object();
+      std::cout << "job/" << Num(job, "id", "?") << " submitted (" << file << ")\n";
+    } catch (const CLI::RuntimeError&) {
+      // The problem is on stderr; the others may still go in.
+    }
+  }
+
+  const bool default_data = fs::weakly_canonical(data, ec) ==
+                            fs::weakly_canonical(fs::current_path() / "gangway-data", ec);
+  std::cout << "\nGangway is running on this machine.\n"
+            << "  Controller  " << api.server() << "  (pid " << server_pid << "; state in "
+            << data.string() << (f.verbose ? "" : ", log " + server_log) << ")\n"
+            << "  Agent       node " << f.node_name << " with " << f.fake_gpus
+            << " fake GPUs  (pid " << agent_pid << (f.verbose ? "" : ", log " + agent_log) << ")\n"
+            << "  API         " << api.server() << "/v1  (OpenAPI: " << api.server()
+            << "/v1/openapi.json)\n"
+            << "  Dashboard   " << api.server() << "/\n\n";
+  if (default_data) {
+    std::cout << "From another terminal in this directory (the CLI reads the address and the "
+                 "admin token\nfrom "
+              << client_file.string() << "):\n";
+  } else {
+    std::cout << "From another terminal:\n"
+              << "  export GANGWAY_SERVER=" << api.server() << "\n"
+              << "  export GANGWAY_TOKEN=$(sed -n 's/.*\"token\": *\"\\([^\"]*\\)\".*/\\1/p' "
+              << client_file.string() << ")\n";
+  }
+  std::cout << "  gangway run --gpus 1 -w -- sh -c 'echo hello from GPU $CUDA_VISIBLE_DEVICES'\n"
+            << "  gangway submit examples/live/gang-2x8.yaml\n"
+            << "  gangway jobs\n"
+            << "  gangway describe 1\n"
+            << "  gangway logs -f 1\n"
+            << "  gangway nodes\n\n"
+            << "Press Ctrl-C to stop both.\n"
+            << std::flush;
+
+  const int code = sup.Run();
+  if (code != kExitOk) throw CLI::RuntimeError(code);
+}
+
+}  // namespace
+
+void AddUpCommand(CLI::App& app) {
+  auto f = std::make_shared<UpFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "up", "Run a controller and a local agent with fake GPUs on this machine (all-in-one)");
+  cmd->add_option("--data", f->data, "State directory: SQLite, tokens, logs")
+      ->default_str("./gangway-data");
+  cmd->add_option("--port,-p", f->port, "Controller port on 127.0.0.1 (0: any free port)")
+      ->default_str("8080");
+  cmd->add_option("--fake-gpus", f->fake_gpus, "The local agent's GPUs")
+      ->default_str("8xH100-80GB");
+  cmd->add_option("--node-name", f->node_name, "The local agent's node name")->default_str("local");
+  cmd->add_option("--auth", f->auth, "Auth file for the controller (users, tokens, roles)")
+      ->type_name("FILE");
+  cmd->add_option("--config", f->config, "Queue file for the controller")->type_name("FILE");
+  cmd->add_option("--policy", f->policy, "Policy file for the controller")->type_name("FILE");
+  cmd->add_option("--submit", f->submit, "Job files to submit once the node is ready")
+      ->type_name("FILE");
+  cmd->add_option("--timeout", f->timeout_s, "Seconds to wait for the controller and the agent")
+      ->default_str("30");
+  cmd->add_flag("--verbose,-v", f->verbose,
+                "Show the controller's and agent's logs here instead of in the data directory");
+  cmd->callback([f] { RunUp(*f); });
+}
+
+}  // namespace gangway::cli

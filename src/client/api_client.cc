@@ -1,0 +1,322 @@
+#include "client/api_client.h"
+
+#include <httplib.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <cctype>
+#include <string_view>
+
+namespace gangway::client {
+namespace {
+
+constexpr std::string_view kHint = "is `gangway up` or `gangway server` running?";
+
+ApiError LocalError(std::string code, std::string message) {
+  return ApiError{.status = 0, .code = std::move(code), .message = std::move(message)};
+}
+
+std::string Reason(int status) {
+  switch (status) {
+    case 400:
+      return "bad request";
+    case 401:
+      return "unauthorized";
+    case 403:
+      return "forbidden";
+    case 404:
+      return "not found";
+    case 409:
+      return "conflict";
+    case 413:
+      return "request too large";
+    case 415:
+      return "unsupported media type";
+    case 500:
+      return "internal error";
+    case 502:
+      return "bad gateway";
+    case 503:
+      return "service unavailable";
+    default:
+      return "HTTP " + std::to_string(status);
+  }
+}
+
+std::string DefaultCode(int status) {
+  switch (status) {
+    case 400:
+      return "bad_request";
+    case 401:
+      return "unauthorized";
+    case 403:
+      return "forbidden";
+    case 404:
+      return "not_found";
+    case 409:
+      return "conflict";
+    case 413:
+      return "too_large";
+    case 415:
+      return "unsupported_media_type";
+    default:
+      return status >= 500 ? "internal" : "bad_request";
+  }
+}
+
+std::string StringOr(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+int IntOr(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
+// httplib connects without blocking, so errno does not tell why a connection failed; a host
+// that resolves and does not answer is taken as refusing.
+std::string TransportFailure(httplib::Error error, const std::string& host) {
+  switch (error) {
+    case httplib::Error::Connection: {
+      addrinfo hints{};
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* found = nullptr;
+      if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) {
+        return "the host name '" + host + "' does not resolve";
+      }
+      freeaddrinfo(found);
+      return "connection refused";
+    }
+    case httplib::Error::ConnectionTimeout:
+      return "connection timed out";
+    case httplib::Error::Read:
+      return "the connection closed before an answer arrived";
+    case httplib::Error::Write:
+      return "the connection closed while sending the request";
+    case httplib::Error::SSLConnection:
+    case httplib::Error::SSLLoadingCerts:
+    case httplib::Error::SSLServerVerification:
+      return "TLS failure";
+    default:
+      return "request failed (" + httplib::to_string(error) + ")";
+  }
+}
+
+}  // namespace
+
+std::string UrlEncode(const std::string& text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+ApiError ErrorFromResponse(int status, const std::string& body) {
+  ApiError e{.status = status, .code = DefaultCode(status)};
+  auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_object()) {
+    const nlohmann::json& err = parsed["error"];
+    if (std::string code = StringOr(err, "code"); !code.empty()) e.code = code;
+    e.message = StringOr(err, "message");
+    e.field = StringOr(err, "field");
+    if (auto it = err.find("details"); it != err.end() && it->is_array()) {
+      for (const nlohmann::json& d : *it) {
+        if (!d.is_object()) continue;
+        e.details.push_back({.field = StringOr(d, "field"),
+                             .reason = StringOr(d, "reason"),
+                             .line = IntOr(d, "line"),
+                             .column = IntOr(d, "column")});
+      }
+    }
+  }
+  if (e.message.empty()) {
+    std::string first = body.substr(0, body.find('\n'));
+    if (first.size() > 200) first = first.substr(0, 200) + "...";
+    e.message = Reason(status);
+    if (!first.empty()) e.message += ": " + first;
+  }
+  return e;
+}
+
+ApiResult<ApiClient> ApiClient::Create(ApiClientOptions options) {
+  std::string url = options.server;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (url.find("://") == std::string::npos) url = "http://" + url;
+  if (url.rfind("https://", 0) == 0) {
+    return LocalError("bad_request", "the server URL " + url +
+                                         " uses https, which this build of gangway does not "
+                                         "support; use an http:// URL");
+  }
+  if (url.rfind("http://", 0) != 0) {
+    return LocalError("bad_request", "the server URL '" + options.server +
+                                         "' is not an http:// URL (e.g. http://127.0.0.1:8080)");
+  }
+  std::string authority = url.substr(7);
+  if (authority.empty() || authority.find('/') != std::string::npos) {
+    return LocalError("bad_request", "the server URL '" + options.server +
+                                         "' must be http://HOST:PORT, without a path");
+  }
+  std::string host = authority;
+  int port = 80;
+  // "[::1]:8080", "host:8080" or "host".
+  size_t colon = authority.rfind(':');
+  size_t bracket = authority.rfind(']');
+  if (colon != std::string::npos && (bracket == std::string::npos || colon > bracket)) {
+    host = authority.substr(0, colon);
+    std::string digits = authority.substr(colon + 1);
+    if (digits.empty() || digits.size() > 5 ||
+        digits.find_first_not_of("0123456789") != std::string::npos || std::stoi(digits) > 65535) {
+      return LocalError("bad_request",
+                        "the server URL '" + options.server + "' has an invalid port");
+    }
+    port = std::stoi(digits);
+  }
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) {
+    return LocalError("bad_request", "the server URL '" + options.server + "' has no host");
+  }
+  options.server = url;
+  return ApiClient(std::move(options), std::move(host), port);
+}
+
+ApiResult<ApiClient::Response> ApiClient::Send(const std::string& method, const std::string& path,
+                                               const std::string& body,
+                                               const std::string& content_type) const {
+  httplib::Client http(host_, port_);
+  auto to_parts = [](std::chrono::milliseconds ms) {
+    return std::pair<time_t, time_t>(static_cast<time_t>(ms.count() / 1000),
+                                     static_cast<time_t>((ms.count() % 1000) * 1000));
+  };
+  auto [cs, cus] = to_parts(options_.connect_timeout);
+  auto [rs, rus] = to_parts(options_.read_timeout);
+  http.set_connection_timeout(cs, cus);
+  http.set_read_timeout(rs, rus);
+  http.set_write_timeout(rs, rus);
+  http.set_keep_alive(false);
+  httplib::Headers headers = {{"Accept", "application/json"}};
+  if (!options_.token.empty()) headers.emplace("Authorization", "Bearer " + options_.token);
+
+  httplib::Result res =
+      method == "POST"
+          ? http.Post(path, headers, body, content_type.empty() ? "application/json" : content_type)
+          : http.Get(path, headers);
+  if (!res) {
+    return LocalError("unreachable", "cannot reach the Gangway controller at " + options_.server +
+                                         ": " + TransportFailure(res.error(), host_) + "; " +
+                                         std::string(kHint));
+  }
+  Response out{.status = res->status, .body = res->body};
+  for (const char* name : {"Content-Type", "X-Gangway-Next-Offset", "X-Gangway-Log-Complete"}) {
+    if (res->has_header(name)) out.headers[name] = res->get_header_value(name);
+  }
+  return out;
+}
+
+ApiResult<nlohmann::json> ApiClient::SendJson(const std::string& method, const std::string& path,
+                                              const std::string& body,
+                                              const std::string& content_type) const {
+  auto res = Send(method, path, body, content_type);
+  if (!res.ok()) return res.error();
+  if (res->status < 200 || res->status >= 300) return ErrorFromResponse(res->status, res->body);
+  auto parsed = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    return ApiError{.status = res->status,
+                    .code = "bad_response",
+                    .message = "the controller at " + options_.server + " answered " + method +
+                               " " + path + " with a body that is not JSON; is " + options_.server +
+                               " a Gangway controller?"};
+  }
+  return parsed;
+}
+
+ApiResult<nlohmann::json> ApiClient::Health() const { return SendJson("GET", "/healthz"); }
+
+ApiResult<nlohmann::json> ApiClient::WhoAmI() const { return SendJson("GET", "/v1/whoami"); }
+
+ApiResult<nlohmann::json> ApiClient::SubmitJob(const std::string& body,
+                                               const std::string& content_type) const {
+  return SendJson("POST", "/v1/jobs", body, content_type);
+}
+
+ApiResult<nlohmann::json> ApiClient::ListJobs(const JobQuery& query) const {
+  std::string q;
+  auto add = [&q](const char* key, const std::string& value) {
+    if (value.empty()) return;
+    q += q.empty() ? '?' : '&';
+    q += key;
+    q += '=';
+    q += UrlEncode(value);
+  };
+  std::string states;
+  for (const std::string& s : query.states) states += (states.empty() ? "" : ",") + s;
+  add("state", states);
+  add("user", query.user);
+  add("queue", query.queue);
+  if (query.limit > 0) add("limit", std::to_string(query.limit));
+  return SendJson("GET", "/v1/jobs" + q);
+}
+
+ApiResult<nlohmann::json> ApiClient::GetJob(uint64_t id) const {
+  return SendJson("GET", "/v1/jobs/" + std::to_string(id));
+}
+
+ApiResult<nlohmann::json> ApiClient::CancelJob(uint64_t id) const {
+  return SendJson("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", "{}");
+}
+
+ApiResult<LogChunk> ApiClient::GetLogs(uint64_t id, int task, uint64_t offset,
+                                       uint64_t limit) const {
+  std::string path = "/v1/jobs/" + std::to_string(id) + "/logs?task=" + std::to_string(task) +
+                     "&offset=" + std::to_string(offset);
+  if (limit > 0) path += "&limit=" + std::to_string(limit);
+  auto res = Send("GET", path);
+  if (!res.ok()) return res.error();
+  if (res->status < 200 || res->status >= 300) return ErrorFromResponse(res->status, res->body);
+  LogChunk chunk{.data = res->body, .next_offset = offset + res->body.size()};
+  if (auto it = res->headers.find("X-Gangway-Next-Offset"); it != res->headers.end()) {
+    const std::string& v = it->second;
+    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) {
+      return ApiError{
+          .status = res->status,
+          .code = "bad_response",
+          .message = "the controller sent an invalid X-Gangway-Next-Offset '" + v + "'"};
+    }
+    chunk.next_offset = std::stoull(v);
+  }
+  if (auto it = res->headers.find("X-Gangway-Log-Complete"); it != res->headers.end()) {
+    chunk.complete = it->second == "true";
+  }
+  return chunk;
+}
+
+ApiResult<nlohmann::json> ApiClient::ListNodes() const { return SendJson("GET", "/v1/nodes"); }
+
+ApiResult<nlohmann::json> ApiClient::GetNode(const std::string& name) const {
+  return SendJson("GET", "/v1/nodes/" + UrlEncode(name));
+}
+
+ApiResult<nlohmann::json> ApiClient::NodeAction(const std::string& name,
+                                                const std::string& action) const {
+  return SendJson("POST", "/v1/nodes/" + UrlEncode(name) + "/" + action, "{}");
+}
+
+ApiResult<nlohmann::json> ApiClient::ListQueues() const { return SendJson("GET", "/v1/queues"); }
+
+ApiResult<nlohmann::json> ApiClient::ListEvents(uint64_t after, int limit) const {
+  std::string path = "/v1/events?after=" + std::to_string(after);
+  if (limit > 0) path += "&limit=" + std::to_string(limit);
+  return SendJson("GET", path);
+}
+
+}  // namespace gangway::client

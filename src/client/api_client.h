@@ -1,0 +1,136 @@
+#ifndef GANGWAY_CLIENT_API_CLIENT_H_
+#define GANGWAY_CLIENT_API_CLIENT_H_
+
+// A typed client for the controller's User API (docs/design/live-system.md, "User API").
+//
+// Every call returns the parsed JSON answer exactly as the controller sent it (so `-o json`
+// can print it unchanged), or an ApiError: the controller's {"error": {...}} body with the
+// HTTP status, or, with status 0, a failure to reach or understand the controller, worded for
+// a person ("cannot reach the Gangway controller at http://127.0.0.1:8080: connection refused;
+// is `gangway up` or `gangway server` running?").
+//
+// Thread safety: an ApiClient holds no connection between calls (each call opens one), so
+// distinct objects are independent; one object must not be used by two threads at once.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace gangway::client {
+
+// One problem of a rejected request, e.g. a job file error with its position.
+struct ErrorDetail {
+  std::string field;
+  std::string reason;
+  int line = 0;  // 1-based; 0 when the controller gave none
+  int column = 0;
+};
+
+struct ApiError {
+  int status = 0;    // HTTP status; 0 when no valid HTTP answer arrived
+  std::string code;  // "invalid_job", "not_found", ...; "unreachable" or "bad_response" if 0
+  std::string message;
+  std::string field;  // optional: the request field the error is about
+  std::vector<ErrorDetail> details;
+};
+
+// A value or an ApiError.
+template <typename T>
+class [[nodiscard]] ApiResult {
+ public:
+  ApiResult(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
+  ApiResult(ApiError error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  const T& value() const& { return std::get<T>(v_); }
+  T&& value() && { return std::get<T>(std::move(v_)); }
+  const T& operator*() const& { return value(); }
+  const T* operator->() const { return &value(); }
+  const ApiError& error() const { return std::get<ApiError>(v_); }
+
+ private:
+  std::variant<T, ApiError> v_;
+};
+
+// One read of a task's output.
+struct LogChunk {
+  std::string data;
+  uint64_t next_offset = 0;  // X-Gangway-Next-Offset, or offset + data size when absent
+  bool complete = false;     // X-Gangway-Log-Complete: the task ended and all output arrived
+};
+
+struct JobQuery {
+  std::vector<std::string> states;  // empty: every state
+  std::string user;                 // empty: what the controller shows by default
+  std::string queue;
+  int limit = 0;  // 0: the controller's default
+};
+
+struct ApiClientOptions {
+  std::string server = "http://127.0.0.1:8080";  // http://host:port; a trailing '/' is ignored
+  std::string token;                             // bearer token; empty sends none
+  std::chrono::milliseconds connect_timeout{5000};
+  std::chrono::milliseconds read_timeout{30000};
+};
+
+class ApiClient {
+ public:
+  // Fails (status 0, code "bad_request") when `server` is not an http:// URL with a host.
+  static ApiResult<ApiClient> Create(ApiClientOptions options);
+
+  const std::string& server() const { return options_.server; }
+
+  ApiResult<nlohmann::json> Health() const;  // GET /healthz
+  ApiResult<nlohmann::json> WhoAmI() const;  // GET /v1/whoami
+  // POST /v1/jobs. `content_type` is application/yaml or application/json.
+  ApiResult<nlohmann::json> SubmitJob(const std::string& body,
+                                      const std::string& content_type) const;
+  ApiResult<nlohmann::json> ListJobs(const JobQuery& query) const;
+  ApiResult<nlohmann::json> GetJob(uint64_t id) const;
+  ApiResult<nlohmann::json> CancelJob(uint64_t id) const;
+  // GET /v1/jobs/{id}/logs. `limit` 0: the controller's default.
+  ApiResult<LogChunk> GetLogs(uint64_t id, int task, uint64_t offset, uint64_t limit = 0) const;
+  ApiResult<nlohmann::json> ListNodes() const;
+  ApiResult<nlohmann::json> GetNode(const std::string& name) const;
+  // POST /v1/nodes/{name}/{action}; action is drain, undrain, cordon or uncordon.
+  ApiResult<nlohmann::json> NodeAction(const std::string& name, const std::string& action) const;
+  ApiResult<nlohmann::json> ListQueues() const;
+  ApiResult<nlohmann::json> ListEvents(uint64_t after, int limit = 0) const;
+
+ private:
+  struct Response {
+    int status = 0;
+    std::string body;
+    std::map<std::string, std::string> headers;  // the ones callers read
+  };
+  explicit ApiClient(ApiClientOptions options, std::string host, int port)
+      : options_(std::move(options)), host_(std::move(host)), port_(port) {}
+
+  ApiResult<Response> Send(const std::string& method, const std::string& path,
+                           const std::string& body = "",
+                           const std::string& content_type = "") const;
+  ApiResult<nlohmann::json> SendJson(const std::string& method, const std::string& path,
+                                     const std::string& body = "",
+                                     const std::string& content_type = "") const;
+
+  ApiClientOptions options_;
+  std::string host_;
+  int port_ = 0;
+};
+
+// Percent-encodes a path segment or query value.
+std::string UrlEncode(const std::string& text);
+
+// The ApiError carried by a non-2xx answer: the {"error": {...}} body when there is one, else
+// a message built from the status and the body's first line.
+ApiError ErrorFromResponse(int status, const std::string& body);
+
+}  // namespace gangway::client
+
+#endif  // GANGWAY_CLIENT_API_CLIENT_H_

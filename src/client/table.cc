@@ -1,0 +1,47 @@
+#include "client/table.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace gangway::client {
+
+size_t DisplayWidth(const std::string& text) {
+  size_t width = 0;
+  for (unsigned char c : text) {
+    if ((c & 0xC0) != 0x80) ++width;  // count lead bytes, not continuation bytes
+  }
+  return width;
+}
+
+void Table::Print(std::ostream& out) const {
+  const size_t columns = header_.size();
+  std::vector<size_t> width(columns, 0);
+  auto measure = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < columns && i < row.size(); ++i) {
+      width[i] = std::max(width[i], DisplayWidth(row[i]));
+    }
+  };
+  measure(header_);
+  for (const auto& row : rows_) measure(row);
+
+  auto print_row = [&](const std::vector<std::string>& row) {
+    std::string line(static_cast<size_t>(indent_), ' ');
+    for (size_t i = 0; i < columns; ++i) {
+      const std::string cell = i < row.size() ? row[i] : std::string();
+      line += cell;
+      if (i + 1 < columns) line.append(width[i] - DisplayWidth(cell) + 3, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << '\n';
+  };
+  print_row(header_);
+  for (const auto& row : rows_) print_row(row);
+}
+
+std::string Table::ToString() const {
+  std::ostringstream s;
+  Print(s);
+  return s.str();
+}
+
+}  // namespace gangway::client
