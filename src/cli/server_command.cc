@@ -1,8 +1,11 @@
 #include "cli/server_command.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -71,14 +74,6 @@ void WriteFileAtomic(const std::filesystem::path& path, const std::string& text,
   ::close(fd);
   if (!ok) Fail("cannot write " + tmp.string(), kExitInternal);
   std::filesystem::rename(tmp, path);
-}
-
-std::atomic<server::HttpApi*> g_api{nullptr};
-
-extern "C" void OnStopSignal(int) {
-  // httplib's stop() shuts the listening socket down: safe enough from a signal handler for
-  // this purpose (it only sets a flag and calls shutdown/close).
-  if (server::HttpApi* api = g_api.load()) api->Stop();
 }
 
 void RunServer(const ServerFlags& f) {
@@ -152,15 +147,31 @@ void RunServer(const ServerFlags& f) {
   WriteFileAtomic(std::filesystem::path(f.data) / "join.token", auth.join_token + "\n", 0600);
   WriteFileAtomic(std::filesystem::path(f.data) / "client.json", client.dump(2) + "\n", 0600);
 
-  controller->Start();
-  g_api = &api;
-  std::signal(SIGINT, OnStopSignal);
-  std::signal(SIGTERM, OnStopSignal);
+  // SIGINT/SIGTERM are taken by one thread with sigwait (blocked everywhere else), which stops
+  // the controller first, so that agents' long polls return, then the HTTP server.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  controller->Start();
+  std::atomic<bool> serving_done{false};
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (serving_done) return;
+    std::cout << "gangway server: stopping (" << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ")"
+              << std::endl;
+    controller->Stop();
+    api.Stop();
+  });
   std::cout << "gangway server: listening on " << url << " (state in "
             << std::filesystem::absolute(f.data).string() << "/gangway.db)" << std::endl;
   const bool served = api.Serve();
-  g_api = nullptr;
+  serving_done = true;
+  kill(getpid(), SIGTERM);  // releases the stopper thread if serving ended on its own
+  stopper.join();
   controller->Stop();
   if (!served) Fail("serving on " + url + " failed", kExitInternal);
   std::cout << "gangway server: stopped" << std::endl;

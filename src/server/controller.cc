@@ -189,18 +189,26 @@ void Controller::MarkNodeLostLocked(NodeEntry& node) {
 }
 
 void Controller::RunCycleLocked() {
+  if (waiting_.empty()) return;
   const auto t0 = Clock::now();
-  core::Snapshot snap;
+  core::Snapshot& snap = snapshot_;
   snap.now = core::FromSeconds(Now());
   snap.queues = options_.queues;
-  std::map<std::string, size_t, std::less<>> index;
-  for (auto& [name, e] : nodes_) {
-    if (e.record.lost) continue;
-    core::Node n = e.record.node;
-    n.cordoned = e.record.draining || e.record.cordoned;
-    index[name] = snap.nodes.size();
-    snap.nodes.push_back(std::move(n));
+  snap.running.clear();
+  if (snapshot_nodes_version_ != nodes_version_) {
+    // Nodes change rarely next to cycles: copy them only when one did.
+    snapshot_nodes_version_ = nodes_version_;
+    snap.nodes.clear();
+    snapshot_index_.clear();
+    for (auto& [name, e] : nodes_) {
+      if (e.record.lost) continue;
+      core::Node n = e.record.node;
+      n.cordoned = e.record.draining || e.record.cordoned;
+      snapshot_index_[name] = snap.nodes.size();
+      snap.nodes.push_back(std::move(n));
+    }
   }
+  const auto& index = snapshot_index_;
   std::vector<core::Job> pending;
   pending.reserve(waiting_.size());
   for (uint64_t id : waiting_) pending.push_back(jobs_.at(id).live.job);
@@ -491,6 +499,7 @@ void Controller::SaveJobLocked(const JobRecord& job) {
 }
 
 void Controller::SaveNodeLocked(const NodeRecord& node) {
+  ++nodes_version_;
   store_->PutNode(node.node.name, NodeDoc(node).dump());
 }
 

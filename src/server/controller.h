@@ -182,6 +182,12 @@ class Controller {
   uint64_t next_job_id_ = 1;
   uint64_t cycle_seed_ = 1;
   std::chrono::steady_clock::time_point last_cycle_{};
+  // The last cycle's snapshot; its nodes are rebuilt only when nodes_version_ moved (every
+  // node change goes through SaveNodeLocked, which bumps it).
+  core::Snapshot snapshot_;
+  std::map<std::string, size_t, std::less<>> snapshot_index_;
+  uint64_t nodes_version_ = 1;
+  uint64_t snapshot_nodes_version_ = 0;
   std::thread thread_;
 
  public:

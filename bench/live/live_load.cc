@@ -1,0 +1,396 @@
+// Load generator for the live system: starts `gangway server` (and agents with fake GPUs) as
+// processes and measures what SPEC section 6 targets:
+//
+//   latency     submit-to-running p50/p99 on an idle cluster (target p50 <= 50 ms)
+//   throughput  N jobs running /bin/true on A agents x G fake GPUs, submit to exit recorded
+//               (target >= 1,000 jobs/s on 2 cores)
+//   heartbeats  K simulated agents reporting every 5 s; the controller's CPU (target <= 1 core)
+//
+//   gangway_live_load --gangway build/release/gangway --mode throughput --jobs 10000
+
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct Flags {
+  std::string gangway;
+  std::string mode = "throughput";
+  int jobs = 10000;
+  int agents = 4;
+  int gpus = 8;
+  int samples = 100;
+  int simulated_agents = 10000;
+  int seconds = 20;
+  int submitters = 4;
+  std::string data;
+};
+
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = std::fopen(log.c_str(), "w");
+    if (f) {
+      dup2(fileno(f), 1);
+      dup2(fileno(f), 2);
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+void Stop(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+}
+
+// utime + stime of a process, in seconds.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  std::vector<std::string> fields;
+  while (rest >> field) fields.push_back(field);
+  // fields[0] is state (3rd field of stat); utime and stime are the 14th and 15th.
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return (std::stod(fields[11]) + std::stod(fields[12])) / ticks;
+}
+
+struct Cluster {
+  pid_t server = -1;
+  std::vector<pid_t> agents;
+  std::string url;
+  std::string host;
+  int port = 0;
+  std::string token;
+  std::string join;
+  ~Cluster() {
+    for (pid_t a : agents) Stop(a);
+    Stop(server);
+  }
+};
+
+bool StartServer(const Flags& f, Cluster& c) {
+  std::filesystem::create_directories(f.data);
+  c.server = Spawn({f.gangway, "server", "--data", f.data, "--listen", "127.0.0.1:0", "--heartbeat",
+                    "5s", "--batch", "1ms"},
+                   f.data + "/server.log");
+  const auto client = std::filesystem::path(f.data) / "client.json";
+  for (int i = 0; i < 500 && !std::filesystem::exists(client); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::ifstream in(client);
+  if (!in) {
+    std::cerr << "the server did not start; see " << f.data << "/server.log\n";
+    return false;
+  }
+  json j = json::parse(in);
+  c.url = j["server"];
+  c.token = j["token"];
+  std::ifstream jt(std::filesystem::path(f.data) / "join.token");
+  std::getline(jt, c.join);
+  const auto colon = c.url.rfind(':');
+  c.host = "127.0.0.1";
+  c.port = std::stoi(c.url.substr(colon + 1));
+  return true;
+}
+
+httplib::Headers Auth(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
+
+bool StartAgents(const Flags& f, Cluster& c) {
+  for (int i = 0; i < f.agents; ++i) {
+    const std::string name = "bench-" + std::to_string(i);
+    c.agents.push_back(
+        Spawn({f.gangway, "agent", "--server", c.url, "--join-token-file", f.data + "/join.token",
+               "--name", name, "--fake-gpus", std::to_string(f.gpus) + "xH100-80GB", "--data",
+               f.data + "/agent-" + name},
+              f.data + "/agent-" + name + ".log"));
+  }
+  httplib::Client http(c.host, c.port);
+  for (int i = 0; i < 1000; ++i) {
+    auto r = http.Get("/v1/nodes", Auth(c.token));
+    if (r && r->status == 200 &&
+        static_cast<int>(json::parse(r->body)["nodes"].size()) == f.agents) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::cerr << "agents did not register; see " << f.data << "/agent-*.log\n";
+  return false;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  return v[i];
+}
+
+int Latency(const Flags& f) {
+  Cluster c;
+  if (!StartServer(f, c) || !StartAgents(f, c)) return 1;
+  httplib::Client http(c.host, c.port);
+  std::vector<double> ms;
+  for (int i = 0; i < f.samples; ++i) {
+    const std::string body =
+        "name: lat" + std::to_string(i) + "\ngpu: 1\ncommand: [/bin/sleep, '0.05']\n";
+    const auto t0 = Clock::now();
+    auto r = http.Post("/v1/jobs", Auth(c.token), body, "application/yaml");
+    if (!r || r->status != 201) {
+      std::cerr << "submit failed\n";
+      return 1;
+    }
+    const std::string id = std::to_string(json::parse(r->body)["job"]["id"].get<uint64_t>());
+    for (;;) {
+      auto g = http.Get("/v1/jobs/" + id, Auth(c.token));
+      const std::string state = json::parse(g->body)["job"]["state"];
+      if (state == "running" || state == "succeeded") break;
+      if (state == "failed") {
+        std::cerr << "job " << id << " failed\n";
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    for (;;) {  // idle cluster for the next sample
+      auto g = http.Get("/v1/jobs/" + id, Auth(c.token));
+      if (json::parse(g->body)["job"]["state"] == "succeeded") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  std::printf("submit-to-running over %d jobs: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", f.samples,
+              Percentile(ms, 0.5), Percentile(ms, 0.99), Percentile(ms, 1.0));
+  return 0;
+}
+
+int64_t Succeeded(httplib::Client& http) {
+  auto r = http.Get("/metrics");
+  if (!r) return -1;
+  const std::string key = "gangway_jobs{state=\"succeeded\"} ";
+  const auto at = r->body.find(key);
+  if (at == std::string::npos) return -1;
+  return std::stoll(r->body.substr(at + key.size()));
+}
+
+int Throughput(const Flags& f) {
+  Cluster c;
+  if (!StartServer(f, c) || !StartAgents(f, c)) return 1;
+  const double cpu0 = CpuSeconds(c.server);
+  const auto t0 = Clock::now();
+  std::atomic<int> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> submitters;
+  for (int s = 0; s < f.submitters; ++s) {
+    submitters.emplace_back([&] {
+      httplib::Client http(c.host, c.port);
+      http.set_keep_alive(true);
+      for (int i = next++; i < f.jobs; i = next++) {
+        auto r = http.Post("/v1/jobs", Auth(c.token),
+                           "name: t" + std::to_string(i) + "\ngpu: 1\ncommand: [/bin/true]\n",
+                           "application/yaml");
+        if (!r || r->status != 201) failed = true;
+      }
+    });
+  }
+  for (auto& t : submitters) t.join();
+  const double submit_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (failed) {
+    std::cerr << "some submissions failed\n";
+    return 1;
+  }
+  httplib::Client http(c.host, c.port);
+  int64_t done = 0;
+  auto last_progress = Clock::now();
+  int64_t last_done = 0;
+  while ((done = Succeeded(http)) < f.jobs) {
+    if (done != last_done) {
+      last_done = done;
+      last_progress = Clock::now();
+    } else if (Clock::now() - last_progress > std::chrono::seconds(30)) {
+      std::cerr << "no progress for 30 s at " << done << " jobs\n";
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const double total_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu = CpuSeconds(c.server) - cpu0;
+  std::printf(
+      "%d jobs (/bin/true) on %d agents x %d fake GPUs: submitted in %.2f s, all succeeded "
+      "after %.2f s = %.0f jobs/s end to end; controller CPU %.2f s (%.2f cores)\n",
+      f.jobs, f.agents, f.gpus, submit_s, total_s, f.jobs / total_s, cpu, cpu / total_s);
+  return 0;
+}
+
+int Heartbeats(const Flags& f) {
+  Cluster c;
+  if (!StartServer(f, c)) return 1;
+  const int n = f.simulated_agents;
+  std::vector<std::string> epochs(static_cast<size_t>(n));
+  {
+    httplib::Client http(c.host, c.port);
+    for (int i = 0; i < n; ++i) {
+      json gpus = json::array();
+      for (int g = 0; g < 8; ++g) {
+        gpus.push_back({{"index", g}, {"model", "H100-80GB"}, {"memoryBytes", 85899345920LL}});
+      }
+      json body = {{"node",
+                    {{"name", "sim-" + std::to_string(i)},
+                     {"cpuMilli", 224000},
+                     {"memoryBytes", 2199023255552LL},
+                     {"gpus", gpus}}},
+                   {"agentId", "sim"}};
+      auto r = http.Post("/v1/agents/register", Auth(c.join), body.dump(), "application/json");
+      if (!r || r->status != 200) {
+        std::cerr << "registration failed\n";
+        return 1;
+      }
+      epochs[static_cast<size_t>(i)] = json::parse(r->body)["controllerEpoch"];
+    }
+  }
+  // Every agent reports once per 5 s, spread evenly: n / 5 reports per second.
+  const double rate = n / 5.0;
+  const int threads = 4;
+  std::atomic<int64_t> sent{0};
+  std::atomic<int64_t> errors{0};
+  const double cpu0 = CpuSeconds(c.server);
+  const auto t0 = Clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      httplib::Client http(c.host, c.port);
+      http.set_keep_alive(true);  // as agents do
+      const auto per_thread = rate / threads;
+      int64_t k = 0;
+      for (;;) {
+        const auto due =
+            t0 + std::chrono::duration_cast<Clock::duration>(
+                     std::chrono::duration<double>(static_cast<double>(k) / per_thread));
+        if (due - t0 > std::chrono::seconds(f.seconds)) break;
+        std::this_thread::sleep_until(due);
+        const int i = static_cast<int>((k * threads + t) % n);
+        json body = {{"agentId", "sim"},
+                     {"controllerEpoch", epochs[static_cast<size_t>(i)]},
+                     {"appliedSeq", 0},
+                     {"tasks", json::array()},
+                     {"gpus", json::array()}};
+        auto r = http.Post("/v1/agents/sim-" + std::to_string(i) + "/report", Auth(c.join),
+                           body.dump(), "application/json");
+        if (!r || r->status != 200) errors++;
+        sent++;
+        ++k;
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu = CpuSeconds(c.server) - cpu0;
+  httplib::Client http(c.host, c.port);
+  auto nodes = http.Get("/metrics");
+  int64_t lost = -1;
+  if (nodes) {
+    const std::string key = "gangway_nodes{state=\"lost\"} ";
+    const auto at = nodes->body.find(key);
+    if (at != std::string::npos) lost = std::stoll(nodes->body.substr(at + key.size()));
+  }
+  std::printf(
+      "%d simulated agents, one report per 5 s each (%.0f/s) for %.1f s: %lld reports, %lld "
+      "errors, %lld nodes lost; controller CPU %.2f s = %.3f cores\n",
+      n, rate, wall, static_cast<long long>(sent.load()), static_cast<long long>(errors.load()),
+      static_cast<long long>(lost), cpu, cpu / wall);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << a << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--gangway")
+      f.gangway = value();
+    else if (a == "--mode")
+      f.mode = value();
+    else if (a == "--jobs")
+      f.jobs = std::stoi(value());
+    else if (a == "--agents")
+      f.agents = std::stoi(value());
+    else if (a == "--gpus")
+      f.gpus = std::stoi(value());
+    else if (a == "--samples")
+      f.samples = std::stoi(value());
+    else if (a == "--simulated-agents")
+      f.simulated_agents = std::stoi(value());
+    else if (a == "--seconds")
+      f.seconds = std::stoi(value());
+    else if (a == "--submitters")
+      f.submitters = std::stoi(value());
+    else if (a == "--data")
+      f.data = value();
+    else {
+      std::cerr << "usage: gangway_live_load --gangway PATH [--mode latency|throughput|heartbeats]"
+                   " [--jobs N] [--agents A] [--gpus G] [--samples S] [--simulated-agents K]"
+                   " [--seconds T] [--data DIR]\n";
+      return 2;
+    }
+  }
+  if (f.gangway.empty()) {
+    std::cerr << "--gangway PATH is required\n";
+    return 2;
+  }
+  if (f.data.empty()) {
+    f.data = (std::filesystem::temp_directory_path() / ("gangway-load-" + std::to_string(getpid())))
+                 .string();
+  }
+  signal(SIGPIPE, SIG_IGN);
+  int rc = 2;
+  if (f.mode == "latency")
+    rc = Latency(f);
+  else if (f.mode == "throughput")
+    rc = Throughput(f);
+  else if (f.mode == "heartbeats")
+    rc = Heartbeats(f);
+  else
+    std::cerr << "unknown mode " << f.mode << "\n";
+  std::error_code ec;
+  std::filesystem::remove_all(f.data, ec);
+  return rc;
+}
