@@ -216,6 +216,7 @@ int Throughput(const Flags& f) {
     submitters.emplace_back([&] {
       httplib::Client http(c.host, c.port);
       http.set_keep_alive(true);
+      http.set_tcp_nodelay(true);
       for (int i = next++; i < f.jobs; i = next++) {
         auto r = http.Post("/v1/jobs", Auth(c.token),
                            "name: t" + std::to_string(i) + "\ngpu: 1\ncommand: [/bin/true]\n",
@@ -291,6 +292,7 @@ int Heartbeats(const Flags& f) {
     pool.emplace_back([&, t] {
       httplib::Client http(c.host, c.port);
       http.set_keep_alive(true);  // as agents do
+      http.set_tcp_nodelay(true);
       const auto per_thread = rate / threads;
       int64_t k = 0;
       for (;;) {

@@ -206,6 +206,7 @@ std::unique_ptr<httplib::Client> Agent::MakeClient(milliseconds read_timeout) co
       std::chrono::duration_cast<std::chrono::microseconds>(read_timeout - secs).count());
   client->set_write_timeout(10, 0);
   client->set_keep_alive(true);
+  client->set_tcp_nodelay(true);
   client->set_bearer_token_auth(options_.join_token);
   return client;
 }

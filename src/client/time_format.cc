@@ -61,11 +61,14 @@ std::string FormatRfc3339(Seconds t) {
   const sys_days day = floor<days>(t);
   const year_month_day ymd{day};
   const hh_mm_ss<seconds> hms{t - day};
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02ld:%02ld:%02ldZ", static_cast<int>(ymd.year()),
+  // hh_mm_ss of less than a day: hours 0..23, so two digits each (the casts tell the
+  // compiler's -Wformat-truncation so).
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02u:%02u:%02uZ", static_cast<int>(ymd.year()),
                 static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                static_cast<long>(hms.hours().count()), static_cast<long>(hms.minutes().count()),
-                static_cast<long>(hms.seconds().count()));
+                static_cast<unsigned>(hms.hours().count() % 24),
+                static_cast<unsigned>(hms.minutes().count() % 60),
+                static_cast<unsigned>(hms.seconds().count() % 60));
   return buf;
 }
 

@@ -96,7 +96,11 @@ void Controller::Load() {
   for (auto& [id, job] : jobs_) {
     for (TaskRecord& t : job.tasks) {
       if (t.state == TaskState::kScheduled) LaunchLocked(job, t);
-      if (t.state == TaskState::kStopping) SendStopLocked(job, t, 0, "stopped");
+      if (t.state == TaskState::kStopping) {
+        // What is left of the grace the first stop gave: a restart must not cut a checkpoint.
+        const int64_t left = std::max<int64_t>(0, t.stop_deadline - Now());
+        SendStopLocked(job, t, static_cast<int>(left), "stopped");
+      }
     }
   }
   CommitBatchLocked();
@@ -388,6 +392,7 @@ void Controller::StopTasksLocked(JobRecord& job, JobState after, int grace_secon
   for (TaskRecord& t : job.tasks) {
     if (t.state == TaskState::kScheduled || t.state == TaskState::kRunning) {
       t.state = TaskState::kStopping;
+      t.stop_deadline = Now() + grace_seconds;
       SendStopLocked(job, t, grace_seconds, reason);
     }
   }
@@ -409,6 +414,7 @@ void Controller::RequeueOrFailLocked(JobRecord& job, bool allow_restart, const s
   for (TaskRecord& t : job.tasks) {
     if (t.state == TaskState::kScheduled || t.state == TaskState::kRunning) {
       t.state = TaskState::kStopping;
+      t.stop_deadline = Now();
       SendStopLocked(job, t, 0, why);
     }
   }

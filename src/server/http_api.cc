@@ -80,6 +80,7 @@ HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
   server_.set_payload_max_length(options_.max_body);
   server_.set_keep_alive_max_count(100000);
   server_.set_read_timeout(std::chrono::seconds(60));
+  server_.set_tcp_nodelay(true);      // headers and body go out as separate writes
   server_.set_keep_alive_timeout(1);  // an idle keep-alive connection delays stop() this long
   server_.set_write_timeout(std::chrono::seconds(60));
   server_.set_error_handler([this](const Request& req, Response& res) {

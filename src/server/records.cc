@@ -111,7 +111,8 @@ json JobDoc(const JobRecord& j) {
                      {"startedAt", t.started_at},
                      {"finishedAt", t.finished_at},
                      {"message", t.message},
-                     {"logBytes", t.log_bytes}});
+                     {"logBytes", t.log_bytes},
+                     {"stopDeadline", t.stop_deadline}});
   }
   return {{"id", j.id},
           {"spec", j.spec_text},
@@ -177,6 +178,7 @@ std::optional<JobRecord> JobFromDoc(const json& doc) {
       r.finished_at = t.at("finishedAt").get<int64_t>();
       r.message = t.at("message").get<std::string>();
       r.log_bytes = t.at("logBytes").get<int64_t>();
+      r.stop_deadline = t.value("stopDeadline", int64_t{0});
       j.tasks.push_back(std::move(r));
     }
     return j;

@@ -51,7 +51,8 @@ struct TaskRecord {
   int64_t started_at = 0;   // unix seconds; 0 = not yet
   int64_t finished_at = 0;  // unix seconds; 0 = not yet
   std::string message;
-  int64_t log_bytes = -1;  // final output size the agent announced; -1 = not yet known
+  int64_t log_bytes = -1;     // final output size the agent announced; -1 = not yet known
+  int64_t stop_deadline = 0;  // while stopping: when its grace ends (unix seconds)
   // Not persisted: the sequence of this epoch's launch command (0 = not sent in this epoch).
   uint64_t launch_seq = 0;
 

@@ -1,0 +1,703 @@
+// End-to-end tests of the live system (docs/design/live-system.md) with real processes: a
+// `gangway server` controller and `gangway agent`s with fake GPUs, talking HTTP on 127.0.0.1,
+// their state in SQLite files under a temporary directory, driven through the `gangway` CLI
+// and the REST API. Each test starts every process it needs and stops them all in TearDown;
+// tasks whose agent a test kills with SIGKILL are killed there too.
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "client/api_client.h"
+#include "process.h"
+
+namespace gangway::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+// Polls `done` every 25 ms until it holds or `timeout` passes; true if it held.
+bool Eventually(const std::function<bool()>& done, milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(milliseconds(25));
+  }
+  return done();
+}
+
+// A string member of a JSON object, or "" when it is absent or not a string.
+std::string Str(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// An integer member of a JSON object, or -1.
+int64_t Int(const json& object, const char* key) {
+  if (!object.is_object()) return -1;
+  auto it = object.find(key);
+  return it != object.end() && it->is_number_integer() ? it->get<int64_t>() : -1;
+}
+
+const json& TaskList(const json& job) {
+  static const json kNone = json::array();
+  if (!job.is_object()) return kNone;
+  auto it = job.find("taskList");
+  return it != job.end() && it->is_array() ? *it : kNone;
+}
+
+bool HasEvent(const json& job, const std::string& type, const std::string& text = "") {
+  if (!job.is_object() || !job.contains("events")) return false;
+  for (const json& e : job["events"]) {
+    if (Str(e, "type") == type && Str(e, "message").find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+int64_t EventSeq(const json& job, const std::string& type) {
+  if (!job.is_object() || !job.contains("events")) return -1;
+  for (const json& e : job["events"]) {
+    if (Str(e, "type") == type) return Int(e, "seq");
+  }
+  return -1;
+}
+
+std::string Show(const Completed& c) {
+  return "exit " + std::to_string(c.exit_code) + "\nstdout:\n" + c.out + "stderr:\n" + c.err;
+}
+
+std::vector<std::string> Words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+class SystemTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "gangway-system-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    data_ = dir_ / "data";
+    std::filesystem::create_directories(dir_ / "pids");
+  }
+
+  void TearDown() override {
+    if (HasFailure()) DumpEvents();
+    // Agents first, all at once: each stops its tasks before it exits.
+    for (auto& [name, agent] : agents_) agent->Signal(SIGTERM);
+    for (auto& [name, agent] : agents_) agent->Stop(SIGTERM, seconds(5));
+    if (server_) server_->Stop(SIGTERM, seconds(5));
+    KillLeftoverTasks();
+    if (HasFailure()) DumpLogs();
+    agents_.clear();
+    server_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::string Write(const std::string& name, const std::string& text) const {
+    const std::filesystem::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  // Starts `gangway server` and waits until it listens (it has written client.json).
+  void StartServer(const std::vector<std::string>& extra = {},
+                   const std::string& listen = "127.0.0.1:0") {
+    std::filesystem::remove(data_ / "client.json");
+    std::vector<std::string> args = {GANGWAY_BINARY,   "server", "--data",      data_.string(),
+                                     "--listen",       listen,   "--heartbeat", "200ms",
+                                     "--node-timeout", "1s",     "--batch",     "1ms"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const std::string log = "server-" + std::to_string(++server_starts_);
+    server_ = std::make_unique<Process>(ProcessOptions{.args = args,
+                                                       .cwd = dir_,
+                                                       .stdout_path = dir_ / (log + ".out"),
+                                                       .stderr_path = dir_ / (log + ".err")});
+    const std::filesystem::path client_json = data_ / "client.json";
+    ASSERT_TRUE(Eventually(
+        [&] { return std::filesystem::exists(client_json) || !server_->Running(); }, seconds(10)));
+    ASSERT_TRUE(server_->Running()) << "the controller exited:\n" << server_->Stderr();
+    const json client = json::parse(ReadWholeFile(client_json), nullptr, false);
+    url_ = Str(client, "server");
+    token_ = Str(client, "token");
+    ASSERT_FALSE(url_.empty() || token_.empty()) << client.dump();
+    auto api = client::ApiClient::Create({.server = url_, .token = token_});
+    ASSERT_TRUE(api.ok()) << api.error().message;
+    api_.emplace(std::move(api).value());
+  }
+
+  // The port the controller listens on, from its URL.
+  std::string Port() const { return url_.substr(url_.rfind(':') + 1); }
+
+  // Starts `gangway agent` for node `name` and waits until the controller reports it ready.
+  void StartAgent(const std::string& name, const std::string& gpus) {
+    const std::vector<std::string> args = {GANGWAY_BINARY,
+                                           "agent",
+                                           "--server",
+                                           url_,
+                                           "--join-token-file",
+                                           (data_ / "join.token").string(),
+                                           "--name",
+                                           name,
+                                           "--address",
+                                           "127.0.0.1",
+                                           "--fake-gpus",
+                                           gpus,
+                                           "--data",
+                                           (dir_ / ("agent-" + name)).string(),
+                                           "--heartbeat",
+                                           "1s",
+                                           "--shutdown-grace",
+                                           "1s"};
+    // SIGTERM if the test binary dies: the agent then stops its tasks.
+    auto& agent = agents_[name] =
+        std::make_unique<Process>(ProcessOptions{.args = args,
+                                                 .cwd = dir_,
+                                                 .stdout_path = dir_ / ("agent-" + name + ".out"),
+                                                 .stderr_path = dir_ / ("agent-" + name + ".err"),
+                                                 .parent_death_signal = SIGTERM});
+    ASSERT_TRUE(
+        Eventually([&] { return NodeState(name) == "ready" || !agent->Running(); }, seconds(10)));
+    ASSERT_TRUE(agent->Running()) << "agent " << name << " exited:\n" << agent->Stderr();
+  }
+
+  std::string NodeState(const std::string& name) const {
+    auto node = api_->GetNode(name);
+    return node.ok() ? Str((*node)["node"], "state") : "";
+  }
+
+  // Runs the `gangway` CLI against the controller (GANGWAY_SERVER and GANGWAY_TOKEN).
+  Completed Cli(std::vector<std::string> args) const {
+    args.insert(args.begin(), GANGWAY_BINARY);
+    return RunToCompletion({.args = args,
+                            .env = {{"GANGWAY_SERVER", url_}, {"GANGWAY_TOKEN", token_}},
+                            .cwd = dir_,
+                            .stdout_path = dir_ / "cli.out",
+                            .stderr_path = dir_ / "cli.err"},
+                           seconds(20));
+  }
+
+  // Submits a job through the REST API; 0 when the controller refused it.
+  uint64_t Submit(const json& job) const {
+    auto answer = api_->SubmitJob(job.dump(), "application/json");
+    if (!answer.ok()) {
+      ADD_FAILURE() << "submit " << job.dump() << ": " << answer.error().message;
+      return 0;
+    }
+    return (*answer)["job"]["id"].get<uint64_t>();
+  }
+
+  // GET /v1/jobs/ID's job, or null.
+  json Job(uint64_t id) const {
+    auto answer = api_->GetJob(id);
+    return answer.ok() ? (*answer)["job"] : json();
+  }
+
+  // Waits until job `id` is in `state`; on failure the job as last read is in `last`.
+  bool WaitForState(uint64_t id, const std::string& state, milliseconds timeout, json* last) {
+    return Eventually(
+        [&] {
+          *last = Job(id);
+          return Str(*last, "state") == state;
+        },
+        timeout);
+  }
+
+  // The whole output of task `task` of job `id` once it is complete, or nullopt.
+  std::optional<std::string> CompleteLog(uint64_t id, int task, milliseconds timeout) const {
+    std::string data;
+    const bool complete = Eventually(
+        [&] {
+          auto chunk = api_->GetLogs(id, task, 0);
+          if (!chunk.ok()) return false;
+          data = chunk->data;
+          return chunk->complete;
+        },
+        timeout);
+    if (!complete) return std::nullopt;
+    return data;
+  }
+
+  // The output of task `task` of job `id` so far (the current attempt's), or "".
+  std::string LogSoFar(uint64_t id, int task) const {
+    auto chunk = api_->GetLogs(id, task, 0);
+    return chunk.ok() ? chunk->data : "";
+  }
+
+  // A shell line recording the task's process id (its process group: the agent starts each
+  // task in its own) under pids/, so that TearDown can kill tasks an agent left behind.
+  std::string RecordPid(const std::string& tag) const {
+    return "echo $$ > " + (dir_ / "pids").string() + "/" + tag +
+           ".$GANGWAY_JOB_ID.$GANGWAY_ATTEMPT\n";
+  }
+
+  // Kills the process groups of recorded tasks that still run: those of an agent killed with
+  // SIGKILL. A pid counts as ours only while its command line names this test's directory.
+  void KillLeftoverTasks() const {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_ / "pids", ec)) {
+      pid_t pid = 0;
+      try {
+        pid = std::stoi(ReadWholeFile(entry.path()));
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (pid <= 1) continue;
+      const std::string cmdline = ReadWholeFile("/proc/" + std::to_string(pid) + "/cmdline");
+      if (cmdline.find(dir_.string()) == std::string::npos) continue;
+      if (getpgid(pid) == pid) {
+        killpg(pid, SIGKILL);
+      } else {
+        kill(pid, SIGKILL);
+      }
+    }
+  }
+
+  void DumpEvents() const {
+    if (!api_ || !server_ || !server_->Running()) return;
+    auto events = api_->ListEvents(0, 1000);
+    if (!events.ok()) return;
+    std::string text;
+    for (const json& e : (*events)["events"]) {
+      text += std::to_string(Int(e, "seq")) + " job " + std::to_string(Int(e, "job")) + " " +
+              Str(e, "type") + ": " + Str(e, "message") + "\n";
+    }
+    std::cerr << "---- controller events\n" << text;
+  }
+
+  void DumpLogs() const {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+      const std::string ext = entry.path().extension().string();
+      if (ext != ".out" && ext != ".err") continue;
+      std::string text = ReadWholeFile(entry.path());
+      if (text.empty()) continue;
+      if (text.size() > 4000) text = "..." + text.substr(text.size() - 4000);
+      std::cerr << "---- " << entry.path().filename().string() << "\n" << text << "\n";
+    }
+  }
+
+  std::filesystem::path dir_;
+  std::filesystem::path data_;
+  std::unique_ptr<Process> server_;
+  int server_starts_ = 0;
+  std::map<std::string, std::unique_ptr<Process>> agents_;
+  std::string url_;
+  std::string token_;
+  std::optional<client::ApiClient> api_;
+};
+
+// ---- one job through the CLI ---------------------------------------------------------------
+
+TEST_F(SystemTest, SubmittedJobRunsAndTheCliShowsItsOutputAndExitCode) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(StartAgent("n1", "2xH100-80GB"));
+  const std::string file =
+      Write("hello.yaml",
+            "name: hello\ngpu: 1\ncommand: [sh, -c, 'echo to-stdout; echo to-stderr >&2']\n");
+  const Completed submit = Cli({"submit", file});
+  ASSERT_EQ(submit.exit_code, 0) << Show(submit);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(submit.out, m, std::regex("job/([0-9]+) submitted\n")))
+      << submit.out;
+  const uint64_t id = std::stoull(m[1]);
+
+  json job;
+  ASSERT_TRUE(WaitForState(id, "succeeded", seconds(10), &job)) << job.dump(2);
+  ASSERT_TRUE(CompleteLog(id, 0, seconds(5)).has_value());
+  const Completed logs = Cli({"logs", std::to_string(id)});
+  EXPECT_EQ(logs.exit_code, 0) << Show(logs);
+  EXPECT_EQ(logs.out, "to-stdout\nto-stderr\n");
+
+  const Completed describe = Cli({"describe", std::to_string(id), "-o", "json"});
+  ASSERT_EQ(describe.exit_code, 0) << Show(describe);
+  const json described = json::parse(describe.out, nullptr, false);
+  ASSERT_TRUE(described.is_object()) << describe.out;
+  EXPECT_EQ(Str(described["job"], "state"), "succeeded") << describe.out;
+  EXPECT_EQ(described["job"]["exitCode"], 0) << describe.out;
+  ASSERT_EQ(TaskList(described["job"]).size(), 1u) << describe.out;
+  EXPECT_EQ(Str(TaskList(described["job"])[0], "node"), "n1");
+  EXPECT_EQ(TaskList(described["job"])[0]["exitCode"], 0);
+
+  const Completed failing = Cli({"run", "-w", "--", "sh", "-c", "exit 3"});
+  EXPECT_EQ(failing.exit_code, 3) << Show(failing);
+  const Completed passing = Cli({"run", "-w", "--", "sh", "-c", "echo fine"});
+  EXPECT_EQ(passing.exit_code, 0) << Show(passing);
+  EXPECT_EQ(passing.out, "fine\n");
+}
+
+// ---- gangs ---------------------------------------------------------------------------------
+
+TEST_F(SystemTest, GangGetsEveryRankOnceOneRendezvousAndDisjointGpusPerNode) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(StartAgent("a1", "4xH100-80GB"));
+  ASSERT_NO_FATAL_FAILURE(StartAgent("a2", "4xH100-80GB"));
+  const uint64_t id =
+      Submit({{"name", "gang"},
+              {"replicas", 8},
+              {"gpu", 1},
+              {"command",
+               {"sh", "-c",
+                "echo \"$RANK $WORLD_SIZE $MASTER_ADDR $MASTER_PORT $LOCAL_RANK $NODE_RANK "
+                "$CUDA_VISIBLE_DEVICES $GANGWAY_TASK_INDEX\""}}});
+  ASSERT_NE(id, 0u);
+  json job;
+  ASSERT_TRUE(WaitForState(id, "succeeded", seconds(15), &job)) << job.dump(2);
+  std::map<int64_t, std::string> node_of;  // task index -> node
+  for (const json& t : TaskList(job)) node_of[Int(t, "index")] = Str(t, "node");
+  ASSERT_EQ(node_of.size(), 8u) << job.dump(2);
+
+  struct Seen {
+    std::string local_rank, node_rank, device;
+  };
+  std::map<std::string, std::vector<Seen>> by_node;
+  std::set<std::string> rendezvous;
+  for (int task = 0; task < 8; ++task) {
+    const auto log = CompleteLog(id, task, seconds(5));
+    ASSERT_TRUE(log.has_value()) << "task " << task;
+    const std::vector<std::string> w = Words(*log);
+    ASSERT_EQ(w.size(), 8u) << "task " << task << ": " << *log;
+    EXPECT_EQ(w[0], std::to_string(task)) << "RANK: " << *log;
+    EXPECT_EQ(w[1], "8") << "WORLD_SIZE: " << *log;
+    EXPECT_EQ(w[7], std::to_string(task)) << "GANGWAY_TASK_INDEX: " << *log;
+    EXPECT_TRUE(w[6].starts_with("GPU-") && w[6].find(',') == std::string::npos)
+        << "CUDA_VISIBLE_DEVICES of a 1-GPU task: " << *log;
+    rendezvous.insert(w[2] + ":" + w[3]);
+    by_node[node_of[task]].push_back({w[4], w[5], w[6]});
+  }
+  ASSERT_EQ(rendezvous.size(), 1u) << "tasks disagree on MASTER_ADDR:MASTER_PORT";
+  // Every agent gives --address 127.0.0.1, so MASTER_ADDR is rank 0's node's address either way.
+  EXPECT_TRUE(std::regex_match(*rendezvous.begin(), std::regex("127\\.0\\.0\\.1:[0-9]+")))
+      << *rendezvous.begin();
+  ASSERT_EQ(by_node.size(), 2u);
+  std::set<std::string> node_ranks;
+  for (const auto& [node, seen] : by_node) {
+    ASSERT_EQ(seen.size(), 4u) << node;
+    std::set<std::string> local_ranks, devices, this_node_ranks;
+    for (const Seen& s : seen) {
+      local_ranks.insert(s.local_rank);
+      devices.insert(s.device);
+      this_node_ranks.insert(s.node_rank);
+    }
+    EXPECT_EQ(local_ranks, (std::set<std::string>{"0", "1", "2", "3"})) << node;
+    EXPECT_EQ(devices.size(), 4u) << node << ": two tasks share a GPU";
+    EXPECT_EQ(this_node_ranks.size(), 1u) << node;
+    node_ranks.insert(this_node_ranks.begin(), this_node_ranks.end());
+  }
+  EXPECT_EQ(node_ranks, (std::set<std::string>{"0", "1"}));
+
+  // 3 tasks x 4 GPUs never fit two 4-GPU nodes: the gang waits whole, with a reason, and
+  // holds nothing meanwhile.
+  const uint64_t big = Submit({{"name", "too-big"},
+                               {"replicas", 3},
+                               {"gpu", 4},
+                               {"command", {"sh", "-c", "echo should not run"}}});
+  ASSERT_NE(big, 0u);
+  json pending;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        pending = Job(big);
+        return !Str(pending["pending"], "code").empty();
+      },
+      seconds(5)))
+      << pending.dump(2);
+  EXPECT_FALSE(Str(pending["pending"], "message").empty()) << pending.dump(2);
+  const auto until = Clock::now() + seconds(1);
+  while (Clock::now() < until && !HasFailure()) {
+    const json j = Job(big);
+    EXPECT_EQ(Str(j, "state"), "pending") << j.dump(2);
+    EXPECT_TRUE(TaskList(j).empty()) << j.dump(2);
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  auto nodes = api_->ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  for (const json& n : (*nodes)["nodes"]) EXPECT_EQ(n["gpusFree"], 4) << n.dump();
+}
+
+// ---- preemption ----------------------------------------------------------------------------
+
+// A controller with priority classes low and high that preempts at once (minRuntime 0s), one
+// agent with 2 GPUs, and a low-priority job on both GPUs that checkpoints on SIGTERM: it
+// writes 42 to $GANGWAY_CHECKPOINT_DIR/step after `checkpoint_seconds` and exits 0, and when it
+// starts it says whether it resumes from a checkpoint.
+class SystemPreemptionTest : public SystemTest {
+ protected:
+  void StartClusterAndLowJob(int checkpoint_seconds) {
+    config_ = {"--config", Write("cluster.yaml", "priorityClasses: {low: 0, high: 100}\n"),
+               "--policy", Write("policy.yaml", "minRuntime: 0s\n")};
+    ASSERT_NO_FATAL_FAILURE(StartServer(config_));
+    ASSERT_NO_FATAL_FAILURE(StartAgent("n1", "2xH100-80GB"));
+    const std::string script =
+        RecordPid("low") +
+        "d=\"$GANGWAY_CHECKPOINT_DIR\"\n"
+        "if [ -f \"$d/step\" ]; then echo \"resumed from $(cat \"$d/step\")\"; "
+        "else echo 'fresh start'; fi\n"
+        "trap 'sleep " +
+        std::to_string(checkpoint_seconds) +
+        "; echo 42 > \"$d/step\"; echo \"attempt $GANGWAY_ATTEMPT checkpointed\" >> "
+        "\"$d/history\"; exit 0' TERM\n"
+        "echo \"running attempt $GANGWAY_ATTEMPT\"\n"
+        "while true; do sleep 0.1; done\n";
+    low_ = Submit({{"name", "low"},
+                   {"priorityClass", "low"},
+                   {"gpu", 2},
+                   {"checkpoint", {{"grace", "10s"}}},
+                   {"command", {"sh", "-c", script}}});
+    ASSERT_NE(low_, 0u);
+    ASSERT_TRUE(Eventually([&] { return LogSoFar(low_, 0) == "fresh start\nrunning attempt 0\n"; },
+                           seconds(10)))
+        << LogSoFar(low_, 0) << Job(low_).dump(2);
+    checkpoint_ = data_ / "checkpoints" / std::to_string(low_);
+  }
+
+  void SubmitHighJob() {
+    high_ = Submit({{"name", "high"},
+                    {"priorityClass", "high"},
+                    {"gpu", 2},
+                    {"command", {"sh", "-c", "echo high ran"}}});
+    ASSERT_NE(high_, 0u);
+  }
+
+  // The low job checkpointed once, the high job ran after it had let go of the GPUs, and the
+  // low job runs again, as attempt 1, from its checkpoint.
+  void ExpectLowResumedAfterHigh() {
+    EXPECT_TRUE(
+        Eventually([&] { return ReadWholeFile(checkpoint_ / "step") == "42\n"; }, seconds(10)))
+        << "the low job never completed its checkpoint\n"
+        << Job(low_).dump(2);
+    json job;
+    ASSERT_TRUE(WaitForState(high_, "succeeded", seconds(15), &job)) << job.dump(2);
+    EXPECT_EQ(CompleteLog(high_, 0, seconds(5)).value_or("(incomplete)"), "high ran\n");
+    ASSERT_TRUE(Eventually(
+        [&] {
+          job = Job(low_);
+          return Str(job, "state") == "running" && Int(job, "attempt") == 1 &&
+                 LogSoFar(low_, 0).find("running attempt 1") != std::string::npos;
+        },
+        seconds(15)))
+        << job.dump(2);
+    EXPECT_EQ(LogSoFar(low_, 0), "resumed from 42\nrunning attempt 1\n");
+    EXPECT_EQ(ReadWholeFile(checkpoint_ / "history"), "attempt 0 checkpointed\n");
+    EXPECT_EQ(Int(job, "restarts"), 0) << "a preemption is not a restart\n" << job.dump(2);
+    EXPECT_TRUE(HasEvent(job, "stopping", "preempted for job " + std::to_string(high_)))
+        << job.dump(2);
+    // The high job was placed only after the low one had let go of the GPUs.
+    const json high_job = Job(high_);
+    EXPECT_GE(EventSeq(job, "requeued"), 0) << job.dump(2);
+    EXPECT_LT(EventSeq(job, "requeued"), EventSeq(high_job, "scheduled"))
+        << job.dump(2) << high_job.dump(2);
+  }
+
+  std::vector<std::string> config_;
+  uint64_t low_ = 0;
+  uint64_t high_ = 0;
+  std::filesystem::path checkpoint_;
+};
+
+TEST_F(SystemPreemptionTest, PreemptedJobCheckpointsOnItsSignalAndResumesAfterTheHighPriorityJob) {
+  ASSERT_NO_FATAL_FAILURE(StartClusterAndLowJob(0));
+  ASSERT_NO_FATAL_FAILURE(SubmitHighJob());
+  ExpectLowResumedAfterHigh();
+}
+
+// A controller killed while a preempted task writes its checkpoint re-sends the stop with
+// what is left of the grace, not 0: the checkpoint completes and attempt 1 resumes from it.
+TEST_F(SystemPreemptionTest, PreemptionKeepsItsCheckpointGraceAcrossAControllerKilledWithSigkill) {
+  ASSERT_NO_FATAL_FAILURE(StartClusterAndLowJob(3));
+  ASSERT_NO_FATAL_FAILURE(SubmitHighJob());
+  json job;
+  ASSERT_TRUE(WaitForState(low_, "preempted", seconds(5), &job)) << job.dump(2);
+  const std::string port = Port();
+  server_->Stop(SIGKILL, milliseconds(0));
+  ASSERT_NO_FATAL_FAILURE(StartServer(config_, "127.0.0.1:" + port));
+  ExpectLowResumedAfterHigh();
+}
+
+// ---- crashes -------------------------------------------------------------------------------
+
+TEST_F(SystemTest, AcknowledgedJobsSurviveAControllerKilledWithSigkill) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(StartAgent("n1", "8xH100-80GB"));
+  const std::string port = Port();
+  const std::string ran = (dir_ / "ran.txt").string();
+  const std::string token = token_;
+
+  // Submits jobs one after another until told to stop, keeping the ids answered with 201.
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<uint64_t> acked;
+  int refused = 0;
+  std::thread submitter([&] {
+    httplib::Client http("127.0.0.1", std::stoi(port));
+    http.set_connection_timeout(1, 0);
+    http.set_read_timeout(5, 0);
+    for (int n = 0; !stop; ++n) {
+      const json job = {{"name", "burst-" + std::to_string(n)},
+                        {"gpu", 1},
+                        {"command",
+                         {"sh", "-c",
+                          "echo \"$GANGWAY_JOB_ID $GANGWAY_ATTEMPT $RANK\" >> " + ran +
+                              "; echo start; sleep 0.2; echo done"}}};
+      auto res = http.Post("/v1/jobs", {{"Authorization", "Bearer " + token}}, job.dump(),
+                           "application/json");
+      std::lock_guard lock(mu);
+      if (res && res->status == 201) {
+        acked.push_back(json::parse(res->body)["job"]["id"].get<uint64_t>());
+      } else {
+        ++refused;
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+  });
+  auto acked_count = [&] {
+    std::lock_guard lock(mu);
+    return acked.size();
+  };
+  auto stop_submitter = [&] {
+    stop = true;
+    if (submitter.joinable()) submitter.join();
+  };
+
+  // Kill the controller while jobs are succeeding, running and pending.
+  const bool warmed_up = Eventually([&] { return acked_count() >= 20; }, seconds(10));
+  uint64_t first = 0;
+  {
+    std::lock_guard lock(mu);
+    if (!acked.empty()) first = acked.front();
+  }
+  json job;
+  const bool one_done = warmed_up && WaitForState(first, "succeeded", seconds(5), &job);
+  if (!warmed_up || !one_done) stop_submitter();
+  ASSERT_TRUE(warmed_up) << acked_count() << " jobs acknowledged";
+  ASSERT_TRUE(one_done) << job.dump(2);
+  server_->Stop(SIGKILL, milliseconds(0));
+  const size_t at_kill = acked_count();
+  std::this_thread::sleep_for(milliseconds(300));
+  StartServer({}, "127.0.0.1:" + port);
+  if (HasFatalFailure()) stop_submitter();
+  ASSERT_FALSE(HasFatalFailure());
+  const bool resumed = Eventually([&] { return acked_count() >= at_kill + 15; }, seconds(10));
+  stop_submitter();
+  ASSERT_TRUE(resumed) << "the restarted controller acknowledged " << acked_count() - at_kill
+                       << " jobs";
+  EXPECT_GT(refused, 0) << "no submission failed: the controller was not down";
+  EXPECT_EQ(std::set<uint64_t>(acked.begin(), acked.end()).size(), acked.size())
+      << "an id was acknowledged twice";
+
+  // Every acknowledged job exists and succeeds; those the restarted controller took ran only
+  // if the agent re-registered with it by itself.
+  std::set<uint64_t> unfinished(acked.begin(), acked.end());
+  std::map<uint64_t, json> last;
+  Eventually(
+      [&] {
+        for (auto it = unfinished.begin(); it != unfinished.end();) {
+          last[*it] = Job(*it);
+          it = Str(last[*it], "state") == "succeeded" ? unfinished.erase(it) : std::next(it);
+        }
+        return unfinished.empty();
+      },
+      seconds(20));
+  for (uint64_t id : unfinished) ADD_FAILURE() << "job " << id << ": " << last[id].dump(2);
+
+  // Each (job, attempt, rank) ran at most once, and every acknowledged job ran.
+  std::map<std::tuple<uint64_t, int, int>, int> runs;
+  std::set<uint64_t> ran_jobs;
+  std::istringstream lines(ReadWholeFile(ran));
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream in(line);
+    uint64_t id = 0;
+    int attempt = -1;
+    int rank = -1;
+    ASSERT_TRUE(in >> id >> attempt >> rank) << line;
+    ++runs[{id, attempt, rank}];
+    ran_jobs.insert(id);
+  }
+  for (const auto& [key, count] : runs) {
+    EXPECT_EQ(count, 1) << "job " << std::get<0>(key) << " attempt " << std::get<1>(key) << " rank "
+                        << std::get<2>(key) << " ran " << count << " times";
+  }
+  for (uint64_t id : acked) EXPECT_TRUE(ran_jobs.contains(id)) << "job " << id << " never ran";
+
+  // The output of tasks that ran across the crash arrived whole, once.
+  for (uint64_t id : acked) {
+    EXPECT_EQ(CompleteLog(id, 0, seconds(2)).value_or("(incomplete)"), "start\ndone\n")
+        << "job " << id;
+  }
+}
+
+TEST_F(SystemTest, JobOfANodeKilledWithSigkillRestartsOnTheOtherNode) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(StartAgent("a1", "2xH100-80GB"));
+  ASSERT_NO_FATAL_FAILURE(StartAgent("a2", "2xH100-80GB"));
+  const uint64_t id =
+      Submit({{"name", "long"},
+              {"gpu", 1},
+              {"command",
+               {"sh", "-c",
+                RecordPid("long") +
+                    "echo \"attempt $GANGWAY_ATTEMPT\"\nwhile true; do sleep 0.2; done\n"}}});
+  ASSERT_NE(id, 0u);
+  json job;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        job = Job(id);
+        return Str(job, "state") == "running" && TaskList(job).size() == 1 &&
+               Str(TaskList(job)[0], "state") == "running" && LogSoFar(id, 0) == "attempt 0\n";
+      },
+      seconds(10)))
+      << job.dump(2);
+  const std::string first = Str(TaskList(job)[0], "node");
+  ASSERT_TRUE(first == "a1" || first == "a2") << first;
+  const std::string other = first == "a1" ? "a2" : "a1";
+
+  agents_[first]->Stop(SIGKILL, milliseconds(0));
+  const auto killed = Clock::now();
+  EXPECT_TRUE(Eventually([&] { return NodeState(first) == "lost"; }, seconds(5)))
+      << "node " << first << " is " << NodeState(first);
+  EXPECT_LT(Clock::now() - killed, seconds(5));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        job = Job(id);
+        return Str(job, "state") == "running" && Int(job, "attempt") == 1 &&
+               TaskList(job).size() == 1 && Str(TaskList(job)[0], "node") == other &&
+               Str(TaskList(job)[0], "state") == "running";
+      },
+      seconds(10)))
+      << job.dump(2);
+  EXPECT_EQ(Int(job, "restarts"), 1) << job.dump(2);
+  EXPECT_TRUE(HasEvent(job, "restarting", "node " + first + " was lost")) << job.dump(2);
+  EXPECT_TRUE(Eventually([&] { return LogSoFar(id, 0) == "attempt 1\n"; }, seconds(5)))
+      << LogSoFar(id, 0);
+  EXPECT_EQ(NodeState(other), "ready");
+}
+
+}  // namespace
+}  // namespace gangway::testing
