@@ -66,7 +66,6 @@ void Controller::Load() {
     e.last_seen = now;  // every node gets a full timeout to report to this controller
   }
   next_job_id_ = store_->MaxJobId() + 1;
-  BeginBatchLocked();
   for (auto& row : store_->LoadJobs()) {
     auto rec = JobFromDoc(json::parse(row.doc, nullptr, false));
     if (!rec) continue;
@@ -103,10 +102,10 @@ void Controller::Load() {
       }
     }
   }
-  CommitBatchLocked();
 }
 
 void Controller::Start() {
+  writer_ = std::thread([this] { WriterLoop(); });
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -119,6 +118,85 @@ void Controller::Stop() {
   wake_.notify_all();
   commands_.notify_all();
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard lock(mu_);
+    writer_stopping_ = true;  // after the last cycle: the writer drains what is queued
+  }
+  writer_wake_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+void Controller::WriterLoop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    writer_wake_.wait(lock,
+                      [&] { return writer_stopping_ || !writes_.empty() || !unstamped_.empty(); });
+    std::vector<Write> batch;
+    batch.swap(writes_);
+    const uint64_t gen = queued_gen_;
+    // Every operation that queued these writes has finished (each holds mu_ throughout), so
+    // the commands it pushed follow from state up to `gen`.
+    for (const std::string& name : unstamped_) {
+      auto it = nodes_.find(name);
+      if (it == nodes_.end()) continue;
+      for (Command& c : it->second.commands) {
+        if (c.gen == kUnstamped) c.gen = gen;
+      }
+    }
+    unstamped_.clear();
+    if (batch.empty()) {
+      commands_.notify_all();  // commands whose state was already on disk
+      if (writer_stopping_) break;
+      continue;
+    }
+    lock.unlock();
+    // A job saved several times in one batch needs only its last document.
+    std::map<uint64_t, size_t> last_doc;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (batch[i].kind == Write::Kind::kJob) last_doc[batch[i].job] = i;
+    }
+    for (int attempt = 0;; ++attempt) {
+      try {
+        store_->Begin();
+        for (size_t i = 0; i < batch.size(); ++i) {
+          const Write& w = batch[i];
+          switch (w.kind) {
+            case Write::Kind::kJob:
+              if (last_doc[w.job] == i) store_->PutJob(w.job, w.key, w.user, w.doc);
+              break;
+            case Write::Kind::kNode:
+              store_->PutNode(w.key, w.doc);
+              break;
+            case Write::Kind::kEvent:
+              store_->AppendEvent(w.event);
+              break;
+          }
+        }
+        store_->Commit();
+        break;
+      } catch (const std::exception& e) {
+        store_->Rollback();
+        // Nothing waiting on this batch proceeds until it is on disk (e.g. the disk is full
+        // and an operator frees space); waiters time out with an error meanwhile.
+        fprintf(stderr, "gangway server: writing state failed (attempt %d): %s\n", attempt + 1,
+                e.what());
+        std::this_thread::sleep_for(std::chrono::milliseconds(10 << std::min(attempt, 6)));
+      }
+    }
+    lock.lock();
+    durable_gen_ = gen;
+    durable_.notify_all();
+    commands_.notify_all();
+  }
+  writer_done_ = true;
+  durable_.notify_all();
+}
+
+bool Controller::WaitDurable(std::unique_lock<std::mutex>& lock) {
+  const uint64_t gen = queued_gen_;
+  durable_.wait_for(lock, std::chrono::seconds(30),
+                    [&] { return durable_gen_ >= gen || writer_done_; });
+  return durable_gen_ >= gen;
 }
 
 void Controller::Loop() {
@@ -145,10 +223,7 @@ void Controller::Loop() {
         RunCycleLocked();
       }
     } catch (const std::exception& e) {
-      // A failing store write here leaves memory ahead of disk for the jobs of this cycle;
-      // the next cycle redoes the work, and a restart reloads what was committed.
       fprintf(stderr, "gangway server: scheduling cycle failed: %s\n", e.what());
-      AbortBatchLocked();
     }
   }
 }
@@ -163,7 +238,6 @@ void Controller::CheckNodesLocked() {
 }
 
 void Controller::MarkNodeLostLocked(NodeEntry& node) {
-  BeginBatchLocked();
   node.record.lost = true;
   node.commands.clear();
   SaveNodeLocked(node.record);
@@ -188,7 +262,6 @@ void Controller::MarkNodeLostLocked(NodeEntry& node) {
       SettleLocked(job);
     }
   }
-  CommitBatchLocked();
   dirty_ = true;
 }
 
@@ -238,7 +311,6 @@ void Controller::RunCycleLocked() {
     fprintf(stderr, "gangway server: cycle failed: %s\n", result.status().message().c_str());
     return;
   }
-  BeginBatchLocked();
   for (const core::PendingJob& p : result->pending) {
     if (JobRecord* job = FindJob(p.job.value)) job->pending = p;
   }
@@ -290,10 +362,9 @@ void Controller::RunCycleLocked() {
     for (const std::string& n : node_names) where += (where.empty() ? "" : ", ") + n;
     EventLocked(job->id, "scheduled",
                 "attempt " + std::to_string(job->attempt) + " placed on " + where);
-    for (TaskRecord& t : job->tasks) LaunchLocked(*job, t);
     SaveJobLocked(*job);
+    for (TaskRecord& t : job->tasks) LaunchLocked(*job, t);
   }
-  CommitBatchLocked();
   const auto micros = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
   metrics.cycles++;
@@ -376,9 +447,12 @@ void Controller::SendStopLocked(const JobRecord& job, const TaskRecord& task, in
 
 void Controller::PushCommandLocked(NodeEntry& node, json body) {
   body["seq"] = node.next_seq;
-  node.commands.push_back({node.next_seq, std::move(body)});
+  if (node.commands.empty() || node.commands.back().gen != kUnstamped) {
+    unstamped_.push_back(node.record.node.name);
+  }
+  node.commands.push_back({node.next_seq, std::move(body), kUnstamped});
   ++node.next_seq;
-  commands_.notify_all();
+  writer_wake_.notify_one();  // commands go out once the writer has stamped and committed
 }
 
 void Controller::StopTasksLocked(JobRecord& job, JobState after, int grace_seconds,
@@ -473,19 +547,6 @@ void Controller::SettleLocked(JobRecord& job) {
 
 // --- persistence helpers ---
 
-void Controller::BeginBatchLocked() {
-  if (batch_depth_++ == 0) store_->Begin();
-}
-
-void Controller::AbortBatchLocked() {
-  if (batch_depth_ > 0) store_->Rollback();
-  batch_depth_ = 0;
-}
-
-void Controller::CommitBatchLocked() {
-  if (--batch_depth_ == 0) store_->Commit();
-}
-
 void Controller::IndexLocked(const JobRecord& job) {
   if (job.HoldsResources()) {
     active_.insert(job.id);
@@ -501,17 +562,30 @@ void Controller::IndexLocked(const JobRecord& job) {
 
 void Controller::SaveJobLocked(const JobRecord& job) {
   IndexLocked(job);
-  store_->PutJob(job.id, JobStateName(job.state), job.live.job.user, JobDoc(job).dump());
+  writes_.push_back({.kind = Write::Kind::kJob,
+                     .job = job.id,
+                     .key = std::string(JobStateName(job.state)),
+                     .user = job.live.job.user,
+                     .doc = JobDoc(job).dump()});
+  ++queued_gen_;
+  writer_wake_.notify_one();
 }
 
 void Controller::SaveNodeLocked(const NodeRecord& node) {
   ++nodes_version_;
-  store_->PutNode(node.node.name, NodeDoc(node).dump());
+  writes_.push_back(
+      {.kind = Write::Kind::kNode, .key = node.node.name, .doc = NodeDoc(node).dump()});
+  ++queued_gen_;
+  writer_wake_.notify_one();
 }
 
 void Controller::EventLocked(uint64_t job, std::string type, std::string message) {
-  store_->AppendEvent(
-      {.time = Now(), .job = job, .type = std::move(type), .message = std::move(message)});
+  writes_.push_back(
+      {.kind = Write::Kind::kEvent,
+       .event = {
+           .time = Now(), .job = job, .type = std::move(type), .message = std::move(message)}});
+  ++queued_gen_;
+  writer_wake_.notify_one();
 }
 
 JobRecord* Controller::FindJob(uint64_t id) {

@@ -116,9 +116,11 @@ class Controller {
   const std::string& epoch() const { return epoch_; }
 
  private:
+  static constexpr uint64_t kUnstamped = UINT64_MAX;
   struct Command {
     uint64_t seq;
     nlohmann::json body;
+    uint64_t gen = kUnstamped;  // delivered once durable_gen_ reaches it
   };
   struct NodeEntry {
     NodeRecord record;
@@ -149,11 +151,13 @@ class Controller {
   void IndexLocked(const JobRecord& job);
   void SaveNodeLocked(const NodeRecord& node);
   void EventLocked(uint64_t job, std::string type, std::string message);
-  void BeginBatchLocked();
-  void CommitBatchLocked();
-  // After a failed write: drops the open transaction. Memory may then be ahead of the disk
-  // for the objects of that batch; they are written again with their next change.
-  void AbortBatchLocked();
+  // Group commit: Save*/Event* queue writes; the writer thread commits everything queued in
+  // one transaction (one fsync) and advances durable_gen_. Whatever must be durable before
+  // it is acted on waits for its generation: a submission's answer, a report's acks, and
+  // commands to agents (stamped with the generation that holds the state they follow from).
+  void WriterLoop();
+  // Waits (releasing `lock`) until everything queued so far is on disk; false on timeout.
+  bool WaitDurable(std::unique_lock<std::mutex>& lock);
 
   nlohmann::json JobView(const JobRecord& job, bool detail);
   nlohmann::json NodeView(const NodeEntry& node) const;
@@ -172,7 +176,23 @@ class Controller {
   std::condition_variable commands_;  // long-polling agents
   bool dirty_ = true;
   bool stopping_ = false;
-  int batch_depth_ = 0;
+  struct Write {
+    enum class Kind : uint8_t { kJob, kNode, kEvent } kind;
+    uint64_t job = 0;
+    std::string key;  // job state or node name
+    std::string user;
+    std::string doc;
+    StoredEvent event;
+  };
+  std::vector<Write> writes_;  // queued, not yet committed
+  uint64_t queued_gen_ = 0;    // generation of the last queued write
+  uint64_t durable_gen_ = 0;   // every write up to this generation is committed
+  bool writer_stopping_ = false;
+  bool writer_done_ = false;
+  std::condition_variable writer_wake_;
+  std::condition_variable durable_;
+  std::vector<std::string> unstamped_;  // nodes with commands not yet given a generation
+  std::thread writer_;
   std::map<uint64_t, JobRecord> jobs_;
   // Indexes over jobs_, kept by SaveJobLocked (every transition saves the job): jobs whose
   // tasks hold resources, and jobs waiting to be placed.

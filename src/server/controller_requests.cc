@@ -210,7 +210,7 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
   }
   json view;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     JobRecord job;
     job.id = next_job_id_++;
     job.spec_text = std::string(body);
@@ -218,21 +218,19 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
     job.live.job.id = core::JobId{job.id};
     job.live.job.submit_time = core::FromSeconds(now);
     job.submitted_at = now;
-    BeginBatchLocked();
-    try {
-      SaveJobLocked(job);
-      EventLocked(job.id, "submitted",
-                  "by " + job.live.job.user + " to queue " + job.live.job.queue);
-      CommitBatchLocked();
-    } catch (const std::exception& e) {
-      AbortBatchLocked();
-      waiting_.erase(job.id);
-      return Error(500, "internal", std::string("the job could not be saved: ") + e.what());
-    }
-    metrics.submitted++;
+    SaveJobLocked(job);
+    EventLocked(job.id, "submitted", "by " + job.live.job.user + " to queue " + job.live.job.queue);
     auto [it, inserted] = jobs_.emplace(job.id, std::move(job));
     view = JobView(it->second, false);
     dirty_ = true;
+    wake_.notify_one();
+    // Acknowledged only once on disk: a crash after this answer cannot lose the job.
+    if (!WaitDurable(lock)) {
+      return Error(503, "unavailable",
+                   "the job was queued but not yet saved (the state database is not "
+                   "writable); check `gangway jobs` before submitting it again");
+    }
+    metrics.submitted++;
   }
   wake_.notify_one();
   return json{{"job", view}};
@@ -282,7 +280,6 @@ Outcome<json> Controller::Cancel(const Caller& caller, uint64_t id) {
           409, "conflict",
           "job " + std::to_string(id) + " is already " + std::string(JobStateName(j->state)));
     }
-    BeginBatchLocked();
     const std::string why = "cancelled by " + caller.user;
     if (!j->HoldsResources()) {
       j->state = JobState::kCancelled;
@@ -296,7 +293,6 @@ Outcome<json> Controller::Cancel(const Caller& caller, uint64_t id) {
       StopTasksLocked(*j, JobState::kCancelled,
                       static_cast<int>(j->live.job.checkpoint_grace.count()), why);
     }
-    CommitBatchLocked();
     view = JobView(*j, false);
     dirty_ = true;
   }
@@ -391,11 +387,9 @@ Outcome<json> Controller::NodeAction(const Caller& caller, std::string_view name
     if (action == "undrain") n.draining = false;
     if (action == "cordon") n.cordoned = true;
     if (action == "uncordon") n.cordoned = false;
-    BeginBatchLocked();
     SaveNodeLocked(n);
     EventLocked(0, "node-" + std::string(action),
                 std::string(action) + " " + n.node.name + " by " + caller.user);
-    CommitBatchLocked();
     view = NodeView(it->second);
     dirty_ = true;
   }
@@ -550,12 +544,10 @@ Outcome<json> Controller::Register(const json& body) {
     rec.cordoned = e.record.cordoned;
     e.record = std::move(rec);
     e.last_seen = Clock::now();
-    BeginBatchLocked();
     SaveNodeLocked(e.record);
     EventLocked(0, "node-registered",
                 "node " + e.record.node.name + (known ? " registered again" : " joined") +
                     " with " + std::to_string(e.record.node.gpus.size()) + " GPUs");
-    CommitBatchLocked();
     dirty_ = true;
   }
   wake_.notify_one();
@@ -572,10 +564,12 @@ Outcome<json> Controller::Commands(std::string_view node, std::string_view epoch
   NodeEntry& e = it->second;
   if (epoch != epoch_) after = 0;
   while (!e.commands.empty() && e.commands.front().seq <= after) e.commands.pop_front();
-  commands_.wait_for(lock, wait, [&] { return stopping_ || !e.commands.empty(); });
+  auto ready = [&](const Command& c) { return c.gen <= durable_gen_; };
+  commands_.wait_for(
+      lock, wait, [&] { return stopping_ || (!e.commands.empty() && ready(e.commands.front())); });
   json out = json::array();
   for (const Command& c : e.commands) {
-    if (out.size() >= kMaxCommandBatch) break;
+    if (out.size() >= kMaxCommandBatch || !ready(c)) break;
     out.push_back(c.body);
   }
   return json{{"controllerEpoch", epoch_}, {"commands", out}};
@@ -588,7 +582,7 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
   json ack = json::array();
   json offsets = json::object();
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     auto nit = nodes_.find(node_name);
     if (nit == nodes_.end()) {
       return Error(404, "not_found", "node " + std::string(node_name) + " is not registered");
@@ -596,8 +590,7 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
     NodeEntry& node = nit->second;
     node.last_seen = Clock::now();
     node.record.last_report = Now();
-    BeginBatchLocked();
-    try {
+    {
       if (node.record.lost) {
         node.record.lost = false;
         SaveNodeLocked(node.record);
@@ -730,14 +723,14 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
           SettleLocked(job);
         }
       }
-      CommitBatchLocked();
-    } catch (...) {
-      AbortBatchLocked();
-      throw;
     }
-    if (wake) dirty_ = true;
+    if (wake) {
+      dirty_ = true;
+      wake_.notify_one();
+    }
+    // An acknowledged exit is forgotten by the agent: it must be on disk first.
+    if (!ack.empty() && !WaitDurable(lock)) ack = json::array();
   }
-  if (wake) wake_.notify_one();
   return json{{"ack", ack}, {"logOffsets", offsets}};
 }
 
