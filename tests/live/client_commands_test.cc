@@ -317,7 +317,8 @@ TEST_F(ClientCommandsTest, TheAdminTokenOfClientJsonStaysWithItsServer) {
 // ---- submit -------------------------------------------------------------------------------------
 
 TEST_F(ClientCommandsTest, SubmitPostsTheFileTextAndPrintsTheJobId) {
-  fake_.Reply("POST /v1/jobs", 201, {{"job", PendingJob()}});
+  const json reply = {{"job", PendingJob()}};  // once: PendingJob() reads the clock
+  fake_.Reply("POST /v1/jobs", 201, reply);
   const std::string text =
       "# a comment the controller sees too\nname: x\ngpu: 1\n"
       "command: [sh, -c, 'echo hi']\n";
@@ -332,7 +333,7 @@ TEST_F(ClientCommandsTest, SubmitPostsTheFileTextAndPrintsTheJobId) {
 
   o = Run({"submit", "-o", "json", "-"}, {}, R"({"name": "y", "command": ["true"]})");
   ASSERT_EQ(o.exit_code, 0) << Show(o);
-  EXPECT_EQ(json::parse(o.out), (json{{"job", PendingJob()}}));
+  EXPECT_EQ(json::parse(o.out), reply);
   reqs = fake_.requests("POST", "/v1/jobs");
   ASSERT_EQ(reqs.size(), 2u);
   EXPECT_EQ(reqs[1].content_type, "application/json");
