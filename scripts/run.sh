@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds gangway (release) and runs one scheduling pass over the
-# bundled example cluster and jobs. Extra arguments go to `gangway plan`.
+# Installs what is missing, builds gangway (release) and runs it all-in-one on this machine:
+# `gangway up` starts the controller (SQLite under ./gangway-data) and a local agent with 8
+# fake H100 GPUs, submits the example jobs of examples/live/, and runs until Ctrl-C. Extra
+# arguments go to `gangway up` (e.g. --port 0, --fake-gpus 4xA100-40GB, -v).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake --preset release -DGANGWAY_BUILD_TESTS=OFF -DGANGWAY_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build --preset release -j "$(nproc)" --target gangway
-exec build/release/gangway plan --cluster examples/cluster.yaml --jobs examples/jobs.yaml \
-  --policy examples/policy.yaml "$@"
+exec build/release/gangway up --submit examples/live/single-gpu.yaml \
+  examples/live/nvlink-8gpu.yaml examples/live/inference-fractional.yaml \
+  examples/live/gang-2x8.yaml "$@"

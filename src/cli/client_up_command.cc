@@ -45,6 +45,10 @@ struct UpFlags {
   int port = 8080;
   std::string fake_gpus = "8xH100-80GB";
   std::string node_name = "local";
+  // The fake node's CPU and memory: a typical 8-GPU server, so that example jobs asking for
+  // tens of cores fit whatever machine `up` runs on.
+  std::string node_cpu = "128";
+  std::string node_memory = "1Ti";
   std::string auth;
   std::string config;
   std::string policy;
@@ -303,7 +307,8 @@ void RunUp(const UpFlags& f) {
   Child agent =
       Spawn("agent", exe,
             {"agent", "--server", api.server(), "--join-token-file", (data / "join.token").string(),
-             "--fake-gpus", f.fake_gpus, "--name", f.node_name},
+             "--fake-gpus", f.fake_gpus, "--name", f.node_name, "--cpu", f.node_cpu, "--memory",
+             f.node_memory, "--data", (data / ("agent-" + f.node_name)).string()},
             agent_log);
   const pid_t agent_pid = agent.pid;
   sup.Add(agent);
@@ -331,8 +336,7 @@ void RunUp(const UpFlags& f) {
             << "  Agent       node " << f.node_name << " with " << f.fake_gpus
             << " fake GPUs  (pid " << agent_pid << (f.verbose ? "" : ", log " + agent_log) << ")\n"
             << "  API         " << api.server() << "/v1  (OpenAPI: " << api.server()
-            << "/v1/openapi.json)\n"
-            << "  Dashboard   " << api.server() << "/\n\n";
+            << "/v1/openapi.json)\n\n";
   if (default_data) {
     std::cout << "From another terminal in this directory (the CLI reads the address and the "
                  "admin token\nfrom "
@@ -369,6 +373,8 @@ void AddUpCommand(CLI::App& app) {
   cmd->add_option("--fake-gpus", f->fake_gpus, "The local agent's GPUs")
       ->default_str("8xH100-80GB");
   cmd->add_option("--node-name", f->node_name, "The local agent's node name")->default_str("local");
+  cmd->add_option("--node-cpu", f->node_cpu, "The local agent's CPUs")->default_str("128");
+  cmd->add_option("--node-memory", f->node_memory, "The local agent's memory")->default_str("1Ti");
   cmd->add_option("--auth", f->auth, "Auth file for the controller (users, tokens, roles)")
       ->type_name("FILE");
   cmd->add_option("--config", f->config, "Queue file for the controller")->type_name("FILE");

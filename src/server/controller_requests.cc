@@ -437,18 +437,18 @@ json Controller::ListQueues() {
   };
   json out = json::array();
   for (const auto& q : options_.queues) {
+    const double fair = share_of(q.name);
     out.push_back(
         {{"name", q.name},
-         {"parent", q.parent},
+         {"parent", q.parent.empty() ? json(nullptr) : json(q.parent)},
          {"guarantee", {{"gpuMilli", q.guarantee.Get(core::kGpuResource)}}},
          {"borrowLimit", q.borrow_limit.entries().empty()
                              ? json(nullptr)
                              : json({{"gpuMilli", q.borrow_limit.Get(core::kGpuResource)}})},
          {"weight", q.weight},
          {"usage", {{"gpuMilli", usage[q.name]}}},
-         {"fairShare",
-          {{"fraction", share_of(q.name)},
-           {"gpuMilli", static_cast<int64_t>(share_of(q.name) * static_cast<double>(total))}}},
+         {"fairShare", fair},
+         {"fairShareGpuMilli", static_cast<int64_t>(fair * static_cast<double>(total))},
          {"pending", pending[q.name]},
          {"running", running[q.name]}});
   }

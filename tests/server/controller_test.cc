@@ -326,3 +326,32 @@ TEST_F(ControllerTest, DrainedNodeTakesNoNewWork) {
 
 }  // namespace
 }  // namespace gangway::server::testing
+
+namespace gangway::server::testing {
+namespace {
+
+TEST_F(ControllerTest, QueuesShowUsageUpTheTreeAndFairShareByWeight) {
+  auto o = Options();
+  o.queues = {{.name = "default", .weight = 1.0},
+              {.name = "research", .weight = 3.0},
+              {.name = "nlp", .parent = "research", .weight = 1.0},
+              {.name = "vision", .parent = "research", .weight = 1.0}};
+  Start(o);
+  Register("n1", 8);
+  Submit("name: a\nqueue: nlp\ngpu: 2\ncommand: [x]\n");
+  ASSERT_EQ(TakeCommands("n1").size(), 1u);
+  std::map<std::string, json> q;
+  const json queues = c().ListQueues();
+  for (const json& e : queues["queues"]) q[e["name"]] = e;
+  EXPECT_EQ(q["nlp"]["usage"]["gpuMilli"], 2000);
+  EXPECT_EQ(q["research"]["usage"]["gpuMilli"], 2000) << "a parent counts its children";
+  EXPECT_EQ(q["default"]["usage"]["gpuMilli"], 0);
+  EXPECT_DOUBLE_EQ(q["research"]["fairShare"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(q["nlp"]["fairShare"].get<double>(), 0.375);
+  EXPECT_EQ(q["nlp"]["fairShareGpuMilli"], 3000);
+  EXPECT_TRUE(q["research"]["parent"].is_null());
+  EXPECT_EQ(q["nlp"]["running"], 1);
+}
+
+}  // namespace
+}  // namespace gangway::server::testing
