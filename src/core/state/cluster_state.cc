@@ -32,6 +32,12 @@ ClusterState::ClusterState(const std::vector<Node>& nodes) : nodes_(&nodes) {
   gpu_offset_.reserve(n + 1);
   cpu_used_.assign(n, 0);
   memory_used_.assign(n, 0);
+  cpu_capacity_.reserve(n);
+  memory_capacity_.reserve(n);
+  for (const Node& node : nodes) {
+    cpu_capacity_.push_back(node.cpu_milli);
+    memory_capacity_.push_back(node.memory_bytes);
+  }
   extras_used_.resize(n);
   whole_free_.assign(n, 0);
   schedulable_.assign(n, false);

@@ -50,14 +50,20 @@ class ClusterState {
   // Healthy and not cordoned: may take new work.
   bool Schedulable(NodeIndex n) const { return schedulable_[n.value()]; }
 
+  int gpu_count(NodeIndex n) const {  // = node(n).gpus.size()
+    return static_cast<int>(gpu_offset_[n.value() + 1] - gpu_offset_[n.value()]);
+  }
   const GpuUsage& gpu_usage(NodeIndex n, int gpu) const {
     return gpus_[gpu_offset_[n.value()] + gpu];
   }
   ModelIndex gpu_model(NodeIndex n, int gpu) const {
     return gpu_models_[gpu_offset_[n.value()] + gpu];
   }
-  int64_t cpu_free(NodeIndex n) const { return node(n).cpu_milli - cpu_used_[n.value()]; }
-  int64_t memory_free(NodeIndex n) const { return node(n).memory_bytes - memory_used_[n.value()]; }
+  int64_t cpu_free(NodeIndex n) const { return cpu_capacity_[n.value()] - cpu_used_[n.value()]; }
+  int64_t cpu_capacity(NodeIndex n) const { return cpu_capacity_[n.value()]; }  // = cpu_milli
+  int64_t memory_free(NodeIndex n) const {
+    return memory_capacity_[n.value()] - memory_used_[n.value()];
+  }
   int64_t extra_free(NodeIndex n, std::string_view name) const;
   // Untouched, healthy, non-MIG GPUs of the node, any model.
   int whole_free(NodeIndex n) const { return whole_free_[n.value()]; }
@@ -113,6 +119,10 @@ class ClusterState {
   std::vector<ModelIndex> gpu_models_;
   std::vector<int64_t> cpu_used_;
   std::vector<int64_t> memory_used_;
+  // Node::cpu_milli and memory_bytes, copied so that scans over many nodes stay in a few cache
+  // lines instead of touching every Node.
+  std::vector<int64_t> cpu_capacity_;
+  std::vector<int64_t> memory_capacity_;
   std::vector<std::vector<int64_t>> extras_used_;  // aligned with Node::extras entries
   std::vector<int16_t> whole_free_;
   std::vector<bool> schedulable_;

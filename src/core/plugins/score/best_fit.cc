@@ -20,7 +20,7 @@ namespace {
 double Score(const ClusterState& state, NodeIndex n, int64_t left, double gpu_fill,
              int64_t cpu_milli) {
   double cpu_left = static_cast<double>(state.cpu_free(n) - cpu_milli) /
-                    static_cast<double>(std::max<int64_t>(1, state.node(n).cpu_milli));
+                    static_cast<double>(std::max<int64_t>(1, state.cpu_capacity(n)));
   return -static_cast<double>(left) * 1e6 + gpu_fill - cpu_left;
 }
 
@@ -103,9 +103,8 @@ class BestFit final : public NodeScorer {
       int64_t fill = 0;
       if (fraction) {
         fill = -1;
-        const Node& node = state.node(n);
-        for (size_t i = 0; i < node.gpus.size(); ++i) {
-          const int32_t used = state.gpu_usage(n, static_cast<int>(i)).milli;
+        for (int i = 0; i < state.gpu_count(n); ++i) {
+          const int32_t used = state.gpu_usage(n, i).milli;
           if (used + r.gpu.milli <= kGpuMilli) fill = std::max<int64_t>(fill, used);
         }
         if (fill < 0) return;  // no GPU with room: FitTask would say kGpuShare
