@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <random>
 
+#include "agent/leftover_tasks.h"
 #include "spec/units.h"
 
 namespace gangway::agent {
@@ -153,6 +154,9 @@ void Agent::Start() {
   if (ec) {
     throw std::runtime_error("cannot create " + (options_.data_dir / "logs").string() + ": " +
                              ec.message());
+  }
+  for (const std::string& id : KillLeftoverTasks(options_.data_dir / "running")) {
+    spdlog::warn("killed task {}, left running by an agent that did not stop cleanly", id);
   }
   runner_ = std::make_unique<TaskRunner>(TaskRunner::Options{
       .on_exit = [this](const std::string& id, ExitStatus status) { OnExit(id, status); },
@@ -464,6 +468,7 @@ void Agent::Launch(const json& launch) {
     tasks_[id].log_path = spec.log_path;
     return;
   }
+  RecordRunningTask(options_.data_dir / "running", id, *pid);
   Task& t = tasks_[id];
   t.pid = *pid;
   t.started_at = NowRfc3339();
@@ -472,6 +477,7 @@ void Agent::Launch(const json& launch) {
 }
 
 void Agent::OnExit(const std::string& task_id, ExitStatus status) {
+  ForgetRunningTask(options_.data_dir / "running", task_id);
   {
     std::lock_guard lock(mu_);
     auto it = tasks_.find(task_id);

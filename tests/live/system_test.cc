@@ -697,6 +697,20 @@ TEST_F(SystemTest, JobOfANodeKilledWithSigkillRestartsOnTheOtherNode) {
   EXPECT_TRUE(Eventually([&] { return LogSoFar(id, 0) == "attempt 1\n"; }, seconds(5)))
       << LogSoFar(id, 0);
   EXPECT_EQ(NodeState(other), "ready");
+
+  // Attempt 0's process outlived its agent. The agent started again on that node kills it,
+  // so that it stops holding the GPU.
+  const pid_t orphan =
+      std::stoi(ReadWholeFile(dir_ / "pids" / ("long." + std::to_string(id) + ".0")));
+  auto alive = [](pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+  };
+  ASSERT_TRUE(alive(orphan)) << "the killed agent's task runs on";
+  ASSERT_NO_FATAL_FAILURE(StartAgent(first, "2xH100-80GB"));
+  EXPECT_TRUE(Eventually([&] { return !alive(orphan); }, seconds(5)));
 }
 
 }  // namespace

@@ -1,0 +1,115 @@
+// Tasks left running by an agent that was killed are killed by the next agent on that node.
+
+#include "agent/leftover_tasks.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <thread>
+
+extern char** environ;
+
+namespace gangway::agent {
+namespace {
+
+class LeftoverTasksTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::random_device rd;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gangway_leftover_" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(dir_);
+    // Orphaned grandchildren come to this process, so that the test can reap (and count) them
+    // instead of waiting for init to.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  }
+  void TearDown() override {
+    for (pid_t p : spawned_) {
+      ::kill(-p, SIGKILL);
+      while (::waitpid(-p, nullptr, 0) > 0) {
+      }
+    }
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // A process group whose leader, a shell, has a child of its own; returns once both run.
+  pid_t SpawnGroup() {
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    const std::string marker = (dir_ / ("started-" + std::to_string(spawned_.size()))).string();
+    const std::string script = "sleep 100 & touch " + marker + "; wait";
+    const char* argv[] = {"/bin/sh", "-c", script.c_str(), nullptr};
+    pid_t pid = 0;
+    EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, &attr, const_cast<char**>(argv), environ), 0);
+    posix_spawnattr_destroy(&attr);
+    spawned_.push_back(pid);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::filesystem::remove(marker);
+    return pid;
+  }
+
+  // Whether any process of group `pgid` exists.
+  static bool GroupAlive(pid_t pgid) { return ::kill(-pgid, 0) == 0; }
+
+  std::filesystem::path dir_;
+  std::vector<pid_t> spawned_;
+};
+
+TEST_F(LeftoverTasksTest, KillsTheWholeGroupOfARecordedTaskThatIsStillAlive) {
+  const pid_t pid = SpawnGroup();
+  RecordRunningTask(dir_ / "running", "7.0.1", pid);
+  ASSERT_TRUE(std::filesystem::exists(dir_ / "running" / "7.0.1"));
+
+  EXPECT_EQ(KillLeftoverTasks(dir_ / "running"), std::vector<std::string>{"7.0.1"});
+  // Both members of the group, the shell and its sleep, end by SIGKILL.
+  int killed = 0;
+  int status = 0;
+  while (::waitpid(-pid, &status, 0) > 0) {
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    ++killed;
+  }
+  EXPECT_EQ(killed, 2);
+  spawned_.clear();
+  EXPECT_TRUE(std::filesystem::is_empty(dir_ / "running"));
+}
+
+TEST_F(LeftoverTasksTest, LeavesAloneAPidThatNowBelongsToAnotherProcess) {
+  const pid_t pid = SpawnGroup();
+  // Same pid, another start time: the recorded task ended and the pid was reused.
+  std::filesystem::create_directories(dir_ / "running");
+  std::ofstream(dir_ / "running" / "8.0.0") << pid << " " << (*ProcessStartTime(pid) + 1) << "\n";
+  std::ofstream(dir_ / "running" / "9.0.0") << "999999999 1\n";  // long gone
+  EXPECT_TRUE(KillLeftoverTasks(dir_ / "running").empty());
+  EXPECT_TRUE(GroupAlive(pid));
+  EXPECT_TRUE(std::filesystem::is_empty(dir_ / "running")) << "stale records are removed";
+}
+
+TEST_F(LeftoverTasksTest, ForgottenTasksAreNotKilled) {
+  const pid_t pid = SpawnGroup();
+  RecordRunningTask(dir_ / "running", "3.1.0", pid);
+  ForgetRunningTask(dir_ / "running", "3.1.0");
+  EXPECT_TRUE(KillLeftoverTasks(dir_ / "running").empty());
+  EXPECT_TRUE(GroupAlive(pid));
+}
+
+TEST_F(LeftoverTasksTest, StartTimeOfThisProcessIsKnownAndOfNoProcessIsNot) {
+  EXPECT_TRUE(ProcessStartTime(::getpid()).has_value());
+  EXPECT_FALSE(ProcessStartTime(999999999).has_value());
+}
+
+}  // namespace
+}  // namespace gangway::agent
