@@ -200,12 +200,24 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
                  "user");
   }
   std::vector<std::string> queue_names;
-  for (const auto& q : options_.queues) queue_names.push_back(q.name);
+  std::vector<std::string> children;
+  for (const auto& q : options_.queues) {
+    queue_names.push_back(q.name);
+    if (q.parent == live.job.queue) children.push_back(q.name);
+  }
   if (std::find(queue_names.begin(), queue_names.end(), live.job.queue) == queue_names.end()) {
     return Error(400, "invalid_job",
                  "queue: unknown queue '" + live.job.queue + "'" +
                      spec::DidYouMean(live.job.queue, queue_names) + "; queues are listed by " +
                      "`gangway queues`",
+                 "queue");
+  }
+  if (!children.empty()) {
+    std::string list;
+    for (const std::string& c : children) list += (list.empty() ? "" : ", ") + c;
+    return Error(400, "invalid_job",
+                 "queue: '" + live.job.queue +
+                     "' groups other queues and takes no jobs itself; submit to one of " + list,
                  "queue");
   }
   json view;

@@ -330,6 +330,8 @@ TEST_F(ControllerTest, DrainedNodeTakesNoNewWork) {
 namespace gangway::server::testing {
 namespace {
 
+using ::testing::HasSubstr;
+
 TEST_F(ControllerTest, QueuesShowUsageUpTheTreeAndFairShareByWeight) {
   auto o = Options();
   o.queues = {{.name = "default", .weight = 1.0},
@@ -351,6 +353,9 @@ TEST_F(ControllerTest, QueuesShowUsageUpTheTreeAndFairShareByWeight) {
   EXPECT_EQ(q["nlp"]["fairShareGpuMilli"], 3000);
   EXPECT_TRUE(q["research"]["parent"].is_null());
   EXPECT_EQ(q["nlp"]["running"], 1);
+  ApiError e = Err(c().Submit(kAlice, "name: b\nqueue: research\ngpu: 1\ncommand: [x]\n"));
+  EXPECT_EQ(e.field, "queue");
+  EXPECT_THAT(e.message, HasSubstr("submit to one of nlp, vision"));
 }
 
 }  // namespace
