@@ -241,6 +241,7 @@ int Throughput(const Flags& f) {
       last_progress = Clock::now();
     } else if (Clock::now() - last_progress > std::chrono::seconds(30)) {
       std::cerr << "no progress for 30 s at " << done << " jobs\n";
+      if (auto m = http.Get("/metrics")) std::cerr << m->body;
       return 1;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -392,7 +393,11 @@ int main(int argc, char** argv) {
     rc = Heartbeats(f);
   else
     std::cerr << "unknown mode " << f.mode << "\n";
-  std::error_code ec;
-  std::filesystem::remove_all(f.data, ec);
+  if (rc == 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(f.data, ec);
+  } else {
+    std::cerr << "logs and state kept in " << f.data << "\n";
+  }
   return rc;
 }

@@ -1,15 +1,26 @@
 #include "agent/leftover_tasks.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <array>
 #include <fstream>
 #include <sstream>
 
 namespace gangway::agent {
 
 std::optional<uint64_t> ProcessStartTime(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Plain read(2): the process may end while we read, and then the read fails with ESRCH,
+  // which an ifstream would turn into an exception.
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::array<char, 1024> buf{};
+  const ssize_t n = ::read(fd, buf.data(), buf.size() - 1);
+  ::close(fd);
+  if (n <= 0) return std::nullopt;
+  const std::string stat(buf.data(), static_cast<size_t>(n));
   const auto close = stat.rfind(')');  // the command name may hold spaces and parentheses
   if (close == std::string::npos) return std::nullopt;
   std::istringstream rest(stat.substr(close + 1));
