@@ -148,17 +148,12 @@ json Controller::NodeView(const NodeEntry& e) const {
   for (size_t i = 0; i < n.node.gpus.size(); ++i) {
     const core::GpuDevice& g = n.node.gpus[i];
     if (used[i].empty() && g.healthy && !g.mig_enabled) ++free;
-    gpus.push_back({{"index", g.index},
-                    {"model", g.model},
-                    {"memoryBytes", g.memory_bytes},
-                    {"uuid", g.uuid},
-                    {"domain", g.domain},
-                    {"migEnabled", g.mig_enabled},
-                    {"healthy", g.healthy},
-                    {"utilization", i < n.gpu_status.size() && n.gpu_status[i].utilization >= 0
-                                        ? json(n.gpu_status[i].utilization)
-                                        : json(nullptr)},
-                    {"usedBy", used[i]}});
+    json gpu = GpuDoc(g);
+    gpu["utilization"] = i < n.gpu_status.size() && n.gpu_status[i].utilization >= 0
+                             ? json(n.gpu_status[i].utilization)
+                             : json(nullptr);
+    gpu["usedBy"] = used[i];
+    gpus.push_back(std::move(gpu));
   }
   return {{"name", n.node.name},
           {"state", state},

@@ -187,17 +187,15 @@ std::optional<JobRecord> JobFromDoc(const json& doc) {
   }
 }
 
+json GpuDoc(const core::GpuDevice& g) {
+  return {{"index", g.index},    {"model", g.model},   {"memoryBytes", g.memory_bytes},
+          {"uuid", g.uuid},      {"domain", g.domain}, {"migEnabled", g.mig_enabled},
+          {"healthy", g.healthy}};
+}
+
 json NodeDoc(const NodeRecord& n) {
   json gpus = json::array();
-  for (const core::GpuDevice& g : n.node.gpus) {
-    gpus.push_back({{"index", g.index},
-                    {"model", g.model},
-                    {"memoryBytes", g.memory_bytes},
-                    {"uuid", g.uuid},
-                    {"domain", g.domain},
-                    {"migEnabled", g.mig_enabled},
-                    {"healthy", g.healthy}});
-  }
+  for (const core::GpuDevice& g : n.node.gpus) gpus.push_back(GpuDoc(g));
   return {{"name", n.node.name},
           {"address", n.address},
           {"labels", n.node.labels},

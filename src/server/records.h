@@ -111,6 +111,9 @@ struct NodeRecord {
   std::vector<GpuStatus> gpu_status;
 };
 
+// A GPU as stored and shown: index, model, memoryBytes, uuid, domain, migEnabled, healthy.
+nlohmann::json GpuDoc(const core::GpuDevice& gpu);
+
 // Persistence documents. FromDoc returns nullopt for a document it cannot read.
 nlohmann::json JobDoc(const JobRecord& job);
 std::optional<JobRecord> JobFromDoc(const nlohmann::json& doc);

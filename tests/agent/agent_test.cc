@@ -15,10 +15,11 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "testing/temp_dir.h"
 
 namespace gangway::agent {
 namespace {
@@ -234,17 +235,8 @@ class FakeController {
 
 class AgentTest : public ::testing::Test {
  protected:
-  AgentTest() {
-    std::random_device rd;
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gangway_agent_test_" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(dir_);
-  }
-  ~AgentTest() override {
-    agent_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  AgentTest() {}
+  ~AgentTest() override { agent_.reset(); }
 
   void StartAgent(size_t max_log_bytes = 256 * 1024) {
     AgentOptions options;
@@ -280,7 +272,8 @@ class AgentTest : public ::testing::Test {
         [&] { return FakeController::Entry(controller_.reports_, id, state).has_value(); });
   }
 
-  std::filesystem::path dir_;
+  ::gangway::testing::TempDir tmp_{"gangway_agent_test_"};
+  const std::filesystem::path dir_ = tmp_.path();
   FakeController controller_;
   std::unique_ptr<Agent> agent_;
 };

@@ -11,8 +11,9 @@
 
 #include <chrono>
 #include <fstream>
-#include <random>
 #include <thread>
+
+#include "testing/temp_dir.h"
 
 extern char** environ;
 
@@ -22,10 +23,6 @@ namespace {
 class LeftoverTasksTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::random_device rd;
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gangway_leftover_" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(dir_);
     // Orphaned grandchildren come to this process, so that the test can reap (and count) them
     // instead of waiting for init to.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -37,8 +34,6 @@ class LeftoverTasksTest : public ::testing::Test {
       }
     }
     ::prctl(PR_SET_CHILD_SUBREAPER, 0);
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
   }
 
   // A process group whose leader, a shell, has a child of its own; returns once both run.
@@ -65,7 +60,8 @@ class LeftoverTasksTest : public ::testing::Test {
   // Whether any process of group `pgid` exists.
   static bool GroupAlive(pid_t pgid) { return ::kill(-pgid, 0) == 0; }
 
-  std::filesystem::path dir_;
+  ::gangway::testing::TempDir tmp_{"gangway_leftover_"};
+  const std::filesystem::path dir_ = tmp_.path();
   std::vector<pid_t> spawned_;
 };
 

@@ -14,10 +14,11 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
+
+#include "testing/temp_dir.h"
 
 namespace gangway::agent {
 namespace {
@@ -54,10 +55,6 @@ bool ProcessGone(pid_t pid) {
 class TaskRunnerTest : public ::testing::Test {
  protected:
   TaskRunnerTest() {
-    std::random_device rd;
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gangway_runner_test_" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(dir_);
     runner_ = std::make_unique<TaskRunner>(TaskRunner::Options{
         .on_exit =
             [this](const std::string& id, ExitStatus status) {
@@ -69,11 +66,7 @@ class TaskRunnerTest : public ::testing::Test {
             std::vector<std::string>{"PATH=/usr/bin:/bin", "BASE_VAR=from-base", "OVERRIDDEN=base"},
         .use_cgroups = false});
   }
-  ~TaskRunnerTest() override {
-    runner_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  ~TaskRunnerTest() override { runner_.reset(); }
 
   LaunchSpec Shell(const std::string& id, const std::string& script) {
     return LaunchSpec{
@@ -86,7 +79,8 @@ class TaskRunnerTest : public ::testing::Test {
   }
   std::string Log(const std::string& id) { return ReadFile((dir_ / (id + ".log")).string()); }
 
-  std::filesystem::path dir_;
+  ::gangway::testing::TempDir tmp_{"gangway_runner_test_"};
+  const std::filesystem::path dir_ = tmp_.path();
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, ExitStatus> exits_;

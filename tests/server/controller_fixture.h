@@ -10,35 +10,15 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <random>
 #include <string>
 #include <thread>
 
 #include "server/controller.h"
+#include "testing/temp_dir.h"
 
 namespace gangway::server::testing {
 
 using nlohmann::json;
-
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("gangway_server_test_" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // Polls `done` until it holds or `timeout` passes; true if it held.
 inline bool Eventually(const std::function<bool()>& done,
@@ -150,7 +130,7 @@ class ControllerTest : public ::testing::Test {
     return {{"taskId", id}, {"state", "exited"}, {"exitCode", code}, {"logBytes", log_bytes}};
   }
 
-  TempDir dir_;
+  ::gangway::testing::TempDir dir_{"gangway_server_test_"};
   std::unique_ptr<Controller> controller_;
   std::string epoch_;
   std::map<std::string, uint64_t> applied_;

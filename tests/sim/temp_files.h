@@ -8,28 +8,17 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
+#include "testing/temp_dir.h"
+
 namespace gangway::sim::testing {
 
+// A temporary directory (testing::TempDir) with helpers to write files into it.
 class TempDir {
  public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("gangway_sim_test_" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
   // Writes `content` to `name` as is, or xz-compressed when the name ends in ".xz".
   std::string Write(const std::string& name, std::string_view content) const {
     const bool xz = name.size() > 3 && name.substr(name.size() - 3) == ".xz";
@@ -37,12 +26,12 @@ class TempDir {
   }
   // Writes `content` to `name` byte for byte, whatever the name.
   std::string WriteRaw(const std::string& name, std::string_view content) const {
-    std::string path = (path_ / name).string();
+    std::string path = (dir_.path() / name).string();
     std::ofstream out(path, std::ios::binary);
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
     return path;
   }
-  std::string path() const { return path_.string(); }
+  std::string path() const { return dir_.path().string(); }
 
   static std::string Xz(std::string_view content) {
     std::string out(lzma_stream_buffer_bound(content.size()), '\0');
@@ -56,7 +45,7 @@ class TempDir {
   }
 
  private:
-  std::filesystem::path path_;
+  ::gangway::testing::TempDir dir_{"gangway_sim_test_"};
 };
 
 }  // namespace gangway::sim::testing
