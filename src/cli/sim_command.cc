@@ -64,6 +64,7 @@ struct SimFlags {
   double tune = 1.3;
   std::string checkpoint_interval = "30m";
   double time_limit_factor = 1.0;
+  double load = 1.0;
   std::string cycle_interval = "0";
   std::string tick = "0";
   std::string sample_interval = "0";
@@ -528,6 +529,7 @@ sim::ReplayOptions ReplaySettings(const SimFlags& f, const Cluster& cluster) {
   sim::ReplayOptions o;
   o.checkpoint_interval = DurationFlag("checkpoint-interval", f.checkpoint_interval);
   o.time_limit_factor = f.time_limit_factor;
+  o.load = f.load;
   o.min_cycle_interval = DurationFlag("cycle-interval", f.cycle_interval);
   o.tick = DurationFlag("tick", f.tick);
   o.sample_interval = DurationFlag("sample-interval", f.sample_interval);
@@ -712,6 +714,10 @@ void AddRunFlags(CLI::App* cmd, SimFlags& f) {
       ->default_str("30m");
   cmd->add_option("--time-limit-factor", f.time_limit_factor,
                   "Time limits the scheduler sees: duration x this (0: none)")
+      ->default_str("1");
+  cmd->add_option("--load", f.load,
+                  "Job load: arrivals this many times denser than the trace's (Pollux-style)")
+      ->check(CLI::PositiveNumber)
       ->default_str("1");
   cmd->add_option("--cycle-interval", f.cycle_interval,
                   "Least virtual time between cycles; events in between are batched")

@@ -284,6 +284,7 @@ void Controller::RunCycleLocked() {
       snapshot_index_[name] = snap.nodes.size();
       snap.nodes.push_back(std::move(n));
     }
+    snap.idle_state = std::make_shared<const core::ClusterState>(snap.nodes);
   }
   const auto& index = snapshot_index_;
   std::vector<core::Job> pending;

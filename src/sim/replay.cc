@@ -129,7 +129,11 @@ void Replay::Setup() {
   std::stable_sort(arrivals_.begin(), arrivals_.end(),
                    [&](uint32_t a, uint32_t b) { return trace_[a].submit < trace_[b].submit; });
   result_.trace_start = n == 0 ? 0 : trace_[arrivals_.front()].submit;
-  const int64_t span = n == 0 ? 0 : trace_[arrivals_.back()].submit - result_.trace_start;
+  const int64_t span =
+      n == 0 ? 0
+             : static_cast<int64_t>(
+                   static_cast<double>(trace_[arrivals_.back()].submit - result_.trace_start) /
+                   options_.load);
   result_.sample_interval = options_.sample_interval.count() > 0
                                 ? options_.sample_interval.count()
                                 : std::max<int64_t>(1, (span + 999) / 1000);
@@ -145,7 +149,10 @@ void Replay::Setup() {
     r.queue = t.queue.empty() ? kDefaultQueue : t.queue;
     r.gpus = t.gpus;
     r.gpu_milli = t.TotalGpuMilli();
-    r.submit = t.submit - result_.trace_start;
+    r.submit = options_.load == 1.0
+                   ? t.submit - result_.trace_start
+                   : static_cast<int64_t>(std::llround(
+                         static_cast<double>(t.submit - result_.trace_start) / options_.load));
     r.duration = *t.duration;
     if (!known.contains(r.queue)) {
       known.insert(r.queue);
@@ -158,6 +165,7 @@ void Replay::Setup() {
                    options_.profile.backfill.name;
   result_.seed = options_.seed;
   result_.cluster_gpus = CountGpus(snapshot_.nodes);
+  snapshot_.idle_state = std::make_shared<const core::ClusterState>(snapshot_.nodes);
 }
 
 bool Replay::Periodic() const {
@@ -442,6 +450,9 @@ core::Result<ReplayResult> RunReplay(const std::vector<core::Node>& nodes,
     }
   }
   if (trace.size() >= UINT32_MAX) return core::InvalidArgument("the trace has too many jobs");
+  if (!(options.load > 0) || !std::isfinite(options.load)) {
+    return core::InvalidArgument("load must be a positive number");
+  }
   core::Result<core::Scheduler> scheduler =
       core::Scheduler::Create(options.profile, core::Registry::WithBuiltins());
   if (!scheduler.ok()) return scheduler.status();

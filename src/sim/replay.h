@@ -48,6 +48,9 @@ struct ReplayOptions {
   // The scheduler sees time limits of remaining work x factor, rounded up (backfill plans
   // with them); 0 = jobs have no time limit.
   double time_limit_factor = 1.0;
+  // Job load, as in Pollux's experiments: submit times, counted from the trace's first, are
+  // divided by this (2 = arrivals twice as dense; durations and sizes unchanged). > 0.
+  double load = 1.0;
   core::Duration min_cycle_interval{0};
   // 0 = the profile's min_runtime.
   core::Duration tick{0};

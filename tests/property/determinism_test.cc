@@ -1,7 +1,8 @@
 // Property test: scheduling is deterministic. The same snapshot, pending list, profile and seed
 // give byte-identical results (every field, see CycleResultText), whether the cycle runs on a
-// long-lived Scheduler, a freshly built one, or copies of the inputs at other addresses; and a
-// whole trajectory replayed from the same seed is identical cycle by cycle.
+// long-lived Scheduler, a freshly built one, copies of the inputs at other addresses, or with a
+// caller-supplied idle ClusterState; and a whole trajectory replayed from the same seed is
+// identical cycle by cycle.
 
 #include <gtest/gtest.h>
 
@@ -66,12 +67,20 @@ TEST(PropertyDeterminism, SameInputsAndSeedGiveIdenticalResults) {
                 auto again = scheduler->RunCycle(snap_copy, pending_copy, CycleSeed(seed, cycle));
                 EXPECT_TRUE(again.ok());
                 const std::string copied = again.ok() ? CycleResultText(*again) : "";
-                if (first == fresh && first == copied) return true;
+                // A caller-supplied idle state (built from an equal node list at another
+                // address) changes nothing.
+                Snapshot with_idle = snap;
+                with_idle.idle_state = std::make_shared<const ClusterState>(snap.nodes);
+                auto idle = scheduler->RunCycle(with_idle, pending, CycleSeed(seed, cycle));
+                EXPECT_TRUE(idle.ok());
+                const std::string from_idle = idle.ok() ? CycleResultText(*idle) : "";
+                if (first == fresh && first == copied && first == from_idle) return true;
                 ADD_FAILURE() << Describe(profile) << ", seed " << seed << ", cycle " << cycle
                               << ": the same inputs gave different results\n--- first\n"
                               << first << "--- fresh scheduler\n"
                               << fresh << "--- copied inputs\n"
-                              << copied;
+                              << copied << "--- idle state supplied\n"
+                              << from_idle;
                 return false;
               });
   }

@@ -80,6 +80,19 @@ TEST(ReplayTest, StrictFifoBlocksWhileEasyBackfillFillsTheHole) {
   EXPECT_GE(easy->reservations, 1);
 }
 
+TEST(ReplayTest, LoadCompressesArrivalsButNotDurations) {
+  // At load 2 the arrivals at 1000, 1010 and 1020 come at 0, 5 and 10 s: B and C queue
+  // behind A for 95 and 90 s instead of 90 and 80 s.
+  std::vector<TraceJob> jobs = {Job(1, 1000, 4, 100), Job(2, 1010, 2, 50), Job(3, 1020, 2, 30)};
+  auto r = Replay(jobs, {.profile = Fifo("none"), .load = 2.0});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->jobs[1].submit, 5);
+  EXPECT_EQ(r->jobs[1].QueueingDelay(), 95);
+  EXPECT_EQ(r->jobs[2].QueueingDelay(), 90);
+  EXPECT_EQ(r->jobs[0].Jct(), 100);
+  EXPECT_FALSE(Replay(jobs, {.profile = Fifo("none"), .load = 0.0}).ok());
+}
+
 TEST(ReplayTest, PreemptionLosesWorkSinceTheLastCheckpoint) {
   // A (priority 0) runs from 0. B (priority 10) arrives at 400 and preempts it: A gets 30 s of
   // grace, stops at 430 having run 430 s, of which 300 s are checkpointed (interval 300), and

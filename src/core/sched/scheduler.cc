@@ -101,7 +101,11 @@ struct Outcome {
 class Cycle {
  public:
   Cycle(const Scheduler& s, const Snapshot& snap, uint64_t seed)
-      : s_(s), snap_(snap), rng_(seed), state_(snap.nodes) {}
+      : s_(s),
+        snap_(snap),
+        rng_(seed),
+        state_(snap.idle_state ? ClusterState(*snap.idle_state, snap.nodes)
+                               : ClusterState(snap.nodes)) {}
 
   Result<CycleResult> Run(std::span<const Job> pending);
 
@@ -119,7 +123,6 @@ class Cycle {
   };
 
   void AccountRunning();
-  ResourceList Capacity() const;
   std::optional<Outcome> CheckFeasible(const Job& job);
   void Consider(const Job& job, const CycleContext& ctx);
   bool MayUseNode(const Job& job, NodeIndex n) const;
@@ -190,6 +193,7 @@ class Cycle {
 };
 
 void Cycle::AccountRunning() {
+  state_.BeginBulkLoad();
   for (const RunningJob& r : snap_.running) {
     bool ok = true;
     for (const TaskAllocation& t : r.tasks) ok = ok && state_.CanAllocate(t);
@@ -199,42 +203,7 @@ void Cycle::AccountRunning() {
     for (const TaskAllocation& t : r.tasks) state_.Allocate(t);
     running_.push_back({&r, r.terminating ? snap_.now + r.job.checkpoint_grace : r.ExpectedEnd()});
   }
-}
-
-ResourceList Cycle::Capacity() const {
-  // Summed in integers first and added once per name (not once per GPU and node): the same
-  // list, without building a "gpu/<model>" string for every GPU of the cluster.
-  ResourceList cap;
-  std::map<std::string_view, int64_t> per_model;
-  std::map<std::string_view, int64_t> extras;
-  int64_t gpus = 0, cpu = 0, memory = 0;
-  bool any_node = false;
-  int64_t* model_sum = nullptr;  // of the previous GPU's model: neighbours mostly share one
-  std::string_view model;
-  for (const Node& n : snap_.nodes) {
-    if (!n.healthy) continue;
-    any_node = true;
-    for (const GpuDevice& g : n.gpus) {
-      if (!g.healthy) continue;
-      gpus += kGpuMilli;
-      if (model_sum == nullptr || model != g.model) {
-        model = g.model;
-        model_sum = &per_model[model];
-      }
-      *model_sum += kGpuMilli;
-    }
-    cpu += n.cpu_milli;
-    memory += n.memory_bytes;
-    for (const auto& [name, amount] : n.extras.entries()) extras[name] += amount;
-  }
-  if (gpus > 0) cap.Add(kGpuResource, gpus);
-  for (const auto& [name, amount] : per_model) cap.Add(GpuModelResource(name), amount);
-  for (const auto& [name, amount] : extras) cap.Add(name, amount);
-  if (any_node) {
-    cap.Add(kCpuResource, cpu);
-    cap.Add(kMemoryResource, memory);
-  }
-  return cap;
+  state_.EndBulkLoad();
 }
 
 Result<CycleResult> Scheduler::RunCycle(const Snapshot& snapshot, std::span<const Job> pending,
@@ -245,7 +214,7 @@ Result<CycleResult> Scheduler::RunCycle(const Snapshot& snapshot, std::span<cons
 
 Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
   AccountRunning();
-  auto tree = QueueTree::Build(snap_.queues, Capacity(), snap_.now,
+  auto tree = QueueTree::Build(snap_.queues, state_.capacity(), snap_.now,
                                {.half_life = s_.profile_.fair_share_half_life,
                                 .history_weight = s_.profile_.fair_share_history_weight});
   if (!tree.ok()) return tree.status();
@@ -253,7 +222,7 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
   for (Running& r : running_) {
     r.queue = queues_->Find(r.job->job.queue);
     if (!r.queue.valid()) continue;
-    r.usage = AllocationUsage(snap_.nodes, r.job->tasks);
+    r.usage = AllocationUsage(state_, r.job->tasks);
     queues_->AddUsage(r.queue, r.usage);
   }
   stopping_flag_.assign(running_.size(), false);
@@ -519,7 +488,7 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     ResourceList exact;
     std::optional<std::string> quota;
     if (placed.ok()) {
-      exact = AllocationUsage(snap_.nodes, placed.tasks);
+      exact = AllocationUsage(state_, placed.tasks);
       if (q.valid()) quota = s_.admission_->Admit(ctx, q, exact);
       if (quota && job.MinTasks() < job.MaxTasks()) {
         // An elastic job whose optional tasks break the quota starts at its minimum size.
@@ -533,7 +502,7 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
                                     .rng = rng_});
         quota.reset();
         if (placed.ok()) {
-          exact = AllocationUsage(snap_.nodes, placed.tasks);
+          exact = AllocationUsage(state_, placed.tasks);
           quota = s_.admission_->Admit(ctx, q, exact);
         }
       }
@@ -679,7 +648,7 @@ bool Cycle::Plan::Fits(const Job& job, QueueIndex q, bool check_quota) {
                                                .rng = c_.rng_});
     fits = placed.ok();
     if (fits && q.valid()) {
-      fits = !queues_.CheckAdmission(q, AllocationUsage(c_.snap_.nodes, placed.tasks)).has_value();
+      fits = !queues_.CheckAdmission(q, AllocationUsage(c_.state_, placed.tasks)).has_value();
     }
     tx_.RollbackTo(mark);
   }

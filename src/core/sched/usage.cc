@@ -1,21 +1,63 @@
 #include "core/sched/usage.h"
 
+#include <algorithm>
+
 namespace gangway::core {
+
+namespace {
+
+// Summed per model before any name is built: one "gpu/<model>" string per model of the job,
+// not one per GPU (every cycle computes this for every running job). A name appears iff some
+// task uses it, as if each task's amounts were added one by one. `model_of(task, gpu)` returns
+// a key equal for GPUs of one model and `name_of(key)` the model's name.
+template <typename Key, typename ModelOf, typename NameOf>
+ResourceList SumUsage(const std::vector<TaskAllocation>& tasks, ModelOf model_of, NameOf name_of) {
+  ResourceList usage;
+  std::vector<std::pair<Key, int64_t>> per_model;
+  int64_t gpu = 0, cpu = 0, memory = 0;
+  bool any_gpu = false, any_cpu = false, any_memory = false;
+  for (const TaskAllocation& t : tasks) {
+    for (const GpuAssignment& g : t.gpus) {
+      any_gpu = true;
+      gpu += g.milli;
+      const Key model = model_of(t, g.gpu);
+      auto it = std::find_if(per_model.begin(), per_model.end(),
+                             [&](const auto& e) { return e.first == model; });
+      if (it == per_model.end()) {
+        per_model.emplace_back(model, g.milli);
+      } else {
+        it->second += g.milli;
+      }
+    }
+    any_cpu = any_cpu || t.cpu_milli != 0;
+    any_memory = any_memory || t.memory_bytes != 0;
+    cpu += t.cpu_milli;
+    memory += t.memory_bytes;
+    usage.Add(t.extras);
+  }
+  if (any_gpu) usage.Add(kGpuResource, gpu);
+  for (const auto& [model, milli] : per_model) usage.Add(GpuModelResource(name_of(model)), milli);
+  if (any_cpu) usage.Add(kCpuResource, cpu);
+  if (any_memory) usage.Add(kMemoryResource, memory);
+  return usage;
+}
+
+}  // namespace
 
 ResourceList AllocationUsage(const std::vector<Node>& nodes,
                              const std::vector<TaskAllocation>& tasks) {
-  ResourceList usage;
-  for (const TaskAllocation& t : tasks) {
-    const Node& node = nodes[t.node.value()];
-    for (const GpuAssignment& g : t.gpus) {
-      usage.Add(kGpuResource, g.milli);
-      usage.Add(GpuModelResource(node.gpus[g.gpu].model), g.milli);
-    }
-    if (t.cpu_milli != 0) usage.Add(kCpuResource, t.cpu_milli);
-    if (t.memory_bytes != 0) usage.Add(kMemoryResource, t.memory_bytes);
-    usage.Add(t.extras);
-  }
-  return usage;
+  return SumUsage<std::string_view>(
+      tasks,
+      [&](const TaskAllocation& t, int gpu) -> std::string_view {
+        return nodes[t.node.value()].gpus[gpu].model;
+      },
+      [](std::string_view model) { return model; });
+}
+
+ResourceList AllocationUsage(const ClusterState& state, const std::vector<TaskAllocation>& tasks) {
+  return SumUsage<ModelIndex>(
+      tasks, [&](const TaskAllocation& t, int gpu) { return state.gpu_model(t.node, gpu); },
+      [&](ModelIndex m) { return state.model_name(m); });
 }
 
 ResourceList RequestUsage(const Job& job) {

@@ -8,6 +8,7 @@
 #include "core/model/job.h"
 #include "core/model/node.h"
 #include "core/model/resource_list.h"
+#include "core/state/cluster_state.h"
 
 namespace gangway::core {
 
@@ -15,6 +16,9 @@ namespace gangway::core {
 // "cpu", "memory" and extras.
 ResourceList AllocationUsage(const std::vector<Node>& nodes,
                              const std::vector<TaskAllocation>& tasks);
+// The same, with models compared by the state's interned index (faster). Precondition: the
+// tasks' nodes and GPUs exist in `state`.
+ResourceList AllocationUsage(const ClusterState& state, const std::vector<TaskAllocation>& tasks);
 
 // Usage of the job at its minimum size before placement. "gpu/<model>" is included only when
 // every group allows exactly one model (otherwise the model is known after placement).

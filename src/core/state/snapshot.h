@@ -1,12 +1,14 @@
 #ifndef GANGWAY_CORE_STATE_SNAPSHOT_H_
 #define GANGWAY_CORE_STATE_SNAPSHOT_H_
 
+#include <memory>
 #include <vector>
 
 #include "core/model/job.h"
 #include "core/model/node.h"
 #include "core/model/quantity.h"
 #include "core/model/queue.h"
+#include "core/state/cluster_state.h"
 
 namespace gangway::core {
 
@@ -17,6 +19,11 @@ struct Snapshot {
   std::vector<Node> nodes;
   std::vector<QueueSpec> queues;  // parents before children is not required
   std::vector<RunningJob> running;
+  // Optional: ClusterState(nodes) with nothing allocated, built by the caller once per node
+  // list and shared by every cycle until a node changes (a cycle then skips rebuilding the
+  // layout: model interning, topology domains, the empty indexes). Precondition: built from a
+  // list equal to `nodes`; null = each cycle builds its own.
+  std::shared_ptr<const ClusterState> idle_state;
 };
 
 }  // namespace gangway::core
