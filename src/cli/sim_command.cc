@@ -24,6 +24,7 @@
 #include "sim/cluster.h"
 #include "sim/fill.h"
 #include "sim/parallel.h"
+#include "sim/plots.h"
 #include "sim/replay.h"
 #include "sim/report.h"
 #include "sim/trace.h"
@@ -65,6 +66,8 @@ struct SimFlags {
   std::string checkpoint_interval = "30m";
   double time_limit_factor = 1.0;
   double load = 1.0;
+  std::string node_mtbf = "0";
+  std::string repair_time = "1h";
   std::string cycle_interval = "0";
   std::string tick = "0";
   std::string sample_interval = "0";
@@ -72,6 +75,7 @@ struct SimFlags {
   // Output.
   std::string output = "table";
   std::string out_dir;
+  bool plots = false;
   int threads = 0;
 };
 
@@ -530,6 +534,8 @@ sim::ReplayOptions ReplaySettings(const SimFlags& f, const Cluster& cluster) {
   o.checkpoint_interval = DurationFlag("checkpoint-interval", f.checkpoint_interval);
   o.time_limit_factor = f.time_limit_factor;
   o.load = f.load;
+  o.node_mtbf = DurationFlag("node-mtbf", f.node_mtbf);
+  o.repair_time = DurationFlag("repair-time", f.repair_time);
   o.min_cycle_interval = DurationFlag("cycle-interval", f.cycle_interval);
   o.tick = DurationFlag("tick", f.tick);
   o.sample_interval = DurationFlag("sample-interval", f.sample_interval);
@@ -548,7 +554,10 @@ std::vector<ReplayRun> RunReplays(const SimFlags& f, const std::vector<std::stri
   for (const std::string& p : policies) {
     const core::Profile profile = LoadProfile(f, p);
     for (uint64_t s : seeds) {
-      runs.push_back({.policy = p.empty() ? profile.scorer.name : p, .seed = s});
+      const std::string label = p.empty()          ? profile.scorer.name
+                                : IsProfilePath(p) ? std::filesystem::path(p).stem().string()
+                                                   : p;
+      runs.push_back({.policy = label, .seed = s});
       profiles.push_back(profile);
     }
   }
@@ -598,24 +607,41 @@ std::vector<std::string> ReplayRow(const std::string& label, const sim::ReplaySu
           Fixed(100 * s.gpu_allocation, 1) + "%",
           Fixed(100 * s.gpu_utilisation, 1) + "%",
           Fixed(s.jain_queues, 3),
+          Fixed(s.worst_queue_ftf, 2),
           std::to_string(s.preemptions),
           s.gang_wait.count > 0 ? Human(s.gang_wait.avg) : "-"};
 }
 
 void WriteReplayFiles(const SimFlags& f, const std::vector<ReplayRun>& runs,
                       const nlohmann::json& summary) {
+  if (f.plots && f.out_dir.empty()) Fail("--plots needs --out-dir DIR: the plots are files");
   if (f.out_dir.empty()) return;
   const std::filesystem::path dir = OutDir(f);
+  std::vector<sim::PlotLine> lines;
   for (const ReplayRun& r : runs) {
     const std::string prefix =
         runs.size() == 1 ? std::string() : Cat({r.policy, "_seed", std::to_string(r.seed), "_"});
-    std::ostringstream jobs, series;
+    std::ostringstream jobs, series, cdf;
     sim::WriteJobsCsv(jobs, *r.result);
     sim::WriteSeriesCsv(series, *r.result);
+    sim::WriteJctCdfCsv(cdf, *r.result);
     WriteFile(dir / (prefix + "jobs.csv"), jobs.str());
     WriteFile(dir / (prefix + "series.csv"), series.str());
+    WriteFile(dir / (prefix + "jct_cdf.csv"), cdf.str());
+    const bool one_seed = std::all_of(runs.begin(), runs.end(),
+                                      [&](const ReplayRun& o) { return o.seed == runs[0].seed; });
+    lines.push_back({.label = one_seed ? r.policy : Cat({r.policy, " s", std::to_string(r.seed)}),
+                     .series_csv = prefix + "series.csv",
+                     .jct_cdf_csv = prefix + "jct_cdf.csv"});
   }
   WriteFile(dir / "summary.json", summary.dump(2) + "\n");
+  if (!f.plots) return;
+  WriteFile(dir / "allocation.gp", sim::AllocationPlotScript(lines));
+  WriteFile(dir / "jct_cdf.gp", sim::JctCdfPlotScript(lines));
+  const core::Status drawn = sim::RunGnuplot(dir.string(), {"allocation.gp", "jct_cdf.gp"});
+  if (!drawn.ok()) Fail(drawn.message());
+  std::cerr << "gangway sim: plots in " << (dir / "allocation.svg").string() << " and "
+            << (dir / "jct_cdf.svg").string() << "\n";
 }
 
 void PrintReplays(const SimFlags& f, const std::vector<ReplayRun>& runs, double seconds) {
@@ -636,16 +662,24 @@ void PrintReplays(const SimFlags& f, const std::vector<ReplayRun>& runs, double 
     return;
   }
   Table t({"policy", "completed", "avg JCT", "median", "p95", "p99", "avg queue", "makespan",
-           "alloc", "util", "Jain", "preempt", "gang wait"});
+           "alloc", "util", "Jain", "FTF", "preempt", "gang wait"});
+  const bool one_seed = std::all_of(runs.begin(), runs.end(),
+                                    [&](const ReplayRun& o) { return o.seed == runs[0].seed; });
   for (const ReplayRun& r : runs) {
-    t.Add(ReplayRow(
-        runs.size() == 1 || r.seed == 0 ? r.policy : Cat({r.policy, " s", std::to_string(r.seed)}),
-        r.summary));
+    t.Add(
+        ReplayRow(one_seed ? r.policy : Cat({r.policy, " s", std::to_string(r.seed)}), r.summary));
   }
   const sim::ReplayResult& first = *runs.front().result;
   std::cout << "run: " << first.jobs.size() << " jobs on " << first.cluster_gpus << " GPUs, "
             << "profile " << first.policy << "\n";
   t.Print(std::cout);
+  for (const ReplayRun& r : runs) {
+    if (r.summary.node_failures == 0) continue;
+    std::cout << r.policy << " seed " << r.seed << ": " << r.summary.node_failures
+              << " node failures killed " << r.summary.job_failures << " runs, "
+              << Fixed(r.summary.failure_lost_gpu_hours, 1) << " GPU-hours lost to them ("
+              << Fixed(r.summary.lost_gpu_hours, 1) << " with preemptions)\n";
+  }
   for (const ReplayRun& r : runs) {
     if (r.summary.rejected + r.summary.unfinished == 0) continue;
     std::cout << r.policy << " seed " << r.seed << ": " << r.summary.rejected << " rejected, "
@@ -719,11 +753,18 @@ void AddRunFlags(CLI::App* cmd, SimFlags& f) {
                   "Job load: arrivals this many times denser than the trace's (Pollux-style)")
       ->check(CLI::PositiveNumber)
       ->default_str("1");
+  cmd->add_option("--node-mtbf", f.node_mtbf,
+                  "Mean up-time of a node between failures, e.g. 30d (0: no failures)")
+      ->default_str("0");
+  cmd->add_option("--repair-time", f.repair_time, "How long a failed node stays down")
+      ->default_str("1h");
   cmd->add_option("--cycle-interval", f.cycle_interval,
                   "Least virtual time between cycles; events in between are batched")
       ->default_str("0");
   cmd->add_option("--tick", f.tick,
                   "Periodic cycle while jobs wait and preemption is on (default: minRuntime)");
+  cmd->add_flag("--plots", f.plots,
+                "Draw allocation.svg and jct_cdf.svg into --out-dir with gnuplot");
   cmd->add_option("--sample-interval", f.sample_interval,
                   "Time-series resolution (default: trace span / 1000)");
   cmd->add_option("--gpus-per-task", f.max_gpus_per_task,

@@ -30,15 +30,17 @@ uint64_t Mix(uint64_t x) {
 // Heap events. Arrivals are not in the heap: they are read in submit order from the trace.
 enum class EventKind : uint8_t {
   kCompletion = 0,
-  kKill = 1,  // end of a preemption grace period
-  kWake = 2,  // a deferred or periodic cycle
+  kKill = 1,    // end of a preemption grace period
+  kFail = 2,    // a node fails (job = the node's index)
+  kRepair = 3,  // a failed node runs again (job = the node's index)
+  kWake = 4,    // a deferred or periodic cycle
 };
 
 struct Event {
   int64_t time;
   EventKind kind;
   uint64_t seq;  // insertion order: ties are deterministic
-  uint32_t job;
+  uint32_t job;  // or node, see EventKind
   uint32_t generation;
 };
 
@@ -78,7 +80,16 @@ class Replay {
   void Advance(int64_t t);  // integrates and samples up to t
   void Arrive(uint32_t j);
   void Complete(uint32_t j);
-  void Kill(uint32_t j);
+  // Ends job j's run and requeues it; work since its last checkpoint is lost.
+  void Kill(uint32_t j, bool node_failed);
+  void Fail(uint32_t node);
+  void Repair(uint32_t node);
+  // Seconds node `node` stays up from its `k`-th start: exponential with mean node_mtbf.
+  int64_t UpTime(uint32_t node, uint64_t k) const;
+  void NodesChanged();
+  // Nothing that could still happen would change the result: no arrivals left, nothing
+  // running, and nothing pending that a cycle on the whole cluster could still start.
+  bool Quiescent() const;
   void Cycle();
   void Start(const core::StartDecision& d);
   void RemovePending(uint32_t j);
@@ -112,6 +123,8 @@ class Replay {
   int64_t done_ = 0;             // jobs completed or rejected
   int64_t tick_ = 0;
   int64_t next_sample_ = 0;
+  int down_nodes_ = 0;
+  std::vector<uint64_t> node_starts_;  // per node: times it came up (failure draws)
 };
 
 void Replay::Setup() {
@@ -166,6 +179,55 @@ void Replay::Setup() {
   result_.seed = options_.seed;
   result_.cluster_gpus = CountGpus(snapshot_.nodes);
   snapshot_.idle_state = std::make_shared<const core::ClusterState>(snapshot_.nodes);
+  if (options_.node_mtbf.count() > 0) {
+    node_starts_.assign(snapshot_.nodes.size(), 0);
+    for (uint32_t node = 0; node < snapshot_.nodes.size(); ++node) {
+      Push(UpTime(node, node_starts_[node]++), EventKind::kFail, node);
+    }
+  }
+}
+
+int64_t Replay::UpTime(uint32_t node, uint64_t k) const {
+  // Inverse CDF on 53 random bits: the same draws on every platform (no std distribution).
+  const uint64_t bits = Mix(Mix(options_.seed ^ 0x6661696cULL) ^ Mix((uint64_t{node} << 32) | k));
+  const double u = static_cast<double>(bits >> 11) * 0x1.0p-53;  // [0, 1)
+  const double t = -static_cast<double>(options_.node_mtbf.count()) * std::log1p(-u);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::llround(t)));
+}
+
+void Replay::NodesChanged() {
+  snapshot_.idle_state = std::make_shared<const core::ClusterState>(snapshot_.nodes);
+  dirty_ = true;
+}
+
+void Replay::Fail(uint32_t node) {
+  snapshot_.nodes[node].healthy = false;
+  ++down_nodes_;
+  ++result_.node_failures;
+  std::vector<uint32_t> victims;
+  for (size_t i = 0; i < snapshot_.running.size(); ++i) {
+    for (const core::TaskAllocation& t : snapshot_.running[i].tasks) {
+      if (t.node.value() == node) {
+        victims.push_back(running_ids_[i]);
+        break;
+      }
+    }
+  }
+  for (uint32_t j : victims) Kill(j, /*node_failed=*/true);
+  NodesChanged();
+  Push(now_ + options_.repair_time.count(), EventKind::kRepair, node);
+}
+
+void Replay::Repair(uint32_t node) {
+  snapshot_.nodes[node].healthy = true;
+  --down_nodes_;
+  NodesChanged();
+  Push(now_ + UpTime(node, node_starts_[node]++), EventKind::kFail, node);
+}
+
+bool Replay::Quiescent() const {
+  return next_arrival_ == arrivals_.size() && snapshot_.running.empty() &&
+         (pending_.empty() || (down_nodes_ == 0 && !dirty_));
 }
 
 bool Replay::Periodic() const {
@@ -179,7 +241,8 @@ void Replay::Sample(int64_t t) {
   result_.series.push_back({.time = t,
                             .allocated_gpu_milli = allocated_milli_,
                             .running_jobs = static_cast<int>(snapshot_.running.size()),
-                            .pending_jobs = static_cast<int>(pending_.size())});
+                            .pending_jobs = static_cast<int>(pending_.size()),
+                            .down_nodes = down_nodes_});
 }
 
 void Replay::Advance(int64_t t) {
@@ -272,7 +335,7 @@ void Replay::Complete(uint32_t j) {
   ++done_;
 }
 
-void Replay::Kill(uint32_t j) {
+void Replay::Kill(uint32_t j, bool node_failed) {
   SimJob& s = jobs_[j];
   const size_t pos = static_cast<size_t>(s.running_pos);
   core::Job job = std::move(snapshot_.running[pos].job);
@@ -284,9 +347,16 @@ void Replay::Kill(uint32_t j) {
   s.remaining -= saved;
   s.attained += milli * ran / core::kGpuMilli;
   JobRecord& r = result_.jobs[j];
-  ++r.preemptions;
-  r.lost_gpu_seconds += milli * (ran - saved) / core::kGpuMilli;
-  ++result_.preemptions;
+  const int64_t lost = milli * (ran - saved) / core::kGpuMilli;
+  r.lost_gpu_seconds += lost;
+  if (node_failed) {
+    ++r.failures;
+    r.failure_lost_gpu_seconds += lost;
+    ++result_.job_failures;
+  } else {
+    ++r.preemptions;
+    ++result_.preemptions;
+  }
   job.attained_service_gpu_seconds = s.attained;
   job.progress_since_checkpoint = core::Duration(0);
   job.remaining_duration = core::Duration(s.remaining);
@@ -354,19 +424,29 @@ core::Result<ReplayResult> Replay::Run() {
       t = result_.jobs[arrivals_[next_arrival_]].submit;
     }
     if (!events_.empty()) t = std::min(t, events_.top().time);
-    if (t == INT64_MAX) break;
+    if (t == INT64_MAX || Quiescent()) break;
     Advance(t);
     while (!events_.empty() && events_.top().time == t) {
       const Event e = events_.top();
       events_.pop();
       ++handled;
-      const SimJob& s = jobs_[e.job];
+      // Whether a job event is still about the run it was pushed for.
+      auto current = [&] {
+        const SimJob& s = jobs_[e.job];
+        return s.running_pos != kNone && s.generation == e.generation;
+      };
       switch (e.kind) {
         case EventKind::kCompletion:
-          if (s.running_pos != kNone && s.generation == e.generation) Complete(e.job);
+          if (current()) Complete(e.job);
           break;
         case EventKind::kKill:
-          if (s.running_pos != kNone && s.generation == e.generation) Kill(e.job);
+          if (current()) Kill(e.job, false);
+          break;
+        case EventKind::kFail:
+          Fail(e.job);
+          break;
+        case EventKind::kRepair:
+          Repair(e.job);
           break;
         case EventKind::kWake:
           if (wake_at_ == t) wake_at_ = INT64_MAX;

@@ -20,6 +20,13 @@
 //                    all work of that run is lost). Its attained service (2D-LAS) counts the
 //                    whole run; its remaining duration (SRTF) only what is left to do.
 //   ReserveDecision  counted; the core keeps later jobs off the reserved capacity itself.
+//
+// Node failures (`node_mtbf` > 0): every node fails after an exponentially distributed
+// up-time with mean `node_mtbf` (drawn from `seed` and the node's index), stays down for
+// `repair_time`, then runs again with a fresh up-time. A failure kills the jobs with a task on
+// the node at once (no grace period): like a preemption their work since the last checkpoint
+// is lost and they are requeued whole, but it is counted apart (failures, not preemptions).
+// Events at one instant: completions, ends of grace periods, failures, repairs, arrivals.
 //   kInfeasible      the job can never run on this cluster; it is dropped and reported.
 //
 // Determinism: the result depends only on the inputs and `seed` (each cycle gets a seed
@@ -54,6 +61,10 @@ struct ReplayOptions {
   core::Duration min_cycle_interval{0};
   // 0 = the profile's min_runtime.
   core::Duration tick{0};
+  // Mean up-time of a node between failures; 0 = nodes never fail.
+  core::Duration node_mtbf{0};
+  // How long a failed node stays down.
+  core::Duration repair_time{3600};
   // Time-series resolution; 0 = the submit span / 1000, at least 1 s.
   core::Duration sample_interval{0};
   // GPUs per task of multi-GPU jobs (job_builder.h); 0 = the largest node's GPU count.
@@ -85,7 +96,9 @@ struct JobRecord {
   std::optional<int64_t> first_start;
   std::optional<int64_t> end;
   int preemptions = 0;
-  int64_t lost_gpu_seconds = 0;  // GPU-seconds of work lost to preemptions
+  int failures = 0;                      // runs ended by a node failure
+  int64_t lost_gpu_seconds = 0;          // GPU-seconds of work lost to preemptions and failures
+  int64_t failure_lost_gpu_seconds = 0;  // the part of it lost to node failures
   JobOutcome outcome = JobOutcome::kUnfinished;
   std::string reason;  // why it was rejected or did not finish
 
@@ -99,6 +112,7 @@ struct TimePoint {
   int64_t allocated_gpu_milli = 0;
   int running_jobs = 0;
   int pending_jobs = 0;
+  int down_nodes = 0;
 };
 
 struct ReplayResult {
@@ -109,6 +123,8 @@ struct ReplayResult {
   int64_t end_time = 0;     // virtual time of the last event
   int64_t cycles = 0;
   int64_t preemptions = 0;
+  int64_t node_failures = 0;  // failures of nodes (each kills the jobs on the node)
+  int64_t job_failures = 0;   // runs of jobs killed by a node failure
   int64_t reservations = 0;
   int64_t allocated_gpu_milli_seconds = 0;  // integral of allocated GPUs over [0, end_time]
   int64_t useful_gpu_milli_seconds = 0;     // work of completed jobs (duration x GPUs)

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <numeric>
+#include <set>
 #include <string>
 
 namespace gangway::sim {
@@ -62,11 +63,14 @@ ReplaySummary Summarise(const ReplayResult& result) {
   struct QueueSums {
     double run = 0;
     double total = 0;
+    double rho = 0;  // sum of finish-time fairness ratios
+    int64_t jobs = 0;
   };
   std::map<std::string, QueueSums> queues;
-  int64_t lost = 0;
+  int64_t lost = 0, failure_lost = 0;
   for (const JobRecord& r : result.jobs) {
     lost += r.lost_gpu_seconds;
+    failure_lost += r.failure_lost_gpu_seconds;
     switch (r.outcome) {
       case JobOutcome::kCompleted:
         ++s.completed;
@@ -90,6 +94,29 @@ ReplaySummary Summarise(const ReplayResult& result) {
     q.run += w * static_cast<double>(r.duration);
     q.total += w * j;
   }
+  // Finish-time fairness, once the number of queues sharing the cluster is known.
+  std::set<std::string_view> active;
+  for (const JobRecord& r : result.jobs) {
+    if (r.outcome != JobOutcome::kRejected) active.insert(r.queue);
+  }
+  const double share = static_cast<double>(result.cluster_gpus) /
+                       static_cast<double>(std::max<size_t>(1, active.size()));
+  std::vector<double> rho;
+  for (const JobRecord& r : result.jobs) {
+    if (r.outcome != JobOutcome::kCompleted || r.duration <= 0) continue;
+    const double ideal = static_cast<double>(r.duration) *
+                         std::max(1.0, share > 0 ? static_cast<double>(r.gpus) / share : 1.0);
+    const double x = static_cast<double>(*r.Jct()) / ideal;
+    rho.push_back(x);
+    QueueSums& q = queues[r.queue];
+    q.rho += x;
+    ++q.jobs;
+  }
+  for (const auto& [name, q] : queues) {
+    if (q.jobs > 0)
+      s.worst_queue_ftf = std::max(s.worst_queue_ftf, q.rho / static_cast<double>(q.jobs));
+  }
+  s.finish_time_fairness = ComputeStats(std::move(rho));
   s.jct = ComputeStats(std::move(jct));
   s.queueing_delay = ComputeStats(std::move(delay));
   s.gang_wait = ComputeStats(std::move(gang));
@@ -109,6 +136,9 @@ ReplaySummary Summarise(const ReplayResult& result) {
   s.jain_queues = sum_sq > 0 ? sum * sum / (static_cast<double>(queues.size()) * sum_sq) : 1.0;
   s.preemptions = result.preemptions;
   s.lost_gpu_hours = static_cast<double>(lost) / 3600.0;
+  s.failure_lost_gpu_hours = static_cast<double>(failure_lost) / 3600.0;
+  s.node_failures = result.node_failures;
+  s.job_failures = result.job_failures;
   s.cycles = result.cycles;
   s.reservations = result.reservations;
   return s;
@@ -118,7 +148,7 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& s) {
   nlohmann::json series = nlohmann::json::array();
   for (const TimePoint& p : result.series) {
     series.push_back({p.time, static_cast<double>(p.allocated_gpu_milli) / 1000.0, p.running_jobs,
-                      p.pending_jobs});
+                      p.pending_jobs, p.down_nodes});
   }
   return {
       {"mode", "run"},
@@ -140,13 +170,18 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& s) {
       {"gpu_utilisation", s.gpu_utilisation},
       {"jain_index_queues", s.jain_queues},
       {"queues", s.queues},
+      {"finish_time_fairness", StatsJson(s.finish_time_fairness)},
+      {"worst_queue_finish_time_fairness", s.worst_queue_ftf},
       {"preemptions", s.preemptions},
       {"lost_gpu_hours", s.lost_gpu_hours},
+      {"node_failures", s.node_failures},
+      {"job_failures", s.job_failures},
+      {"failure_lost_gpu_hours", s.failure_lost_gpu_hours},
       {"reservations", s.reservations},
       {"cycles", s.cycles},
       {"series",
        {{"interval_s", result.sample_interval},
-        {"columns", {"time_s", "allocated_gpus", "running_jobs", "pending_jobs"}},
+        {"columns", {"time_s", "allocated_gpus", "running_jobs", "pending_jobs", "down_nodes"}},
         {"rows", std::move(series)}}},
   };
 }
@@ -175,22 +210,23 @@ nlohmann::json FillJson(const FillResult& r) {
 
 void WriteJobsCsv(std::ostream& out, const ReplayResult& result) {
   out << "id,name,queue,gpus,tasks,submit,first_start,end,jct,queueing_delay,duration,"
-         "preemptions,lost_gpu_seconds,outcome,reason\n";
+         "preemptions,failures,lost_gpu_seconds,outcome,reason\n";
   for (const JobRecord& r : result.jobs) {
     out << r.id << ',' << Cell(r.name) << ',' << Cell(r.queue) << ',' << r.gpus << ',' << r.tasks
         << ',' << r.submit << ',' << Opt(r.first_start) << ',' << Opt(r.end) << ',' << Opt(r.Jct())
         << ',' << Opt(r.QueueingDelay()) << ',' << r.duration << ',' << r.preemptions << ','
-        << r.lost_gpu_seconds << ',' << JobOutcomeName(r.outcome) << ',' << Cell(r.reason) << '\n';
+        << r.failures << ',' << r.lost_gpu_seconds << ',' << JobOutcomeName(r.outcome) << ','
+        << Cell(r.reason) << '\n';
   }
 }
 
 void WriteSeriesCsv(std::ostream& out, const ReplayResult& result) {
-  out << "time,allocated_gpus,allocation,running_jobs,pending_jobs\n";
+  out << "time,allocated_gpus,allocation,running_jobs,pending_jobs,down_nodes\n";
   const double capacity = static_cast<double>(std::max<int64_t>(1, result.cluster_gpus));
   for (const TimePoint& p : result.series) {
     const double gpus = static_cast<double>(p.allocated_gpu_milli) / 1000.0;
     out << p.time << ',' << Fixed(gpus, 3) << ',' << Fixed(gpus / capacity, 6) << ','
-        << p.running_jobs << ',' << p.pending_jobs << '\n';
+        << p.running_jobs << ',' << p.pending_jobs << ',' << p.down_nodes << '\n';
   }
 }
 

@@ -15,6 +15,11 @@
 //                        sum(duration * gpus) / sum(JCT * gpus) (jobs without GPUs weigh 1).
 //                        1 = every queue's jobs wait in the same proportion; 1/n = one queue
 //                        gets all the service.
+//   Finish-time fairness (Themis, NSDI'20): rho_j = JCT_j / T_j with T_j the job's run time
+//                        in an exclusive 1/N share of the cluster (N = queues with jobs):
+//                        duration x max(1, gpus / (cluster GPUs / N)), work assumed to
+//                        scale linearly. rho <= 1: the job did as well as on its own share.
+//                        Reported over completed jobs, and the worst queue's mean rho.
 //   JSON                 ReplayJson / FillJson: everything above, deterministic (no wall time).
 //   CSV                  per-job records and the time series.
 
@@ -50,8 +55,13 @@ struct ReplaySummary {
   double gpu_utilisation = 0;  // 0..1
   double jain_queues = 1;
   int64_t queues = 0;
+  Stats finish_time_fairness;  // rho over completed jobs
+  double worst_queue_ftf = 0;  // the largest of the queues' mean rho
   int64_t preemptions = 0;
-  double lost_gpu_hours = 0;
+  double lost_gpu_hours = 0;  // preemptions and failures
+  int64_t node_failures = 0;
+  int64_t job_failures = 0;  // runs killed by a node failure
+  double failure_lost_gpu_hours = 0;
   int64_t cycles = 0;
   int64_t reservations = 0;
 };
@@ -61,9 +71,9 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& summa
 nlohmann::json FillJson(const FillResult& result);
 
 // id,name,queue,gpus,tasks,submit,first_start,end,jct,queueing_delay,duration,preemptions,
-// lost_gpu_seconds,outcome,reason (empty cells for unknown values).
+// failures,lost_gpu_seconds,outcome,reason (empty cells for unknown values).
 void WriteJobsCsv(std::ostream& out, const ReplayResult& result);
-// time,allocated_gpus,allocation,running_jobs,pending_jobs
+// time,allocated_gpus,allocation,running_jobs,pending_jobs,down_nodes
 void WriteSeriesCsv(std::ostream& out, const ReplayResult& result);
 // k,alloc,frag_amount,frag_ratio
 void WriteFillCsv(std::ostream& out, const FillResult& result);

@@ -200,6 +200,70 @@ TEST(ReplayTest, SameSeedGivesIdenticalJson) {
   EXPECT_EQ(Summarise(a.value()).completed, 300);
 }
 
+TEST(ReplayTest, NodeFailuresKillRunsThatRestartAndLoseWork) {
+  // 20 one-GPU jobs of 2000 s on 2 x 4 GPUs; nodes fail every 3000 s on average and stay
+  // down 500 s; no checkpoints, so a killed run loses everything it did.
+  std::vector<TraceJob> jobs;
+  for (uint64_t i = 1; i <= 20; ++i) jobs.push_back(Job(i, static_cast<int64_t>(i) * 10, 1, 2000));
+  const auto nodes = ParseNodeShorthand("2x4xT4").value();
+  ReplayOptions options{.profile = Fifo("greedy"),
+                        .seed = 3,
+                        .checkpoint_interval = core::Duration(0),
+                        .node_mtbf = core::Duration(3000),
+                        .repair_time = core::Duration(500),
+                        .sample_interval = core::Duration(50)};
+  auto r = RunReplay(nodes, jobs, options);  // returns although failures never stop coming
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ReplaySummary s = Summarise(r.value());
+  EXPECT_EQ(s.completed, 20);
+  EXPECT_GE(r->node_failures, 1);
+  EXPECT_GE(r->job_failures, 1);
+  EXPECT_EQ(r->preemptions, 0);
+  int64_t failures = 0;
+  for (const JobRecord& j : r->jobs) {
+    failures += j.failures;
+    EXPECT_EQ(j.lost_gpu_seconds, j.failure_lost_gpu_seconds);
+    if (j.failures > 0) {
+      // Each killed run's work is lost and done again.
+      EXPECT_GT(j.lost_gpu_seconds, 0);
+      EXPECT_GE(*j.Jct(), j.duration + j.lost_gpu_seconds);
+    } else {
+      EXPECT_EQ(j.lost_gpu_seconds, 0);
+    }
+  }
+  EXPECT_EQ(failures, r->job_failures);
+  EXPECT_GT(s.failure_lost_gpu_hours, 0);
+  // A down node holds nothing: the allocation never exceeds the GPUs of the nodes that are up.
+  bool saw_down = false;
+  for (const TimePoint& p : r->series) {
+    saw_down = saw_down || p.down_nodes > 0;
+    EXPECT_LE(p.allocated_gpu_milli, (2 - p.down_nodes) * 4 * 1000) << "at " << p.time;
+  }
+  EXPECT_TRUE(saw_down);
+  // Seeded: the same seed repeats the run, another seed fails other nodes at other times.
+  auto again = RunReplay(nodes, jobs, options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(ReplayJson(*r, s).dump(), ReplayJson(*again, Summarise(*again)).dump());
+  options.seed = 4;
+  auto other = RunReplay(nodes, jobs, options);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(ReplayJson(*r, s).dump(), ReplayJson(*other, Summarise(*other)).dump());
+}
+
+TEST(ReplayTest, FinishTimeFairnessComparesWithAnExclusiveShare) {
+  // Two queues share 4 GPUs, so each one's share is 2 GPUs. A (queue a, 4 GPUs, 100 s) would
+  // take 200 s on its share and took 100 s: rho 0.5. B (queue b, 2 GPUs, 50 s) waited 90 s
+  // behind A: JCT 140, rho 2.8.
+  std::vector<TraceJob> jobs = {Job(1, 0, 4, 100), Job(2, 10, 2, 50)};
+  jobs[0].queue = "a";
+  jobs[1].queue = "b";
+  auto r = Replay(jobs, {.profile = Fifo("none")});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ReplaySummary s = Summarise(r.value());
+  EXPECT_NEAR(s.finish_time_fairness.avg, (0.5 + 2.8) / 2, 1e-9);
+  EXPECT_NEAR(s.worst_queue_ftf, 2.8, 1e-9);
+}
+
 TEST(ReplayTest, JobsWithoutDurationAreAnError) {
   TraceJob j = Job(1, 0, 1, 10);
   j.duration.reset();

@@ -86,9 +86,25 @@ TEST(SimCommandTest, RunWritesSummaryJobsAndSeries) {
   EXPECT_DOUBLE_EQ(j["jct_s"]["median"].get<double>(), 110.0);
   EXPECT_EQ(nlohmann::json::parse(Slurp(out_dir + "/summary.json")), j);
   const std::string csv = Slurp(out_dir + "/jobs.csv");
-  EXPECT_NE(csv.find("2,job-1,default,2,1,10,100,150,140,90,50,0,0,completed,"), std::string::npos)
+  EXPECT_NE(csv.find("2,job-1,default,2,1,10,100,150,140,90,50,0,0,0,completed,"),
+            std::string::npos)
       << csv;
   EXPECT_EQ(Slurp(out_dir + "/series.csv").rfind("time,allocated_gpus,allocation,", 0), 0U);
+
+  // Plots: gnuplot draws both SVGs from the CSVs, and the CDF's last row is the longest JCT.
+  Output plotted = Gangway(
+      dir, "sim run --nodes 1x4xT4 --trace " + jobs + kFifo + " --out-dir " + out_dir + " --plots");
+  ASSERT_EQ(plotted.code, 0) << plotted.err;
+  for (const char* svg : {"/allocation.svg", "/jct_cdf.svg"}) {
+    const std::string drawn = Slurp(out_dir + svg);
+    EXPECT_NE(drawn.find("<svg"), std::string::npos) << svg;
+    EXPECT_NE(drawn.find("<path"), std::string::npos) << svg << ": no line drawn";
+  }
+  EXPECT_EQ(Slurp(out_dir + "/jct_cdf.csv"),
+            "jct_hours,fraction\n0.027778,0.333333\n0.030556,0.666667\n0.038889,1.000000\n");
+  Output no_dir = Gangway(dir, "sim run --nodes 1x4xT4 --trace " + jobs + kFifo + " --plots");
+  EXPECT_EQ(no_dir.code, 2);
+  EXPECT_NE(no_dir.err.find("--plots needs --out-dir"), std::string::npos) << no_dir.err;
 
   Output table = Gangway(dir, "sim run --nodes 1x4xT4 --trace " + jobs + kFifo);
   ASSERT_EQ(table.code, 0) << table.err;
