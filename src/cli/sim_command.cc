@@ -608,6 +608,7 @@ std::vector<std::string> ReplayRow(const std::string& label, const sim::ReplaySu
           Fixed(100 * s.gpu_utilisation, 1) + "%",
           Fixed(s.jain_queues, 3),
           Fixed(s.worst_queue_ftf, 2),
+          Human(s.worst_queue_delay),
           std::to_string(s.preemptions),
           s.gang_wait.count > 0 ? Human(s.gang_wait.avg) : "-"};
 }
@@ -662,7 +663,7 @@ void PrintReplays(const SimFlags& f, const std::vector<ReplayRun>& runs, double 
     return;
   }
   Table t({"policy", "completed", "avg JCT", "median", "p95", "p99", "avg queue", "makespan",
-           "alloc", "util", "Jain", "FTF", "preempt", "gang wait"});
+           "alloc", "util", "Jain", "FTF", "worst q wait", "preempt", "gang wait"});
   const bool one_seed = std::all_of(runs.begin(), runs.end(),
                                     [&](const ReplayRun& o) { return o.seed == runs[0].seed; });
   for (const ReplayRun& r : runs) {

@@ -65,6 +65,7 @@ ReplaySummary Summarise(const ReplayResult& result) {
     double total = 0;
     double rho = 0;  // sum of finish-time fairness ratios
     int64_t jobs = 0;
+    double delay = 0;  // sum of queueing delays
   };
   std::map<std::string, QueueSums> queues;
   int64_t lost = 0, failure_lost = 0;
@@ -92,6 +93,7 @@ ReplaySummary Summarise(const ReplayResult& result) {
     const double w = std::max(1, r.gpus);
     QueueSums& q = queues[r.queue];
     q.run += w * static_cast<double>(r.duration);
+    q.delay += d;
     q.total += w * j;
   }
   // Finish-time fairness, once the number of queues sharing the cluster is known.
@@ -113,8 +115,13 @@ ReplaySummary Summarise(const ReplayResult& result) {
     ++q.jobs;
   }
   for (const auto& [name, q] : queues) {
-    if (q.jobs > 0)
-      s.worst_queue_ftf = std::max(s.worst_queue_ftf, q.rho / static_cast<double>(q.jobs));
+    if (q.jobs == 0) continue;
+    const double jobs = static_cast<double>(q.jobs);
+    s.worst_queue_ftf = std::max(s.worst_queue_ftf, q.rho / jobs);
+    if (q.delay / jobs > s.worst_queue_delay) {
+      s.worst_queue_delay = q.delay / jobs;
+      s.worst_queue = name;
+    }
   }
   s.finish_time_fairness = ComputeStats(std::move(rho));
   s.jct = ComputeStats(std::move(jct));
@@ -172,6 +179,8 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& s) {
       {"queues", s.queues},
       {"finish_time_fairness", StatsJson(s.finish_time_fairness)},
       {"worst_queue_finish_time_fairness", s.worst_queue_ftf},
+      {"worst_queue_mean_queueing_delay_s", s.worst_queue_delay},
+      {"worst_queue", s.worst_queue},
       {"preemptions", s.preemptions},
       {"lost_gpu_hours", s.lost_gpu_hours},
       {"node_failures", s.node_failures},

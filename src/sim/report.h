@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "sim/fill.h"
@@ -55,8 +56,10 @@ struct ReplaySummary {
   double gpu_utilisation = 0;  // 0..1
   double jain_queues = 1;
   int64_t queues = 0;
-  Stats finish_time_fairness;  // rho over completed jobs
-  double worst_queue_ftf = 0;  // the largest of the queues' mean rho
+  Stats finish_time_fairness;    // rho over completed jobs
+  double worst_queue_ftf = 0;    // the largest of the queues' mean rho
+  double worst_queue_delay = 0;  // the largest of the queues' mean queueing delay, s
+  std::string worst_queue;       // the queue with that delay
   int64_t preemptions = 0;
   double lost_gpu_hours = 0;  // preemptions and failures
   int64_t node_failures = 0;

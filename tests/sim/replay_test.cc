@@ -262,6 +262,8 @@ TEST(ReplayTest, FinishTimeFairnessComparesWithAnExclusiveShare) {
   const ReplaySummary s = Summarise(r.value());
   EXPECT_NEAR(s.finish_time_fairness.avg, (0.5 + 2.8) / 2, 1e-9);
   EXPECT_NEAR(s.worst_queue_ftf, 2.8, 1e-9);
+  EXPECT_EQ(s.worst_queue, "b");
+  EXPECT_NEAR(s.worst_queue_delay, 90, 1e-9);
 }
 
 TEST(ReplayTest, JobsWithoutDurationAreAnError) {
