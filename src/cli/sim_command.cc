@@ -67,6 +67,7 @@ struct SimFlags {
   double time_limit_factor = 1.0;
   double load = 1.0;
   std::string node_mtbf = "0";
+  std::string placement_sensitivity;
   std::string repair_time = "1h";
   std::string cycle_interval = "0";
   std::string tick = "0";
@@ -535,6 +536,12 @@ sim::ReplayOptions ReplaySettings(const SimFlags& f, const Cluster& cluster) {
   o.time_limit_factor = f.time_limit_factor;
   o.load = f.load;
   o.node_mtbf = DurationFlag("node-mtbf", f.node_mtbf);
+  if (!f.placement_sensitivity.empty()) {
+    auto model = sim::ParsePlacementSensitivity(ReadWholeFile(f.placement_sensitivity),
+                                                f.placement_sensitivity);
+    if (!model.ok()) Fail(model.ErrorText());
+    o.sensitivity = std::move(model).value();
+  }
   o.repair_time = DurationFlag("repair-time", f.repair_time);
   o.min_cycle_interval = DurationFlag("cycle-interval", f.cycle_interval);
   o.tick = DurationFlag("tick", f.tick);
@@ -754,6 +761,9 @@ void AddRunFlags(CLI::App* cmd, SimFlags& f) {
                   "Job load: arrivals this many times denser than the trace's (Pollux-style)")
       ->check(CLI::PositiveNumber)
       ->default_str("1");
+  cmd->add_option("--placement-sensitivity", f.placement_sensitivity,
+                  "Slow down jobs whose GPUs span farther topology levels (YAML file)")
+      ->type_name("FILE");
   cmd->add_option("--node-mtbf", f.node_mtbf,
                   "Mean up-time of a node between failures, e.g. 30d (0: no failures)")
       ->default_str("0");

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "core/plugins/gang/span.h"
 #include "core/sched/registry.h"
 #include "core/sched/scheduler.h"
 #include "core/state/snapshot.h"
@@ -57,8 +58,20 @@ struct SimJob {
   uint32_t generation = 0;  // bumped when the job starts or stops; stale events are ignored
   int32_t pending_pos = kNone;
   int32_t running_pos = kNone;
-  int64_t held_milli = 0;  // GPU milli held while running
+  int64_t held_milli = 0;                 // GPU milli held while running
+  double slow = 1.0;                      // slowdown of the current run
+  const Slowdown* sensitivity = nullptr;  // of its job family; null = none
 };
+
+// Wall seconds to do `work` seconds of full-speed work at slowdown `slow`, and back.
+int64_t RunTime(int64_t work, double slow) {
+  if (slow == 1.0) return work;
+  return static_cast<int64_t>(std::ceil(static_cast<double>(work) * slow));
+}
+int64_t WorkDone(int64_t wall, double slow) {
+  if (slow == 1.0) return wall;
+  return static_cast<int64_t>(std::floor(static_cast<double>(wall) / slow));
+}
 
 std::optional<core::Duration> TimeLimit(int64_t remaining, double factor) {
   if (factor <= 0) return std::nullopt;
@@ -172,6 +185,7 @@ void Replay::Setup() {
       snapshot_.queues.push_back({.name = r.queue});
     }
     jobs_[i].remaining = r.duration;
+    jobs_[i].sensitivity = options_.sensitivity.For(t.job_type);
   }
   tick_ = options_.tick.count() > 0 ? options_.tick.count() : options_.profile.min_runtime.count();
   result_.policy = options_.profile.order.name + "/" + options_.profile.scorer.name + "/" +
@@ -315,13 +329,17 @@ void Replay::Start(const core::StartDecision& d) {
   s.held_milli = milli;
   allocated_milli_ += milli;
   s.run_start = now_;
+  s.slow = s.sensitivity == nullptr
+               ? 1.0
+               : s.sensitivity->At(core::SpanOf(*snapshot_.idle_state, d.tasks).span);
   ++s.generation;
   s.running_pos = static_cast<int32_t>(snapshot_.running.size());
   snapshot_.running.push_back(std::move(running));
   running_ids_.push_back(j);
   JobRecord& r = result_.jobs[j];
   if (!r.first_start) r.first_start = now_;
-  Push(now_ + s.remaining, EventKind::kCompletion, j, s.generation);
+  r.slowdown = s.slow;
+  Push(now_ + RunTime(s.remaining, s.slow), EventKind::kCompletion, j, s.generation);
 }
 
 void Replay::Complete(uint32_t j) {
@@ -343,8 +361,10 @@ void Replay::Kill(uint32_t j, bool node_failed) {
   RemoveRunning(j);
   const int64_t ran = now_ - s.run_start;
   const int64_t interval = options_.checkpoint_interval.count();
-  const int64_t saved = std::min(s.remaining, interval > 0 ? ran / interval * interval : 0);
-  s.remaining -= saved;
+  // Wall time up to the last checkpoint, and the work it did at this run's speed. The run has
+  // not finished, so that work is less than what remains.
+  const int64_t saved = interval > 0 ? ran / interval * interval : 0;
+  s.remaining -= std::min(s.remaining, WorkDone(saved, s.slow));
   s.attained += milli * ran / core::kGpuMilli;
   JobRecord& r = result_.jobs[j];
   const int64_t lost = milli * (ran - saved) / core::kGpuMilli;
@@ -375,7 +395,8 @@ void Replay::Cycle() {
     const int64_t ran = now_ - s.run_start;
     job.attained_service_gpu_seconds = s.attained + s.held_milli * ran / core::kGpuMilli;
     job.progress_since_checkpoint = core::Duration(interval > 0 ? ran % interval : ran);
-    job.remaining_duration = core::Duration(std::max<int64_t>(0, s.remaining - ran));
+    job.remaining_duration =
+        core::Duration(std::max<int64_t>(0, s.remaining - WorkDone(ran, s.slow)));
   }
   snapshot_.now = core::FromSeconds(now_);
   const uint64_t seed = Mix(options_.seed ^ Mix(static_cast<uint64_t>(result_.cycles)));

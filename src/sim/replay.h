@@ -21,6 +21,10 @@
 //                    whole run; its remaining duration (SRTF) only what is left to do.
 //   ReserveDecision  counted; the core keeps later jobs off the reserved capacity itself.
 //
+// Placement sensitivity (placement_sensitivity.h): a run whose GPUs span level L takes
+// slowdown[L] x its remaining work; a preempted or failed run keeps the work of its last
+// checkpoint, checkpoints being taken every `checkpoint_interval` of wall time.
+//
 // Node failures (`node_mtbf` > 0): every node fails after an exponentially distributed
 // up-time with mean `node_mtbf` (drawn from `seed` and the node's index), stays down for
 // `repair_time`, then runs again with a fresh up-time. A failure kills the jobs with a task on
@@ -44,6 +48,7 @@
 #include "core/model/queue.h"
 #include "core/sched/profile.h"
 #include "core/sched/status.h"
+#include "sim/placement_sensitivity.h"
 #include "sim/trace.h"
 
 namespace gangway::sim {
@@ -61,6 +66,8 @@ struct ReplayOptions {
   core::Duration min_cycle_interval{0};
   // 0 = the profile's min_runtime.
   core::Duration tick{0};
+  // Empty = every placement runs at full speed.
+  PlacementSensitivity sensitivity;
   // Mean up-time of a node between failures; 0 = nodes never fail.
   core::Duration node_mtbf{0};
   // How long a failed node stays down.
@@ -99,6 +106,7 @@ struct JobRecord {
   int failures = 0;                      // runs ended by a node failure
   int64_t lost_gpu_seconds = 0;          // GPU-seconds of work lost to preemptions and failures
   int64_t failure_lost_gpu_seconds = 0;  // the part of it lost to node failures
+  double slowdown = 1.0;                 // of its last run (placement sensitivity)
   JobOutcome outcome = JobOutcome::kUnfinished;
   std::string reason;  // why it was rejected or did not finish
 

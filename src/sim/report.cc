@@ -104,11 +104,13 @@ ReplaySummary Summarise(const ReplayResult& result) {
   const double share = static_cast<double>(result.cluster_gpus) /
                        static_cast<double>(std::max<size_t>(1, active.size()));
   std::vector<double> rho;
+  double slowdown_sum = 0;
   for (const JobRecord& r : result.jobs) {
     if (r.outcome != JobOutcome::kCompleted || r.duration <= 0) continue;
     const double ideal = static_cast<double>(r.duration) *
                          std::max(1.0, share > 0 ? static_cast<double>(r.gpus) / share : 1.0);
     const double x = static_cast<double>(*r.Jct()) / ideal;
+    slowdown_sum += r.slowdown;
     rho.push_back(x);
     QueueSums& q = queues[r.queue];
     q.rho += x;
@@ -123,6 +125,7 @@ ReplaySummary Summarise(const ReplayResult& result) {
       s.worst_queue = name;
     }
   }
+  if (!rho.empty()) s.avg_slowdown = slowdown_sum / static_cast<double>(rho.size());
   s.finish_time_fairness = ComputeStats(std::move(rho));
   s.jct = ComputeStats(std::move(jct));
   s.queueing_delay = ComputeStats(std::move(delay));
@@ -180,6 +183,7 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& s) {
       {"finish_time_fairness", StatsJson(s.finish_time_fairness)},
       {"worst_queue_finish_time_fairness", s.worst_queue_ftf},
       {"worst_queue_mean_queueing_delay_s", s.worst_queue_delay},
+      {"avg_placement_slowdown", s.avg_slowdown},
       {"worst_queue", s.worst_queue},
       {"preemptions", s.preemptions},
       {"lost_gpu_hours", s.lost_gpu_hours},
@@ -219,13 +223,13 @@ nlohmann::json FillJson(const FillResult& r) {
 
 void WriteJobsCsv(std::ostream& out, const ReplayResult& result) {
   out << "id,name,queue,gpus,tasks,submit,first_start,end,jct,queueing_delay,duration,"
-         "preemptions,failures,lost_gpu_seconds,outcome,reason\n";
+         "preemptions,failures,lost_gpu_seconds,outcome,reason,slowdown\n";
   for (const JobRecord& r : result.jobs) {
     out << r.id << ',' << Cell(r.name) << ',' << Cell(r.queue) << ',' << r.gpus << ',' << r.tasks
         << ',' << r.submit << ',' << Opt(r.first_start) << ',' << Opt(r.end) << ',' << Opt(r.Jct())
         << ',' << Opt(r.QueueingDelay()) << ',' << r.duration << ',' << r.preemptions << ','
         << r.failures << ',' << r.lost_gpu_seconds << ',' << JobOutcomeName(r.outcome) << ','
-        << Cell(r.reason) << '\n';
+        << Cell(r.reason) << ',' << Fixed(r.slowdown, 3) << '\n';
   }
 }
 

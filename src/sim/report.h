@@ -58,6 +58,7 @@ struct ReplaySummary {
   int64_t queues = 0;
   Stats finish_time_fairness;    // rho over completed jobs
   double worst_queue_ftf = 0;    // the largest of the queues' mean rho
+  double avg_slowdown = 1;       // placement sensitivity, over completed jobs
   double worst_queue_delay = 0;  // the largest of the queues' mean queueing delay, s
   std::string worst_queue;       // the queue with that delay
   int64_t preemptions = 0;
@@ -74,7 +75,7 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& summa
 nlohmann::json FillJson(const FillResult& result);
 
 // id,name,queue,gpus,tasks,submit,first_start,end,jct,queueing_delay,duration,preemptions,
-// failures,lost_gpu_seconds,outcome,reason (empty cells for unknown values).
+// failures,lost_gpu_seconds,outcome,reason,slowdown (empty cells for unknown values).
 void WriteJobsCsv(std::ostream& out, const ReplayResult& result);
 // time,allocated_gpus,allocation,running_jobs,pending_jobs,down_nodes
 void WriteSeriesCsv(std::ostream& out, const ReplayResult& result);
