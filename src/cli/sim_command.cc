@@ -66,6 +66,7 @@ struct SimFlags {
   std::string checkpoint_interval = "30m";
   double time_limit_factor = 1.0;
   double load = 1.0;
+  double elastic = 0;
   std::string node_mtbf = "0";
   std::string placement_sensitivity;
   std::string repair_time = "1h";
@@ -535,6 +536,7 @@ sim::ReplayOptions ReplaySettings(const SimFlags& f, const Cluster& cluster) {
   o.checkpoint_interval = DurationFlag("checkpoint-interval", f.checkpoint_interval);
   o.time_limit_factor = f.time_limit_factor;
   o.load = f.load;
+  o.elastic = f.elastic;
   o.node_mtbf = DurationFlag("node-mtbf", f.node_mtbf);
   if (!f.placement_sensitivity.empty()) {
     auto model = sim::ParsePlacementSensitivity(ReadWholeFile(f.placement_sensitivity),
@@ -761,6 +763,10 @@ void AddRunFlags(CLI::App* cmd, SimFlags& f) {
                   "Job load: arrivals this many times denser than the trace's (Pollux-style)")
       ->check(CLI::PositiveNumber)
       ->default_str("1");
+  cmd->add_option("--elastic", f.elastic,
+                  "Gangs may start with this fraction of their tasks and run longer (0: rigid)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->default_str("0");
   cmd->add_option("--placement-sensitivity", f.placement_sensitivity,
                   "Slow down jobs whose GPUs span farther topology levels (YAML file)")
       ->type_name("FILE");

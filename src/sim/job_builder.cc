@@ -1,6 +1,7 @@
 #include "sim/job_builder.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gangway::sim {
 
@@ -34,6 +35,11 @@ core::Job MakeCoreJob(const TraceJob& t, const JobShape& shape) {
   }
   group.replicas = replicas;
   group.min_replicas = replicas;
+  if (shape.elastic_min > 0 && replicas > 1) {
+    group.min_replicas =
+        std::clamp(static_cast<int>(std::ceil(shape.elastic_min * static_cast<double>(replicas))),
+                   1, replicas);
+  }
   group.request.cpu_milli = (t.cpu_milli + replicas - 1) / replicas;
   group.request.memory_bytes = (t.memory_bytes + replicas - 1) / replicas;
   job.groups.push_back(std::move(group));

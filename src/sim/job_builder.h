@@ -9,6 +9,9 @@
 //                                   largest divisor of gpus not above max_gpus_per_task
 //                                   (16 on 8-GPU nodes: 2 x 8; 12: 2 x 6; 24: 3 x 8)
 //
+// With `elastic_min` > 0 a gang may start with as few as ceil(elastic_min x tasks) of its
+// tasks (TaskGroup::min_replicas); one-task jobs stay rigid.
+//
 // CPU and memory are split evenly over the tasks (rounded up). A GPU share below 1000 milli
 // is a fraction of one GPU (the trace readers only produce it for one-GPU jobs).
 
@@ -21,6 +24,7 @@ namespace gangway::sim {
 
 struct JobShape {
   int max_gpus_per_task = 8;  // normally the largest node's GPU count
+  double elastic_min = 0;     // 0 = rigid gangs; else in (0, 1]
 };
 
 core::Job MakeCoreJob(const TraceJob& trace_job, const JobShape& shape);

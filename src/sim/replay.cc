@@ -149,6 +149,7 @@ void Replay::Setup() {
     max_gpus = std::max(max_gpus, static_cast<int>(node.gpus.size()));
   }
   shape_.max_gpus_per_task = options_.max_gpus_per_task > 0 ? options_.max_gpus_per_task : max_gpus;
+  shape_.elastic_min = options_.elastic;
 
   arrivals_.resize(n);
   std::iota(arrivals_.begin(), arrivals_.end(), 0U);
@@ -332,6 +333,11 @@ void Replay::Start(const core::StartDecision& d) {
   s.slow = s.sensitivity == nullptr
                ? 1.0
                : s.sensitivity->At(core::SpanOf(*snapshot_.idle_state, d.tasks).span);
+  const int full_tasks = result_.jobs[j].tasks;
+  const auto started_tasks = static_cast<int>(d.tasks.size());
+  if (started_tasks > 0 && started_tasks < full_tasks) {
+    s.slow *= static_cast<double>(full_tasks) / static_cast<double>(started_tasks);
+  }
   ++s.generation;
   s.running_pos = static_cast<int32_t>(snapshot_.running.size());
   snapshot_.running.push_back(std::move(running));
@@ -553,6 +559,9 @@ core::Result<ReplayResult> RunReplay(const std::vector<core::Node>& nodes,
   if (trace.size() >= UINT32_MAX) return core::InvalidArgument("the trace has too many jobs");
   if (!(options.load > 0) || !std::isfinite(options.load)) {
     return core::InvalidArgument("load must be a positive number");
+  }
+  if (!(options.elastic >= 0 && options.elastic <= 1)) {
+    return core::InvalidArgument("elastic must be between 0 (rigid) and 1");
   }
   core::Result<core::Scheduler> scheduler =
       core::Scheduler::Create(options.profile, core::Registry::WithBuiltins());

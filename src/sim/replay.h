@@ -66,6 +66,10 @@ struct ReplayOptions {
   core::Duration min_cycle_interval{0};
   // 0 = the profile's min_runtime.
   core::Duration tick{0};
+  // Elastic gangs: a job of several tasks may start with as few as ceil(elastic x tasks) of
+  // them, and then runs tasks / started tasks times longer (work scales linearly with GPUs);
+  // it keeps its size until it stops. 0 = rigid gangs.
+  double elastic = 0;
   // Empty = every placement runs at full speed.
   PlacementSensitivity sensitivity;
   // Mean up-time of a node between failures; 0 = nodes never fail.
@@ -106,7 +110,9 @@ struct JobRecord {
   int failures = 0;                      // runs ended by a node failure
   int64_t lost_gpu_seconds = 0;          // GPU-seconds of work lost to preemptions and failures
   int64_t failure_lost_gpu_seconds = 0;  // the part of it lost to node failures
-  double slowdown = 1.0;                 // of its last run (placement sensitivity)
+  // Run time of its last run over its full-size, full-speed run time: placement sensitivity
+  // times full size / started size (elastic jobs).
+  double slowdown = 1.0;
   JobOutcome outcome = JobOutcome::kUnfinished;
   std::string reason;  // why it was rejected or did not finish
 

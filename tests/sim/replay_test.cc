@@ -266,6 +266,23 @@ TEST(ReplayTest, FinishTimeFairnessComparesWithAnExclusiveShare) {
   EXPECT_NEAR(s.worst_queue_delay, 90, 1e-9);
 }
 
+TEST(ReplayTest, ElasticGangsStartSmallerAndRunLonger) {
+  // A holds one of two 4-GPU nodes for 1000 s. B wants 8 GPUs (2 tasks of 4) for 100 s: rigid
+  // it waits for A; elastic at 0.5 it starts at once on 4 GPUs and runs twice as long.
+  const auto nodes = ParseNodeShorthand("2x4xT4").value();
+  std::vector<TraceJob> jobs = {Job(1, 0, 4, 1000), Job(2, 1, 8, 100)};
+  auto rigid = RunReplay(nodes, jobs, {.profile = Fifo("greedy")});
+  ASSERT_TRUE(rigid.ok()) << rigid.status().message();
+  EXPECT_EQ(rigid->jobs[1].first_start, 1000);
+  EXPECT_EQ(rigid->jobs[1].Jct(), 1099);
+  auto elastic = RunReplay(nodes, jobs, {.profile = Fifo("greedy"), .elastic = 0.5});
+  ASSERT_TRUE(elastic.ok()) << elastic.status().message();
+  EXPECT_EQ(elastic->jobs[1].first_start, 1);
+  EXPECT_EQ(elastic->jobs[1].Jct(), 200);
+  EXPECT_DOUBLE_EQ(elastic->jobs[1].slowdown, 2.0);
+  EXPECT_FALSE(RunReplay(nodes, jobs, {.profile = Fifo("greedy"), .elastic = 1.5}).ok());
+}
+
 TEST(ReplayTest, JobsWithoutDurationAreAnError) {
   TraceJob j = Job(1, 0, 1, 10);
   j.duration.reset();
