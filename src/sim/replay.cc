@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <numbers>
 #include <numeric>
 #include <queue>
-#include <set>
 #include <tuple>
 
 #include "core/plugins/gang/span.h"
@@ -61,6 +62,7 @@ struct SimJob {
   int64_t held_milli = 0;                 // GPU milli held while running
   double slow = 1.0;                      // slowdown of the current run
   const Slowdown* sensitivity = nullptr;  // of its job family; null = none
+  uint32_t queue = 0;                     // its queue's index in the snapshot
 };
 
 // Wall seconds to do `work` seconds of full-speed work at slowdown `slow`, and back.
@@ -137,6 +139,12 @@ class Replay {
   int64_t tick_ = 0;
   int64_t next_sample_ = 0;
   int down_nodes_ = 0;
+  // Fair-share history (drf only): per snapshot queue, GPU milli-seconds used, decayed to
+  // now_ with half-life history_half_life_, and the GPU milli it holds now.
+  bool track_history_ = false;
+  double history_half_life_ = 1;
+  std::vector<double> queue_decayed_;
+  std::vector<int64_t> queue_milli_;
   std::vector<uint64_t> node_starts_;  // per node: times it came up (failure draws)
 };
 
@@ -166,8 +174,10 @@ void Replay::Setup() {
                                 : std::max<int64_t>(1, (span + 999) / 1000);
 
   snapshot_.queues = options_.queues;
-  std::set<std::string, std::less<>> known;
-  for (const core::QueueSpec& q : snapshot_.queues) known.insert(q.name);
+  std::map<std::string, uint32_t, std::less<>> known;  // queue name -> snapshot index
+  for (size_t q = 0; q < snapshot_.queues.size(); ++q) {
+    known.emplace(snapshot_.queues[q].name, static_cast<uint32_t>(q));
+  }
   for (size_t i = 0; i < n; ++i) {
     const TraceJob& t = trace_[i];
     JobRecord& r = result_.jobs[i];
@@ -181,13 +191,18 @@ void Replay::Setup() {
                    : static_cast<int64_t>(std::llround(
                          static_cast<double>(t.submit - result_.trace_start) / options_.load));
     r.duration = *t.duration;
-    if (!known.contains(r.queue)) {
-      known.insert(r.queue);
-      snapshot_.queues.push_back({.name = r.queue});
-    }
+    auto [it, added] = known.try_emplace(r.queue, static_cast<uint32_t>(snapshot_.queues.size()));
+    if (added) snapshot_.queues.push_back({.name = r.queue});
+    jobs_[i].queue = it->second;
     jobs_[i].remaining = r.duration;
     jobs_[i].sensitivity = options_.sensitivity.For(t.job_type);
   }
+  track_history_ =
+      options_.profile.order.name == "drf" && options_.profile.fair_share_history_weight > 0;
+  history_half_life_ =
+      static_cast<double>(std::max<int64_t>(1, options_.profile.fair_share_half_life.count()));
+  queue_decayed_.assign(snapshot_.queues.size(), 0.0);
+  queue_milli_.assign(snapshot_.queues.size(), 0);
   tick_ = options_.tick.count() > 0 ? options_.tick.count() : options_.profile.min_runtime.count();
   result_.policy = options_.profile.order.name + "/" + options_.profile.scorer.name + "/" +
                    options_.profile.backfill.name;
@@ -268,6 +283,15 @@ void Replay::Advance(int64_t t) {
     next_sample_ += result_.sample_interval;
   }
   result_.allocated_gpu_milli_seconds += allocated_milli_ * (t - now_);
+  if (track_history_) {
+    // Over [now_, t) each queue used queue_milli_ at a constant rate u: the decayed integral
+    // grows by u * h / ln 2 * (1 - 2^(-dt/h)) while the older usage decays by 2^(-dt/h).
+    const double f = std::exp2(-static_cast<double>(t - now_) / history_half_life_);
+    const double gain = history_half_life_ / std::numbers::ln2 * (1 - f);
+    for (size_t q = 0; q < queue_decayed_.size(); ++q) {
+      queue_decayed_[q] = queue_decayed_[q] * f + static_cast<double>(queue_milli_[q]) * gain;
+    }
+  }
   now_ = t;
 }
 
@@ -310,6 +334,7 @@ void Replay::RemoveRunning(uint32_t j) {
   running_ids_.pop_back();
   jobs_[j].running_pos = kNone;
   allocated_milli_ -= jobs_[j].held_milli;
+  queue_milli_[jobs_[j].queue] -= jobs_[j].held_milli;
   jobs_[j].held_milli = 0;
   ++jobs_[j].generation;
   dirty_ = true;
@@ -329,6 +354,7 @@ void Replay::Start(const core::StartDecision& d) {
   }
   s.held_milli = milli;
   allocated_milli_ += milli;
+  queue_milli_[s.queue] += milli;
   s.run_start = now_;
   s.slow = s.sensitivity == nullptr
                ? 1.0
@@ -405,6 +431,17 @@ void Replay::Cycle() {
         core::Duration(std::max<int64_t>(0, s.remaining - WorkDone(ran, s.slow)));
   }
   snapshot_.now = core::FromSeconds(now_);
+  if (track_history_) {
+    for (size_t q = 0; q < queue_decayed_.size(); ++q) {
+      std::vector<core::UsageSample>& history = snapshot_.queues[q].usage_history;
+      history.clear();
+      if (queue_decayed_[q] >= 1) {
+        core::UsageSample sample{.at = snapshot_.now};
+        sample.amount.Add(core::kGpuResource, std::llround(queue_decayed_[q]));
+        history.push_back(std::move(sample));
+      }
+    }
+  }
   const uint64_t seed = Mix(options_.seed ^ Mix(static_cast<uint64_t>(result_.cycles)));
   ++result_.cycles;
   last_cycle_ = now_;

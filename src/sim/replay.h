@@ -33,6 +33,11 @@
 // Events at one instant: completions, ends of grace periods, failures, repairs, arrivals.
 //   kInfeasible      the job can never run on this cluster; it is dropped and reported.
 //
+// Fair-share history: with the `drf` order the replay keeps each queue's GPU usage, decayed
+// with the profile's fair_share_half_life, and hands it to every cycle as the queue's usage
+// history (as the controller does from its records), so a queue that used much lately
+// yields to one that did not even when both use nothing now.
+//
 // Determinism: the result depends only on the inputs and `seed` (each cycle gets a seed
 // derived from it and the cycle number); no wall clock is read.
 //

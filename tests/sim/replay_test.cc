@@ -283,6 +283,25 @@ TEST(ReplayTest, ElasticGangsStartSmallerAndRunLonger) {
   EXPECT_FALSE(RunReplay(nodes, jobs, {.profile = Fifo("greedy"), .elastic = 1.5}).ok());
 }
 
+TEST(ReplayTest, DrfRemembersWhichQueueUsedTheCluster) {
+  // Queue a holds the whole node for 1000 s; a2 (queue a) and b1 (queue b) wait for it. When
+  // it frees, both queues use nothing: only a's decayed usage puts b first.
+  std::vector<TraceJob> jobs = {Job(1, 0, 4, 1000), Job(2, 10, 4, 100), Job(3, 20, 4, 100)};
+  jobs[0].queue = jobs[1].queue = "a";
+  jobs[2].queue = "b";
+  core::Profile drf = Fifo("none");
+  drf.order = {.name = "drf"};
+  auto with_history = Replay(jobs, {.profile = drf});
+  ASSERT_TRUE(with_history.ok()) << with_history.status().message();
+  EXPECT_EQ(with_history->jobs[2].first_start, 1000);
+  EXPECT_EQ(with_history->jobs[1].first_start, 1100);
+  drf.fair_share_history_weight = 0;  // current usage only: submit order breaks the tie
+  auto without = Replay(jobs, {.profile = drf});
+  ASSERT_TRUE(without.ok()) << without.status().message();
+  EXPECT_EQ(without->jobs[1].first_start, 1000);
+  EXPECT_EQ(without->jobs[2].first_start, 1100);
+}
+
 TEST(ReplayTest, JobsWithoutDurationAreAnError) {
   TraceJob j = Job(1, 0, 1, 10);
   j.duration.reset();
