@@ -13,6 +13,7 @@
 #include "core/sched/scheduler.h"
 #include "core/state/snapshot.h"
 #include "sim/cluster.h"
+#include "sim/fill.h"
 #include "sim/job_builder.h"
 
 namespace gangway::sim {
@@ -113,7 +114,9 @@ class Replay {
     events_.push({time, kind, next_seq_++, job, generation});
   }
   bool Periodic() const;
-  void Sample(int64_t t);
+  void Sample(int64_t t, int64_t fragmented);
+  // Sum of core::NodeFragmentation over schedulable nodes now; 0 without a workload.
+  int64_t Fragmented();
 
   const std::vector<TraceJob>& trace_;
   const ReplayOptions& options_;
@@ -139,6 +142,7 @@ class Replay {
   int64_t tick_ = 0;
   int64_t next_sample_ = 0;
   int down_nodes_ = 0;
+  std::optional<core::TargetWorkload> workload_;  // for Fragmented()
   // Fair-share history (drf only): per snapshot queue, GPU milli-seconds used, decayed to
   // now_ with half-life history_half_life_, and the GPU milli it holds now.
   bool track_history_ = false;
@@ -209,6 +213,11 @@ void Replay::Setup() {
   result_.seed = options_.seed;
   result_.cluster_gpus = CountGpus(snapshot_.nodes);
   snapshot_.idle_state = std::make_shared<const core::ClusterState>(snapshot_.nodes);
+  if (options_.fragmentation_workload) {
+    workload_ = options_.fragmentation_workload;
+  } else if (auto typical = TypicalPods(trace_); typical.ok()) {
+    workload_ = std::move(typical).value();
+  }
   if (options_.node_mtbf.count() > 0) {
     node_starts_.assign(snapshot_.nodes.size(), 0);
     for (uint32_t node = 0; node < snapshot_.nodes.size(); ++node) {
@@ -267,19 +276,41 @@ bool Replay::Periodic() const {
   return !options_.profile.preemption.empty() || order == "las" || order == "drf";
 }
 
-void Replay::Sample(int64_t t) {
+int64_t Replay::Fragmented() {
+  if (!workload_) return 0;
+  // The cycle's own state is gone: rebuild the accounting of the running jobs.
+  core::ClusterState state(*snapshot_.idle_state, snapshot_.nodes);
+  state.BeginBulkLoad();
+  for (const core::RunningJob& r : snapshot_.running) {
+    for (const core::TaskAllocation& t : r.tasks) state.Allocate(t);
+  }
+  state.EndBulkLoad();
+  double frag = 0;
+  for (uint32_t n = 0; n < state.node_count(); ++n) {
+    const core::NodeIndex node(n);
+    if (state.Schedulable(node)) frag += core::NodeFragmentation(state, node, *workload_);
+  }
+  return std::llround(frag);
+}
+
+void Replay::Sample(int64_t t, int64_t fragmented) {
   result_.series.push_back({.time = t,
                             .allocated_gpu_milli = allocated_milli_,
                             .running_jobs = static_cast<int>(snapshot_.running.size()),
                             .pending_jobs = static_cast<int>(pending_.size()),
-                            .down_nodes = down_nodes_});
+                            .down_nodes = down_nodes_,
+                            .fragmented_gpu_milli = fragmented});
 }
 
 void Replay::Advance(int64_t t) {
   if (t <= now_) return;
   // The state is constant over [now_, t): sample it at every grid point in that interval.
+  std::optional<int64_t> fragmented;  // measured once, at the first sample
   while (next_sample_ < t) {
-    if (next_sample_ >= now_) Sample(next_sample_);
+    if (next_sample_ >= now_) {
+      if (!fragmented) fragmented = Fragmented();
+      Sample(next_sample_, *fragmented);
+    }
     next_sample_ += result_.sample_interval;
   }
   result_.allocated_gpu_milli_seconds += allocated_milli_ * (t - now_);
@@ -539,7 +570,7 @@ core::Result<ReplayResult> Replay::Run() {
   }
   // Nothing left that could change anything: what waits now waits forever. One more cycle,
   // not applied, says why.
-  Sample(now_);
+  Sample(now_, Fragmented());
   result_.end_time = now_;
   if (!pending_.empty()) {
     snapshot_.now = core::FromSeconds(now_);

@@ -51,6 +51,7 @@
 
 #include "core/model/node.h"
 #include "core/model/queue.h"
+#include "core/plugins/score/fragmentation.h"
 #include "core/sched/profile.h"
 #include "core/sched/status.h"
 #include "sim/placement_sensitivity.h"
@@ -81,6 +82,10 @@ struct ReplayOptions {
   core::Duration node_mtbf{0};
   // How long a failed node stays down.
   core::Duration repair_time{3600};
+  // Fragmentation in the time series is measured against this workload (FGD's definition,
+  // core/plugins/score/fragmentation.h); nullopt = the trace's typical pods (TypicalPods), or
+  // no measure when the trace has none.
+  std::optional<core::TargetWorkload> fragmentation_workload;
   // Time-series resolution; 0 = the submit span / 1000, at least 1 s.
   core::Duration sample_interval{0};
   // GPUs per task of multi-GPU jobs (job_builder.h); 0 = the largest node's GPU count.
@@ -132,6 +137,9 @@ struct TimePoint {
   int running_jobs = 0;
   int pending_jobs = 0;
   int down_nodes = 0;
+  // Idle GPU milli of the schedulable nodes that the fragmentation workload could not use
+  // (sum of core::NodeFragmentation); 0 without a workload.
+  int64_t fragmented_gpu_milli = 0;
 };
 
 struct ReplayResult {

@@ -144,6 +144,17 @@ ReplaySummary Summarise(const ReplayResult& result) {
   }
   s.queues = static_cast<int64_t>(queues.size());
   s.jain_queues = sum_sq > 0 ? sum * sum / (static_cast<double>(queues.size()) * sum_sq) : 1.0;
+  if (!result.series.empty() && capacity > 0) {
+    double frag = 0, ratio = 0;
+    for (const TimePoint& p : result.series) {
+      const auto f = static_cast<double>(p.fragmented_gpu_milli);
+      frag += 100.0 * f / capacity;
+      const double idle = capacity - static_cast<double>(p.allocated_gpu_milli);
+      ratio += idle > 0 ? 100.0 * f / idle : 0.0;
+    }
+    s.avg_fragmentation_pct = frag / static_cast<double>(result.series.size());
+    s.avg_fragmentation_ratio_pct = ratio / static_cast<double>(result.series.size());
+  }
   s.preemptions = result.preemptions;
   s.lost_gpu_hours = static_cast<double>(lost) / 3600.0;
   s.failure_lost_gpu_hours = static_cast<double>(failure_lost) / 3600.0;
@@ -158,7 +169,8 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& s) {
   nlohmann::json series = nlohmann::json::array();
   for (const TimePoint& p : result.series) {
     series.push_back({p.time, static_cast<double>(p.allocated_gpu_milli) / 1000.0, p.running_jobs,
-                      p.pending_jobs, p.down_nodes});
+                      p.pending_jobs, p.down_nodes,
+                      static_cast<double>(p.fragmented_gpu_milli) / 1000.0});
   }
   return {
       {"mode", "run"},
@@ -184,6 +196,8 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& s) {
       {"worst_queue_finish_time_fairness", s.worst_queue_ftf},
       {"worst_queue_mean_queueing_delay_s", s.worst_queue_delay},
       {"avg_placement_slowdown", s.avg_slowdown},
+      {"avg_fragmentation_pct", s.avg_fragmentation_pct},
+      {"avg_fragmentation_ratio_pct", s.avg_fragmentation_ratio_pct},
       {"worst_queue", s.worst_queue},
       {"preemptions", s.preemptions},
       {"lost_gpu_hours", s.lost_gpu_hours},
@@ -194,7 +208,9 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& s) {
       {"cycles", s.cycles},
       {"series",
        {{"interval_s", result.sample_interval},
-        {"columns", {"time_s", "allocated_gpus", "running_jobs", "pending_jobs", "down_nodes"}},
+        {"columns",
+         {"time_s", "allocated_gpus", "running_jobs", "pending_jobs", "down_nodes",
+          "fragmented_gpus"}},
         {"rows", std::move(series)}}},
   };
 }
@@ -234,12 +250,13 @@ void WriteJobsCsv(std::ostream& out, const ReplayResult& result) {
 }
 
 void WriteSeriesCsv(std::ostream& out, const ReplayResult& result) {
-  out << "time,allocated_gpus,allocation,running_jobs,pending_jobs,down_nodes\n";
+  out << "time,allocated_gpus,allocation,running_jobs,pending_jobs,down_nodes,fragmented_gpus\n";
   const double capacity = static_cast<double>(std::max<int64_t>(1, result.cluster_gpus));
   for (const TimePoint& p : result.series) {
     const double gpus = static_cast<double>(p.allocated_gpu_milli) / 1000.0;
     out << p.time << ',' << Fixed(gpus, 3) << ',' << Fixed(gpus / capacity, 6) << ','
-        << p.running_jobs << ',' << p.pending_jobs << ',' << p.down_nodes << '\n';
+        << p.running_jobs << ',' << p.pending_jobs << ',' << p.down_nodes << ','
+        << Fixed(static_cast<double>(p.fragmented_gpu_milli) / 1000.0, 3) << '\n';
   }
 }
 

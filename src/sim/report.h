@@ -56,8 +56,12 @@ struct ReplaySummary {
   double gpu_utilisation = 0;  // 0..1
   double jain_queues = 1;
   int64_t queues = 0;
-  Stats finish_time_fairness;    // rho over completed jobs
-  double worst_queue_ftf = 0;    // the largest of the queues' mean rho
+  Stats finish_time_fairness;  // rho over completed jobs
+  double worst_queue_ftf = 0;  // the largest of the queues' mean rho
+  // Time-averaged over the samples: fragmented idle GPUs (FGD's measure against the trace's
+  // typical pods) as % of the cluster's GPUs, and as % of the idle GPUs.
+  double avg_fragmentation_pct = 0;
+  double avg_fragmentation_ratio_pct = 0;
   double avg_slowdown = 1;       // placement sensitivity, over completed jobs
   double worst_queue_delay = 0;  // the largest of the queues' mean queueing delay, s
   std::string worst_queue;       // the queue with that delay
@@ -77,7 +81,7 @@ nlohmann::json FillJson(const FillResult& result);
 // id,name,queue,gpus,tasks,submit,first_start,end,jct,queueing_delay,duration,preemptions,
 // failures,lost_gpu_seconds,outcome,reason,slowdown (empty cells for unknown values).
 void WriteJobsCsv(std::ostream& out, const ReplayResult& result);
-// time,allocated_gpus,allocation,running_jobs,pending_jobs,down_nodes
+// time,allocated_gpus,allocation,running_jobs,pending_jobs,down_nodes,fragmented_gpus
 void WriteSeriesCsv(std::ostream& out, const ReplayResult& result);
 // k,alloc,frag_amount,frag_ratio
 void WriteFillCsv(std::ostream& out, const FillResult& result);

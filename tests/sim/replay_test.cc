@@ -302,6 +302,25 @@ TEST(ReplayTest, DrfRemembersWhichQueueUsedTheCluster) {
   EXPECT_EQ(without->jobs[2].first_start, 1100);
 }
 
+TEST(ReplayTest, TimeSeriesMeasuresFragmentationAgainstTheWorkload) {
+  // The workload is all 4-GPU tasks. While a 1-GPU job runs, the 3 idle GPUs of the only
+  // node can take none of them: all 3 are fragmented. Once it ends, 4 idle GPUs fit one: 0.
+  std::vector<TraceJob> jobs = {Job(1, 0, 1, 100)};
+  auto workload = core::TargetWorkload::Make({{.cpu_milli = 0, .gpu_milli = 1000, .gpu_count = 4}});
+  ASSERT_TRUE(workload.ok());
+  auto r = Replay(jobs, {.profile = Fifo("none"),
+                         .fragmentation_workload = workload.value(),
+                         .sample_interval = core::Duration(50)});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_GE(r->series.size(), 3U);
+  EXPECT_EQ(r->series[0].fragmented_gpu_milli, 3000);
+  EXPECT_EQ(r->series[1].fragmented_gpu_milli, 3000);
+  EXPECT_EQ(r->series.back().time, 100);
+  EXPECT_EQ(r->series.back().fragmented_gpu_milli, 0);
+  const ReplaySummary s = Summarise(r.value());
+  EXPECT_GT(s.avg_fragmentation_pct, 0);
+}
+
 TEST(ReplayTest, JobsWithoutDurationAreAnError) {
   TraceJob j = Job(1, 0, 1, 10);
   j.duration.reset();
