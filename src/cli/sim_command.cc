@@ -569,6 +569,15 @@ std::vector<ReplayRun> RunReplays(const SimFlags& f, const std::vector<std::stri
       runs.push_back({.policy = label, .seed = s});
       profiles.push_back(profile);
     }
+    // A job preempted before its first checkpoint loses all its work, and victims are chosen
+    // by least work lost: the job that just restarted is the next victim again, and may
+    // never finish (seen with reclaim on Gavel's traces: docs/results/fair-share.md).
+    const int64_t interval = base.checkpoint_interval.count();
+    if (!profile.preemption.empty() && interval > 0 && profile.min_runtime.count() < interval) {
+      std::cerr << "gangway sim: note: " << (p.empty() ? profile.scorer.name : p) << ": minRuntime "
+                << profile.min_runtime.count() << " s is below --checkpoint-interval " << interval
+                << " s, so a job can be preempted again and again before it saves any work\n";
+    }
   }
   Progress progress;
   std::mutex mutex;

@@ -58,6 +58,21 @@ constexpr std::string_view kJobs =
 
 const std::string kFifo = " --order fifo --admission none --backfill none --preemption none";
 
+TEST(SimCommandTest, RunNotesAMinimumRuntimeShorterThanTheCheckpointInterval) {
+  TempDir dir;
+  const std::string jobs = dir.Write("jobs.csv", kJobs);
+  const std::string base =
+      "sim run --nodes 1x4xT4 --trace " + jobs + " --order fifo --preemption priority";
+  Output shorter = Gangway(dir, base + " --checkpoint-interval 30m");
+  ASSERT_EQ(shorter.code, 0) << shorter.err;
+  EXPECT_NE(shorter.err.find("minRuntime 300 s is below --checkpoint-interval 1800 s"),
+            std::string::npos)
+      << shorter.err;
+  Output longer = Gangway(dir, base + " --checkpoint-interval 5m");
+  ASSERT_EQ(longer.code, 0) << longer.err;
+  EXPECT_EQ(longer.err.find("minRuntime"), std::string::npos) << longer.err;
+}
+
 TEST(SimCommandTest, FillPrintsJsonWithTheColumns) {
   TempDir dir;
   const std::string pods = dir.Write("pods.csv", kPods);
