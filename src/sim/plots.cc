@@ -30,6 +30,17 @@ std::string Header(const std::string& output, const std::string& title) {
          Quoted(title) + " noenhanced\n" + "set key outside right top noenhanced\n" + "set grid\n";
 }
 
+// "plot 'file' skip 1 <style> title 'label', ..." over every line's `file` (CSVs with a header).
+std::string PlotCommand(const std::vector<PlotLine>& lines, std::string PlotLine::*file,
+                        const std::string& style) {
+  std::string s = "plot ";
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i > 0) s += ", \\\n     ";
+    s += Quoted(lines[i].*file) + " skip 1 " + style + " title " + Quoted(lines[i].label);
+  }
+  return s + "\n";
+}
+
 }  // namespace
 
 void WriteJctCdfCsv(std::ostream& out, const ReplayResult& result, int points) {
@@ -56,14 +67,9 @@ std::string AllocationPlotScript(const std::vector<PlotLine>& lines) {
                   "set xlabel 'virtual time (days)'\n"
                   "set ylabel 'GPUs allocated (% of cluster)'\n"
                   "set yrange [0:100]\n";
-  s += "plot ";
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (i > 0) s += ", \\\n     ";
-    // series CSV: time,allocated_gpus,allocation,... with a header row.
-    s += Quoted(lines[i].series_csv) +
-         " skip 1 using ($1/86400):($3*100) with lines lw 1.5 title " + Quoted(lines[i].label);
-  }
-  return s + "\n";
+  // series CSV: time,allocated_gpus,allocation,... with a header row.
+  return s +
+         PlotCommand(lines, &PlotLine::series_csv, "using ($1/86400):($3*100) with lines lw 1.5");
 }
 
 std::string JctCdfPlotScript(const std::vector<PlotLine>& lines) {
@@ -72,13 +78,8 @@ std::string JctCdfPlotScript(const std::vector<PlotLine>& lines) {
                   "set ylabel 'fraction of completed jobs'\n"
                   "set logscale x\n"
                   "set yrange [0:1]\n";
-  s += "plot ";
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (i > 0) s += ", \\\n     ";
-    s += Quoted(lines[i].jct_cdf_csv) +
-         " skip 1 using ($1 > 0 ? $1 : 1e-4):2 with steps lw 1.5 title " + Quoted(lines[i].label);
-  }
-  return s + "\n";
+  return s + PlotCommand(lines, &PlotLine::jct_cdf_csv,
+                         "using ($1 > 0 ? $1 : 1e-4):2 with steps lw 1.5");
 }
 
 core::Status RunGnuplot(const std::string& dir, const std::vector<std::string>& scripts) {
