@@ -5,11 +5,17 @@
 //   throughput  N jobs running /bin/true on A agents x G fake GPUs, submit to exit recorded
 //               (target >= 1,000 jobs/s on 2 cores)
 //   heartbeats  K simulated agents reporting every 5 s; the controller's CPU (target <= 1 core)
+//   dispatch    as throughput, but the A agents are simulated in this process: each launch is
+//               reported exited at once, so the figure is the controller's own rate, without
+//               the cost of creating processes (which bounds `throughput` on small VMs)
+//   spawn       how many /bin/true processes this machine starts per second with nothing
+//               else running: the ceiling for `throughput`
 //
 //   gangway_live_load --gangway build/release/gangway --mode throughput --jobs 10000
 
 #include <httplib.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +33,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+extern char** environ;
 
 namespace {
 
@@ -75,8 +83,8 @@ void Stop(pid_t pid) {
   waitpid(pid, &status, 0);
 }
 
-// utime + stime of a process, in seconds.
-double CpuSeconds(pid_t pid) {
+// utime + stime of a process, in seconds; with `children`, also that of its reaped children.
+double CpuSeconds(pid_t pid, bool children = false) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto close = stat.rfind(')');
@@ -86,7 +94,9 @@ double CpuSeconds(pid_t pid) {
   while (rest >> field) fields.push_back(field);
   // fields[0] is state (3rd field of stat); utime and stime are the 14th and 15th.
   const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
-  return (std::stod(fields[11]) + std::stod(fields[12])) / ticks;
+  double t = std::stod(fields[11]) + std::stod(fields[12]);
+  if (children) t += std::stod(fields[13]) + std::stod(fields[14]);
+  return t / ticks;
 }
 
 struct Cluster {
@@ -204,10 +214,9 @@ int64_t Succeeded(httplib::Client& http) {
   return std::stoll(r->body.substr(at + key.size()));
 }
 
-int Throughput(const Flags& f) {
-  Cluster c;
-  if (!StartServer(f, c) || !StartAgents(f, c)) return 1;
-  const double cpu0 = CpuSeconds(c.server);
+// Submits f.jobs `/bin/true` jobs from f.submitters connections and waits until all have
+// succeeded. Returns false (and says why) on a failed submission or a stall.
+bool SubmitAndDrain(const Flags& f, const Cluster& c, double* submit_s) {
   const auto t0 = Clock::now();
   std::atomic<int> next{0};
   std::atomic<bool> failed{false};
@@ -226,10 +235,10 @@ int Throughput(const Flags& f) {
     });
   }
   for (auto& t : submitters) t.join();
-  const double submit_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  *submit_s = std::chrono::duration<double>(Clock::now() - t0).count();
   if (failed) {
     std::cerr << "some submissions failed\n";
-    return 1;
+    return false;
   }
   httplib::Client http(c.host, c.port);
   int64_t done = 0;
@@ -242,16 +251,158 @@ int Throughput(const Flags& f) {
     } else if (Clock::now() - last_progress > std::chrono::seconds(30)) {
       std::cerr << "no progress for 30 s at " << done << " jobs\n";
       if (auto m = http.Get("/metrics")) std::cerr << m->body;
-      return 1;
+      return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  return true;
+}
+
+int Throughput(const Flags& f) {
+  Cluster c;
+  if (!StartServer(f, c) || !StartAgents(f, c)) return 1;
+  const double cpu0 = CpuSeconds(c.server);
+  double agents0 = 0;
+  for (pid_t a : c.agents) agents0 += CpuSeconds(a, true);
+  const auto t0 = Clock::now();
+  double submit_s = 0;
+  if (!SubmitAndDrain(f, c, &submit_s)) return 1;
+  const double total_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu = CpuSeconds(c.server) - cpu0;
+  double agents_cpu = -agents0;
+  for (pid_t a : c.agents) agents_cpu += CpuSeconds(a, true);
+  std::printf(
+      "%d jobs (/bin/true) on %d agents x %d fake GPUs: submitted in %.2f s, all succeeded "
+      "after %.2f s = %.0f jobs/s end to end; controller CPU %.2f s (%.2f cores, %.2f ms/job); "
+      "agents and their tasks CPU %.2f s (%.2f ms/job)\n",
+      f.jobs, f.agents, f.gpus, submit_s, total_s, f.jobs / total_s, cpu, cpu / total_s,
+      1000 * cpu / f.jobs, agents_cpu, 1000 * agents_cpu / f.jobs);
+  return 0;
+}
+
+// One simulated agent: registers a node of f.gpus GPUs, takes its commands by long poll as the
+// real agent does, and reports every launched task exited (code 0) in its next report.
+void SimulatedAgent(const Flags& f, const Cluster& c, int index, const std::atomic<bool>& stop,
+                    std::atomic<int64_t>& errors) {
+  httplib::Client http(c.host, c.port);
+  http.set_keep_alive(true);
+  http.set_tcp_nodelay(true);
+  const std::string name = "sim-" + std::to_string(index);
+  json gpus = json::array();
+  for (int g = 0; g < f.gpus; ++g) {
+    gpus.push_back({{"index", g}, {"model", "H100-80GB"}, {"memoryBytes", 85899345920LL}});
+  }
+  const json reg = {{"node", {{"name", name}, {"gpus", gpus}}}, {"agentId", name}};
+  auto r = http.Post("/v1/agents/register", Auth(c.join), reg.dump(), "application/json");
+  if (!r || r->status != 200) {
+    errors++;
+    return;
+  }
+  const std::string epoch = json::parse(r->body)["controllerEpoch"];
+  uint64_t applied = 0;
+  std::map<std::string, bool> exited;  // task id -> acknowledged
+  while (!stop) {
+    auto cmds = http.Get("/v1/agents/" + name + "/commands?epoch=" + epoch +
+                             "&after=" + std::to_string(applied) + "&waitMs=50",
+                         Auth(c.join));
+    if (!cmds || cmds->status != 200) {
+      errors++;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    const json answer = json::parse(cmds->body);
+    for (const json& cmd : answer["commands"]) {
+      applied = std::max(applied, cmd["seq"].get<uint64_t>());
+      if (cmd["type"] == "launch") exited.emplace(cmd["task"]["taskId"], false);
+    }
+    if (exited.empty()) continue;
+    json tasks = json::array();
+    for (const auto& [id, acked] : exited) {
+      tasks.push_back({{"taskId", id},
+                       {"state", "exited"},
+                       {"exitCode", 0},
+                       {"signal", 0},
+                       {"message", ""},
+                       {"logBytes", 0}});
+    }
+    const json body = {{"agentId", name},   {"controllerEpoch", epoch}, {"appliedSeq", applied},
+                       {"tasks", tasks},    {"logs", json::array()},    {"gpus", json::array()}};
+    auto rep = http.Post("/v1/agents/" + name + "/report", Auth(c.join), body.dump(),
+                         "application/json");
+    if (!rep || rep->status != 200) {
+      errors++;
+      continue;
+    }
+    const json acks = json::parse(rep->body)["ack"];
+    for (const json& id : acks) exited.erase(id.get<std::string>());
+  }
+}
+
+int Dispatch(const Flags& f) {
+  Cluster c;
+  if (!StartServer(f, c)) return 1;
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> errors{0};
+  std::vector<std::thread> agents;
+  for (int a = 0; a < f.agents; ++a) {
+    agents.emplace_back([&, a] { SimulatedAgent(f, c, a, stop, errors); });
+  }
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~Joiner() {
+      stop = true;
+      for (auto& t : threads) t.join();
+    }
+  } joiner{stop, agents};
+  httplib::Client http(c.host, c.port);
+  for (int i = 0;; ++i) {
+    auto r = http.Get("/v1/nodes", Auth(c.token));
+    if (r && r->status == 200 &&
+        static_cast<int>(json::parse(r->body)["nodes"].size()) == f.agents) {
+      break;
+    }
+    if (i == 1000 || errors > 0) {
+      std::cerr << "simulated agents did not register\n";
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const double cpu0 = CpuSeconds(c.server);
+  const auto t0 = Clock::now();
+  double submit_s = 0;
+  if (!SubmitAndDrain(f, c, &submit_s)) return 1;
   const double total_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const double cpu = CpuSeconds(c.server) - cpu0;
   std::printf(
-      "%d jobs (/bin/true) on %d agents x %d fake GPUs: submitted in %.2f s, all succeeded "
-      "after %.2f s = %.0f jobs/s end to end; controller CPU %.2f s (%.2f cores)\n",
-      f.jobs, f.agents, f.gpus, submit_s, total_s, f.jobs / total_s, cpu, cpu / total_s);
+      "%d jobs on %d simulated agents x %d GPUs (no processes): submitted in %.2f s, all "
+      "succeeded after %.2f s = %.0f jobs/s end to end; controller CPU %.2f s (%.2f cores, "
+      "%.2f ms/job); %lld agent request errors\n",
+      f.jobs, f.agents, f.gpus, submit_s, total_s, f.jobs / total_s, cpu, cpu / total_s,
+      1000 * cpu / f.jobs, static_cast<long long>(errors.load()));
+  return 0;
+}
+
+// Serial posix_spawn + wait of /bin/true for `seconds`, as the agent starts tasks: what
+// process creation alone allows on this machine.
+int SpawnCeiling(const Flags& f) {
+  const auto t0 = Clock::now();
+  int n = 0;
+  char program[] = "/bin/true";
+  char* argv[] = {program, nullptr};
+  while (Clock::now() - t0 < std::chrono::seconds(f.seconds)) {
+    pid_t pid = 0;
+    if (posix_spawn(&pid, program, nullptr, nullptr, argv, environ) != 0) {
+      std::perror("posix_spawn");
+      return 1;
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ++n;
+  }
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("/bin/true started and reaped one at a time: %.0f processes/s (%.2f ms each)\n",
+              n / s, 1000 * s / n);
   return 0;
 }
 
@@ -369,7 +520,7 @@ int main(int argc, char** argv) {
     else if (a == "--data")
       f.data = value();
     else {
-      std::cerr << "usage: gangway_live_load --gangway PATH [--mode latency|throughput|heartbeats]"
+      std::cerr << "usage: gangway_live_load --gangway PATH [--mode latency|throughput|heartbeats|dispatch|spawn]"
                    " [--jobs N] [--agents A] [--gpus G] [--samples S] [--simulated-agents K]"
                    " [--seconds T] [--data DIR]\n";
       return 2;
@@ -391,6 +542,10 @@ int main(int argc, char** argv) {
     rc = Throughput(f);
   else if (f.mode == "heartbeats")
     rc = Heartbeats(f);
+  else if (f.mode == "dispatch")
+    rc = Dispatch(f);
+  else if (f.mode == "spawn")
+    rc = SpawnCeiling(f);
   else
     std::cerr << "unknown mode " << f.mode << "\n";
   if (rc == 0) {
