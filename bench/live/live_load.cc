@@ -298,13 +298,15 @@ void SimulatedAgent(const Flags& f, const Cluster& c, int index, const std::atom
     errors++;
     return;
   }
-  const std::string epoch = json::parse(r->body)["controllerEpoch"];
+  const json registered = json::parse(r->body);
+  const std::string epoch = registered["controllerEpoch"];
+  const httplib::Headers node_auth = Auth(registered["nodeToken"].get<std::string>());
   uint64_t applied = 0;
   std::map<std::string, bool> exited;  // task id -> acknowledged
   while (!stop) {
     auto cmds = http.Get("/v1/agents/" + name + "/commands?epoch=" + epoch +
                              "&after=" + std::to_string(applied) + "&waitMs=50",
-                         Auth(c.join));
+                         node_auth);
     if (!cmds || cmds->status != 200) {
       errors++;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -327,7 +329,7 @@ void SimulatedAgent(const Flags& f, const Cluster& c, int index, const std::atom
     }
     const json body = {{"agentId", name},   {"controllerEpoch", epoch}, {"appliedSeq", applied},
                        {"tasks", tasks},    {"logs", json::array()},    {"gpus", json::array()}};
-    auto rep = http.Post("/v1/agents/" + name + "/report", Auth(c.join), body.dump(),
+    auto rep = http.Post("/v1/agents/" + name + "/report", node_auth, body.dump(),
                          "application/json");
     if (!rep || rep->status != 200) {
       errors++;
@@ -411,6 +413,7 @@ int Heartbeats(const Flags& f) {
   if (!StartServer(f, c)) return 1;
   const int n = f.simulated_agents;
   std::vector<std::string> epochs(static_cast<size_t>(n));
+  std::vector<std::string> tokens(static_cast<size_t>(n));
   {
     httplib::Client http(c.host, c.port);
     for (int i = 0; i < n; ++i) {
@@ -429,7 +432,9 @@ int Heartbeats(const Flags& f) {
         std::cerr << "registration failed\n";
         return 1;
       }
-      epochs[static_cast<size_t>(i)] = json::parse(r->body)["controllerEpoch"];
+      const json answer = json::parse(r->body);
+      epochs[static_cast<size_t>(i)] = answer["controllerEpoch"];
+      tokens[static_cast<size_t>(i)] = answer["nodeToken"];
     }
   }
   // Every agent reports once per 5 s, spread evenly: n / 5 reports per second.
@@ -459,7 +464,8 @@ int Heartbeats(const Flags& f) {
                      {"appliedSeq", 0},
                      {"tasks", json::array()},
                      {"gpus", json::array()}};
-        auto r = http.Post("/v1/agents/sim-" + std::to_string(i) + "/report", Auth(c.join),
+        auto r = http.Post("/v1/agents/sim-" + std::to_string(i) + "/report",
+                           Auth(tokens[static_cast<size_t>(i)]),
                            body.dump(), "application/json");
         if (!r || r->status != 200) errors++;
         sent++;

@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <random>
 
 #include "agent/leftover_tasks.h"
@@ -23,6 +26,26 @@ using nlohmann::json;
 constexpr milliseconds kFirstBackoff{100};
 constexpr size_t kRememberForgotten = 100000;
 constexpr int kLaunchFailedExitCode = 127;
+constexpr char kNodeTokenFile[] = "node.token";
+
+std::string ReadNodeToken(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string token;
+  std::getline(in, token);
+  return token;
+}
+
+// Replaces the token file whole (written beside it, then renamed), readable by the owner only.
+bool WriteNodeToken(const std::filesystem::path& path, const std::string& token) {
+  const std::string tmp = path.string() + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  const std::string line = token + "\n";
+  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                  ::fsync(fd) == 0;
+  ::close(fd);
+  return ok && ::rename(tmp.c_str(), path.c_str()) == 0;
+}
 
 std::string RandomId() {
   std::random_device rd;
@@ -155,6 +178,7 @@ void Agent::Start() {
     throw std::runtime_error("cannot create " + (options_.data_dir / "logs").string() + ": " +
                              ec.message());
   }
+  node_token_ = ReadNodeToken(options_.data_dir / kNodeTokenFile);
   for (const std::string& id : KillLeftoverTasks(options_.data_dir / "running")) {
     spdlog::warn("killed task {}, left running by an agent that did not stop cleanly", id);
   }
@@ -211,7 +235,6 @@ std::unique_ptr<httplib::Client> Agent::MakeClient(milliseconds read_timeout) co
   client->set_write_timeout(10, 0);
   client->set_keep_alive(true);
   client->set_tcp_nodelay(true);
-  client->set_bearer_token_auth(options_.join_token);
   return client;
 }
 
@@ -222,7 +245,28 @@ bool Agent::EnsureRegistered(httplib::Client& client) {
     if (registered_) return true;
   }
   const json body = {{"node", NodeJson(options_.inventory)}, {"agentId", agent_id_}};
+  std::string node_token;
+  {
+    std::lock_guard lock(mu_);
+    node_token = node_token_;
+  }
+  client.set_bearer_token_auth(node_token.empty() ? options_.join_token : node_token);
   auto res = client.Post("/v1/agents/register", body.dump(), "application/json");
+  if (res && res->status == 401 && !node_token.empty()) {
+    // The controller no longer knows this token (its state was reset, or the node was lost
+    // and registered by another agent): join again.
+    spdlog::warn("register at {}: the controller refused node {}'s token; joining with the "
+                 "join token",
+                 options_.server, options_.inventory.name);
+    std::error_code ec;
+    std::filesystem::remove(options_.data_dir / kNodeTokenFile, ec);
+    {
+      std::lock_guard lock(mu_);
+      node_token_.clear();
+    }
+    client.set_bearer_token_auth(options_.join_token);
+    res = client.Post("/v1/agents/register", body.dump(), "application/json");
+  }
   if (!res) {
     spdlog::warn("register at {}: {}", options_.server, httplib::to_string(res.error()));
     return false;
@@ -233,16 +277,24 @@ bool Agent::EnsureRegistered(httplib::Client& client) {
   }
   std::string epoch;
   int64_t heartbeat_ms = 0;
+  std::string issued;
   try {
     const json answer = json::parse(res->body);
     epoch = answer.at("controllerEpoch").get<std::string>();
     heartbeat_ms = answer.value("heartbeatMs", int64_t{0});
+    issued = answer.value("nodeToken", std::string());
   } catch (const json::exception& e) {
     spdlog::error("register at {}: bad answer: {}", options_.server, e.what());
     return false;
   }
+  if (!issued.empty() && !WriteNodeToken(options_.data_dir / kNodeTokenFile, issued)) {
+    // Still usable now; after a restart this agent joins again with the join token.
+    spdlog::error("cannot write {}: {}", (options_.data_dir / kNodeTokenFile).string(),
+                  std::strerror(errno));
+  }
   {
     std::lock_guard lock(mu_);
+    if (!issued.empty()) node_token_ = issued;
     if (epoch != epoch_) {
       epoch_ = epoch;
       applied_seq_ = 0;
@@ -255,6 +307,11 @@ bool Agent::EnsureRegistered(httplib::Client& client) {
   spdlog::info("registered node {} at {} (controller epoch {})", options_.inventory.name,
                options_.server, epoch);
   return true;
+}
+
+std::string Agent::Credential() {
+  std::lock_guard lock(mu_);
+  return node_token_.empty() ? options_.join_token : node_token_;
 }
 
 void Agent::MarkUnregistered(const std::string& why) {
@@ -298,6 +355,7 @@ void Agent::CommandsLoop() {
     const std::string path = fmt::format("/v1/agents/{}/commands?epoch={}&after={}&waitMs={}",
                                          UrlEncode(options_.inventory.name), UrlEncode(epoch),
                                          after, options_.poll_wait.count());
+    client->set_bearer_token_auth(Credential());
     auto res = client->Get(path);
     {
       std::lock_guard lock(mu_);
@@ -308,8 +366,11 @@ void Agent::CommandsLoop() {
       retry();
       continue;
     }
-    if (res->status == 404) {
-      MarkUnregistered("the controller does not know node " + options_.inventory.name);
+    if (res->status == 404 || res->status == 401) {
+      MarkUnregistered(res->status == 404
+                           ? "the controller does not know node " + options_.inventory.name
+                           : "the controller refused node " + options_.inventory.name +
+                                 "'s token");
       retry();
       continue;
     }
@@ -608,13 +669,16 @@ bool Agent::SendReport(httplib::Client& client) {
     body["gpus"] = std::move(gpus);
   }
   const std::string path = fmt::format("/v1/agents/{}/report", UrlEncode(options_.inventory.name));
+  client.set_bearer_token_auth(Credential());
   auto res = client.Post(path, body.dump(), "application/json");
   if (!res) {
     spdlog::warn("report to {}: {}", options_.server, httplib::to_string(res.error()));
     return false;
   }
-  if (res->status == 404) {
-    MarkUnregistered("the controller does not know node " + options_.inventory.name);
+  if (res->status == 404 || res->status == 401) {
+    MarkUnregistered(res->status == 404
+                         ? "the controller does not know node " + options_.inventory.name
+                         : "the controller refused node " + options_.inventory.name + "'s token");
     return false;
   }
   if (res->status != 200) {

@@ -51,6 +51,9 @@ namespace gangway::agent {
 
 struct AgentOptions {
   std::string server = "http://127.0.0.1:8080";  // scheme://host:port, http only
+  // Registers a node no live agent holds. The controller answers with the node's own token,
+  // kept in <data_dir>/node.token (mode 0600): every later request, and registering again,
+  // uses that one.
   std::string join_token;
   Inventory inventory;  // gpus are taken from the GpuSource
   std::filesystem::path data_dir;
@@ -95,6 +98,8 @@ class Agent {
   std::unique_ptr<httplib::Client> MakeClient(std::chrono::milliseconds read_timeout) const;
   bool EnsureRegistered(httplib::Client& client);
   void MarkUnregistered(const std::string& why);
+  // The node token once the controller issued one, else the join token.
+  std::string Credential();
   void CommandsLoop();
   void ReportLoop();
   // Sends one report; false on failure (network, 5xx, 404).
@@ -120,6 +125,7 @@ class Agent {
   mutable std::mutex mu_;   // everything below
   std::condition_variable cv_;
   bool registered_ = false;
+  std::string node_token_;  // empty until the controller issued one
   std::string epoch_;
   uint64_t applied_seq_ = 0;
   std::chrono::milliseconds heartbeat_;

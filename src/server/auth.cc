@@ -1,6 +1,7 @@
 #include "server/auth.h"
 
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,17 +13,6 @@
 
 namespace gangway::server {
 namespace {
-
-// Constant-time comparison, so response timing does not reveal a token's prefix.
-bool SameToken(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |=
-        static_cast<unsigned>(static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]));
-  }
-  return diff == 0;
-}
 
 std::string ReadOrCreateToken(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -40,6 +30,32 @@ std::string ReadOrCreateToken(const std::filesystem::path& path) {
 }
 
 }  // namespace
+
+bool SameToken(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |=
+        static_cast<unsigned>(static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]));
+  }
+  return diff == 0;
+}
+
+std::string TokenDigest(std::string_view token) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(token.data(), token.size(), md, &len, EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error("SHA-256 is not available from OpenSSL");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * len);
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 0xf]);
+  }
+  return out;
+}
 
 const Identity* AuthConfig::Find(std::string_view token) const {
   if (token.empty()) return nullptr;

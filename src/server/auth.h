@@ -43,6 +43,13 @@ AuthConfig LoadOrCreateDefaultAuth(const std::filesystem::path& data_dir);
 // A random token of 32 hex digits.
 std::string NewToken();
 
+// SHA-256 of a token, in hex: what the server stores in place of a node's token, so that its
+// state database holds no usable credential.
+std::string TokenDigest(std::string_view token);
+
+// Constant-time comparison, so response timing does not reveal a token's prefix.
+bool SameToken(std::string_view a, std::string_view b);
+
 }  // namespace gangway::server
 
 #endif  // GANGWAY_SERVER_AUTH_H_

@@ -105,7 +105,21 @@ class Controller {
   Outcome<nlohmann::json> Events(const Caller& caller, int64_t after, int limit);
 
   // --- agent protocol ---
-  Outcome<nlohmann::json> Register(const nlohmann::json& body);
+  // Agents authenticate per node. The join token lets an agent register a node that no live
+  // agent holds; the answer then carries a fresh `nodeToken`, and only that token may take the
+  // node's commands, send its reports and register it again (e.g. after a controller
+  // restart). So one node's credential cannot act for another node, and the join token alone
+  // cannot take over a node whose agent still reports.
+  struct AgentCredential {
+    std::string token;  // the bearer token presented
+    bool join = false;  // it is the cluster's join token
+  };
+  Outcome<nlohmann::json> Register(const nlohmann::json& body, const AgentCredential& who);
+  enum class NodeAccess { kAllowed, kUnknownNode, kDenied };
+  // Whether `token` is the credential of registered node `node`.
+  NodeAccess AuthorizeNode(std::string_view node, std::string_view token);
+  // Whether `token` is the credential of some registered node.
+  bool IsNodeToken(std::string_view token);
   // Blocks up to `wait` for commands of `node` newer than `after` in `epoch`.
   Outcome<nlohmann::json> Commands(std::string_view node, std::string_view epoch, uint64_t after,
                                    std::chrono::milliseconds wait);

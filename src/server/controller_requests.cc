@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "server/auth.h"
 #include "server/controller.h"
 #include "spec/yaml_reader.h"
 
@@ -481,7 +482,37 @@ Outcome<json> Controller::Events(const Caller& caller, int64_t after, int limit)
 
 // ---------------------------------------------------------------- agent protocol
 
-Outcome<json> Controller::Register(const json& body) {
+Controller::NodeAccess Controller::AuthorizeNode(std::string_view node, std::string_view token) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return NodeAccess::kUnknownNode;
+  const std::string& digest = it->second.record.token_digest;
+  return !digest.empty() && !token.empty() && SameToken(digest, TokenDigest(token))
+             ? NodeAccess::kAllowed
+             : NodeAccess::kDenied;
+}
+
+bool Controller::IsNodeToken(std::string_view token) {
+  if (token.empty()) return false;
+  const std::string digest = TokenDigest(token);
+  std::lock_guard lock(mu_);
+  bool found = false;
+  for (const auto& [name, e] : nodes_) found |= SameToken(e.record.token_digest, digest);
+  return found;
+}
+
+Outcome<json> Controller::Register(const json& body, const AgentCredential& who) {
+  std::string claimed;  // the node's name, for the credential check before anything else
+  if (body.is_object() && body.contains("node") && body["node"].is_object() &&
+      body["node"].contains("name") && body["node"]["name"].is_string()) {
+    claimed = body["node"]["name"].get<std::string>();
+  }
+  const bool owner = !claimed.empty() && AuthorizeNode(claimed, who.token) == NodeAccess::kAllowed;
+  if (!owner && !who.join) {
+    return Error(401, "unauthorized",
+                 "the bearer token is neither the join token nor the token of node '" + claimed +
+                     "'");
+  }
   if (!body.is_object() || !body.contains("node") || !body["node"].is_object()) {
     return Error(400, "bad_request", "node: expected the node's inventory", "node");
   }
@@ -543,10 +574,26 @@ Outcome<json> Controller::Register(const json& body) {
   rec.registered_at = Now();
   rec.last_report = rec.registered_at;
   rec.gpu_status.resize(rec.node.gpus.size());
+  std::string issued;  // a new node token, when the join token registers the node
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     NodeEntry& e = nodes_[rec.node.name];
     const bool known = e.record.registered_at != 0;
+    if (owner) {
+      rec.token_digest = e.record.token_digest;
+    } else {
+      if (known && !e.record.lost && !e.record.token_digest.empty()) {
+        const int64_t ago = std::max<int64_t>(0, Now() - e.record.last_report);
+        return Error(409, "conflict",
+                     "node.name: node '" + rec.node.name + "' is registered and its agent " +
+                         "reported " + std::to_string(ago) + " s ago; its own agent registers " +
+                         "again with its node token. To put another machine under this name, " +
+                         "stop the old agent: the name is free once the node is lost",
+                     "node.name");
+      }
+      issued = NewToken();
+      rec.token_digest = TokenDigest(issued);
+    }
     rec.draining = e.record.draining;
     rec.cordoned = e.record.cordoned;
     e.record = std::move(rec);
@@ -556,9 +603,17 @@ Outcome<json> Controller::Register(const json& body) {
                 "node " + e.record.node.name + (known ? " registered again" : " joined") +
                     " with " + std::to_string(e.record.node.gpus.size()) + " GPUs");
     dirty_ = true;
+    // The agent keeps the token only if the controller does: a restart must still know it.
+    if (!issued.empty() && !WaitDurable(lock)) {
+      return Error(503, "unavailable",
+                   "the node could not be saved (the state database is not writable); the "
+                   "agent registers again");
+    }
   }
   wake_.notify_one();
-  return json{{"controllerEpoch", epoch_}, {"heartbeatMs", options_.heartbeat.count()}};
+  json out = {{"controllerEpoch", epoch_}, {"heartbeatMs", options_.heartbeat.count()}};
+  if (!issued.empty()) out["nodeToken"] = issued;
+  return out;
 }
 
 Outcome<json> Controller::Commands(std::string_view node, std::string_view epoch, uint64_t after,

@@ -130,7 +130,9 @@ void HttpApi::Count(const std::string& route, int status, double seconds) {
 
 void HttpApi::Routes() {
   using Handler = std::function<void(const Request&, Response&, const Identity&)>;
-  enum class Who { kUser, kAgent, kAnyone };
+  // kAgent: the join token or a node's token (the controller decides which node it may
+  // register); kNode: the token of the node named by the path's first group.
+  enum class Who { kUser, kAgent, kNode, kAnyone };
   auto route = [this](const char* method, const char* pattern, const char* name, Who who,
                       Handler fn) {
     auto wrapped = [this, name, who, fn](const Request& req, Response& res) {
@@ -144,14 +146,33 @@ void HttpApi::Routes() {
           allowed = true;
         }
       } else if (who == Who::kAgent) {
-        allowed = auth_.IsJoinToken(token);
+        allowed = auth_.IsJoinToken(token) || controller_.IsNodeToken(token);
         id.user = "agent";
+      } else if (who == Who::kNode) {
+        const std::string node = req.matches[1].str();
+        switch (controller_.AuthorizeNode(node, token)) {
+          case Controller::NodeAccess::kAllowed:
+            allowed = true;
+            break;
+          case Controller::NodeAccess::kUnknownNode:
+            // The agent registers again on 404 (e.g. the controller's state was reset).
+            SendError(res, {404, "not_found", "node " + node + " is not registered", "",
+                            json::array()});
+            Count(name, res.status,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            return;
+          case Controller::NodeAccess::kDenied:
+            break;
+        }
       }
       if (!allowed) {
         res.set_header("WWW-Authenticate", "Bearer");
         SendError(res, {401, "unauthorized",
                         token.empty() ? "missing bearer token: send Authorization: Bearer <token>"
-                                      : "the bearer token is not valid for this endpoint",
+                        : who == Who::kNode
+                            ? "the bearer token is not this node's token; an agent gets its node "
+                              "token when it registers"
+                            : "the bearer token is not valid for this endpoint",
                         "", json::array()});
       } else {
         fn(req, res, id);
@@ -292,9 +313,12 @@ void HttpApi::Routes() {
   };
   route("POST", "/v1/agents/register", "agent_register", Who::kAgent,
         [this, body_json](const Request& req, Response& res, const Identity&) {
-          if (auto body = body_json(req, res)) Answer(res, controller_.Register(*body));
+          if (auto body = body_json(req, res)) {
+            const std::string token = BearerToken(req);
+            Answer(res, controller_.Register(*body, {token, auth_.IsJoinToken(token)}));
+          }
         });
-  route("GET", R"(/v1/agents/([A-Za-z0-9._-]+)/commands)", "agent_commands", Who::kAgent,
+  route("GET", R"(/v1/agents/([A-Za-z0-9._-]+)/commands)", "agent_commands", Who::kNode,
         [this](const Request& req, Response& res, const Identity&) {
           auto after = IntParam(req, res, "after", 0, 0, INT64_MAX);
           if (!after) return;
@@ -304,7 +328,7 @@ void HttpApi::Routes() {
                                            static_cast<uint64_t>(*after),
                                            std::chrono::milliseconds(*wait)));
         });
-  route("POST", R"(/v1/agents/([A-Za-z0-9._-]+)/report)", "agent_report", Who::kAgent,
+  route("POST", R"(/v1/agents/([A-Za-z0-9._-]+)/report)", "agent_report", Who::kNode,
         [this, body_json](const Request& req, Response& res, const Identity&) {
           if (auto body = body_json(req, res)) {
             Answer(res, controller_.Report(req.matches[1].str(), *body));

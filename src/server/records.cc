@@ -206,6 +206,7 @@ json NodeDoc(const NodeRecord& n) {
           {"cordoned", n.cordoned},
           {"lost", n.lost},
           {"agentId", n.agent_id},
+          {"tokenDigest", n.token_digest},
           {"registeredAt", n.registered_at},
           {"lastReport", n.last_report}};
 }
@@ -231,6 +232,7 @@ std::optional<NodeRecord> NodeFromDoc(const json& doc) {
     n.cordoned = doc.at("cordoned").get<bool>();
     n.lost = doc.at("lost").get<bool>();
     n.agent_id = doc.at("agentId").get<std::string>();
+    n.token_digest = doc.value("tokenDigest", std::string());
     n.registered_at = doc.at("registeredAt").get<int64_t>();
     n.last_report = doc.at("lastReport").get<int64_t>();
     n.gpu_status.resize(n.node.gpus.size());

@@ -106,6 +106,9 @@ struct NodeRecord {
   bool cordoned = false;  // no new work
   bool lost = false;
   std::string agent_id;
+  // SHA-256 (TokenDigest) of the credential the node's agent got when it registered; empty
+  // for a node registered before nodes had credentials. Never shown through the API.
+  std::string token_digest;
   int64_t registered_at = 0;
   int64_t last_report = 0;  // unix seconds
   std::vector<GpuStatus> gpu_status;

@@ -34,13 +34,23 @@ class FakeController {
   FakeController() {
     server_.Post(
         "/v1/agents/register", [this](const httplib::Request& req, httplib::Response& res) {
-          if (!Authorized(req, res)) return;
+          // The join token gets a new node token; the node token registers again.
+          const std::string auth = req.get_header_value("Authorization");
           std::lock_guard lock(mu_);
+          register_auth_.push_back(auth);
+          const bool join = auth == std::string("Bearer ") + kToken;
+          if (!join && (node_token_.empty() || auth != "Bearer " + node_token_)) {
+            return Unauthorized(res);
+          }
           if (down_) return Down(res);
           registers_.push_back(json::parse(req.body));
           unknown_node_ = false;
-          res.set_content(json{{"controllerEpoch", epoch_}, {"heartbeatMs", heartbeat_ms_}}.dump(),
-                          "application/json");
+          json answer = {{"controllerEpoch", epoch_}, {"heartbeatMs", heartbeat_ms_}};
+          if (join) {
+            node_token_ = "node-secret-" + std::to_string(++tokens_issued_);
+            answer["nodeToken"] = node_token_;
+          }
+          res.set_content(answer.dump(), "application/json");
           cv_.notify_all();
         });
     server_.Get(
@@ -89,6 +99,11 @@ class FakeController {
     seq_ = 0;
     cv_.notify_all();
   }
+  // As if the controller's state were reset: the node's token is no longer known.
+  void RevokeNodeToken() {
+    std::lock_guard lock(mu_);
+    node_token_.clear();
+  }
   void ForgetNode() {
     std::lock_guard lock(mu_);
     unknown_node_ = true;
@@ -124,6 +139,9 @@ class FakeController {
   std::map<std::string, std::string> logs_;
   std::string epoch_ = "epoch-0";
   int unauthorized_ = 0;
+  std::vector<std::string> register_auth_;  // Authorization header of every registration
+  std::vector<std::string> request_auth_;   // and of every command poll and report
+  std::string node_token_;                  // the one last issued; empty once revoked
 
   std::vector<json> Reports() {
     std::lock_guard lock(mu_);
@@ -150,14 +168,20 @@ class FakeController {
   }
 
  private:
+  // Commands and reports need the node's token.
   bool Authorized(const httplib::Request& req, httplib::Response& res) {
-    if (req.get_header_value("Authorization") == std::string("Bearer ") + kToken) return true;
+    const std::string auth = req.get_header_value("Authorization");
     std::lock_guard lock(mu_);
+    request_auth_.push_back(auth);
+    if (!node_token_.empty() && auth == "Bearer " + node_token_) return true;
+    Unauthorized(res);
+    return false;
+  }
+  void Unauthorized(httplib::Response& res) {
     ++unauthorized_;
     res.status = 401;
     res.set_content(R"({"error":{"code":"unauthorized","message":"bad token"}})",
                     "application/json");
-    return false;
   }
   static void Down(httplib::Response& res) {
     res.status = 503;
@@ -226,6 +250,7 @@ class FakeController {
   uint64_t seq_ = 0;
   int epochs_ = 0;
   int heartbeat_ms_ = 60000;
+  int tokens_issued_ = 0;
   bool unknown_node_ = false;
   bool down_ = false;
   bool auto_ack_ = true;
@@ -418,6 +443,55 @@ TEST_F(AgentTest, ANewControllerEpochMeansRegisteringAgainAndKeepsTasksRunning) 
   Release("go");
   ASSERT_TRUE(HasState("4.0.0", "exited"));
   ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["4.0.0"] == "started\n"; }));
+}
+
+TEST_F(AgentTest, UsesItsNodeTokenAfterJoiningAndKeepsItAcrossRestarts) {
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitUntil([&] { return !controller_.request_auth_.empty(); }));
+  const auto token_file = dir_ / "data" / "node.token";
+  {
+    std::vector<std::string> registers;
+    std::vector<std::string> requests;
+    controller_.WaitUntil([&] {
+      registers = controller_.register_auth_;
+      requests = controller_.request_auth_;
+      return true;
+    });
+    ASSERT_EQ(registers.size(), 1u);
+    EXPECT_EQ(registers[0], std::string("Bearer ") + kToken);
+    for (const std::string& r : requests) EXPECT_EQ(r, "Bearer node-secret-1");
+  }
+  std::ifstream in(token_file);
+  std::string saved;
+  std::getline(in, saved);
+  EXPECT_EQ(saved, "node-secret-1");
+  EXPECT_EQ(std::filesystem::status(token_file).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+
+  // A restarted agent registers with the token it kept.
+  agent_.reset();
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.register_auth_.size() == 2; }));
+  controller_.Launch("1.0.0", {"true"});
+  ASSERT_TRUE(HasState("1.0.0", "exited"));
+  controller_.WaitUntil([&] {
+    EXPECT_EQ(controller_.register_auth_.back(), "Bearer node-secret-1");
+    EXPECT_EQ(controller_.request_auth_.back(), "Bearer node-secret-1");
+    return true;
+  });
+
+  // When the controller no longer knows the token, the agent joins again and keeps the new one.
+  controller_.RevokeNodeToken();
+  controller_.Launch("2.0.0", {"true"});  // wakes the agent; its poll and report get 401
+  ASSERT_TRUE(HasState("2.0.0", "exited"));
+  controller_.WaitUntil([&] {
+    EXPECT_EQ(controller_.register_auth_.back(), std::string("Bearer ") + kToken);
+    EXPECT_EQ(controller_.request_auth_.back(), "Bearer node-secret-2");
+    return true;
+  });
+  std::ifstream again(token_file);
+  std::getline(again, saved);
+  EXPECT_EQ(saved, "node-secret-2");
 }
 
 TEST_F(AgentTest, A404ForTheNodeMeansRegisteringAgain) {

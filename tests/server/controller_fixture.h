@@ -75,6 +75,8 @@ class ControllerTest : public ::testing::Test {
   }
   Controller& c() { return *controller_; }
 
+  // Registers as the node's agent does: with its node token once it has one, else with the
+  // join token.
   void Register(const std::string& name, int gpus, const std::string& model = "H100-80GB",
                 const std::string& address = "127.0.0.1") {
     json g = json::array();
@@ -91,8 +93,11 @@ class ControllerTest : public ::testing::Test {
                                   {"cpuMilli", 64000},
                                   {"memoryBytes", int64_t{512} << 30},
                                   {"gpus", g}}},
-                                {"agentId", name + "-agent"}}));
+                                {"agentId", name + "-agent"}},
+                               {.token = node_tokens_[name].empty() ? "join" : node_tokens_[name],
+                                .join = node_tokens_[name].empty()}));
     epoch_ = out.value("controllerEpoch", "");
+    if (out.contains("nodeToken")) node_tokens_[name] = out["nodeToken"];
   }
 
   uint64_t Submit(const std::string& yaml, const Caller& who) {
@@ -134,6 +139,7 @@ class ControllerTest : public ::testing::Test {
   std::unique_ptr<Controller> controller_;
   std::string epoch_;
   std::map<std::string, uint64_t> applied_;
+  std::map<std::string, std::string> node_tokens_;  // as the last registration issued them
 };
 
 }  // namespace gangway::server::testing

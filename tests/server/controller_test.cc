@@ -233,6 +233,39 @@ TEST_F(ControllerTest, LostNodeRequeuesItsJobElsewhere) {
   EXPECT_EQ(nodes[1]["state"], "ready");
 }
 
+TEST_F(ControllerTest, NodeTokensSurviveARestartAndALostNodeMayBeTakenOver) {
+  auto o = Options();
+  o.node_timeout = std::chrono::milliseconds(300);
+  Start(o);
+  Register("n1", 1);
+  const std::string first = node_tokens_["n1"];
+  ASSERT_EQ(first.size(), 32u);
+  EXPECT_EQ(c().AuthorizeNode("n1", first), Controller::NodeAccess::kAllowed);
+  EXPECT_EQ(c().AuthorizeNode("n1", "join"), Controller::NodeAccess::kDenied);
+  EXPECT_EQ(c().AuthorizeNode("n2", first), Controller::NodeAccess::kUnknownNode);
+
+  Restart(o);
+  EXPECT_EQ(c().AuthorizeNode("n1", first), Controller::NodeAccess::kAllowed);
+  Register("n1", 1);  // with its token, as an agent after a controller restart
+  EXPECT_EQ(node_tokens_["n1"], first) << "re-registering keeps the token";
+
+  // Once the node is lost, the join token may register the name again (a reinstalled machine
+  // that lost its token); the old token stops working.
+  ASSERT_TRUE(Eventually([&] { return c().ListNodes()["nodes"][0]["state"] == "lost"; }));
+  const json node = {{"node", {{"name", "n1"}}}};
+  json out = Ok(c().Register(node, {.token = "join", .join = true}));
+  const std::string second = out.value("nodeToken", "");
+  ASSERT_EQ(second.size(), 32u);
+  EXPECT_NE(second, first);
+  EXPECT_EQ(c().AuthorizeNode("n1", first), Controller::NodeAccess::kDenied);
+  EXPECT_EQ(c().AuthorizeNode("n1", second), Controller::NodeAccess::kAllowed);
+  // Now it reports again, so the join token may not take it.
+  ApiError e = Err(c().Register(node, {.token = "join", .join = true}));
+  EXPECT_EQ(e.status, 409);
+  EXPECT_EQ(e.field, "node.name");
+  EXPECT_EQ(Err(c().Register(node, {.token = first, .join = false})).status, 401);
+}
+
 TEST_F(ControllerTest, TaskMissingFromTheAgentsReportIsLost) {
   Start();
   Register("n1", 2);

@@ -15,6 +15,7 @@ namespace gangway::server::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kAliceToken[] = "alice-token-0123456789";
 constexpr char kBobToken[] = "bob-token-0123456789ab";
@@ -144,7 +145,7 @@ TEST_F(HttpApiTest, HostileRequestsGetClearErrorsAndNothingIsLost) {
               400);
   EXPECT_EQ(e["field"], "node.gpus[0]");
   ErrorOf(http_->Post("/v1/agents/ghost/report", As(kJoinToken), "{}", "application/json"), 404);
-  ErrorOf(http_->Get("/v1/agents/ghost/commands?waitMs=99999999", As(kJoinToken)), 400);
+  ErrorOf(http_->Get("/v1/agents/ghost/commands?waitMs=50", As(kJoinToken)), 404);
   // 22. unknown endpoint
   EXPECT_THAT(ErrorOf(http_->Get("/v1/nope", As(kAliceToken)), 404)["message"].get<std::string>(),
               HasSubstr("no such endpoint"));
@@ -181,14 +182,71 @@ TEST_F(HttpApiTest, MetricsHealthAndOpenApi) {
   EXPECT_EQ(json::parse(who->body)["role"], "admin");
 }
 
-TEST_F(HttpApiTest, LogsComeBackWithOffsets) {
-  ASSERT_EQ(http_
-                ->Post("/v1/agents/register", As(kJoinToken),
-                       R"({"node": {"name": "n1", "gpus": [{"index": 0, "model": "H100-80GB",
-                            "memoryBytes": 85899345920}]}})",
-                       "application/json")
+TEST_F(HttpApiTest, AgentsActOnlyForTheirOwnNode) {
+  auto register_node = [&](const std::string& name, const std::string& token) {
+    return http_->Post("/v1/agents/register", As(token.c_str()),
+                       json{{"node", {{"name", name}}}}.dump(), "application/json");
+  };
+  auto r1 = register_node("n1", kJoinToken);
+  ASSERT_TRUE(r1);
+  ASSERT_EQ(r1->status, 200) << r1->body;
+  const std::string n1 = json::parse(r1->body).value("nodeToken", "");
+  ASSERT_EQ(n1.size(), 32u) << r1->body;
+  auto r2 = register_node("n2", kJoinToken);
+  ASSERT_EQ(r2->status, 200) << r2->body;
+  const std::string n2 = json::parse(r2->body).value("nodeToken", "");
+  ASSERT_FALSE(n2.empty());
+  EXPECT_NE(n1, n2);
+
+  const std::string report = json{{"tasks", json::array()}}.dump();
+  // The node's own token works; the join token, another node's token and user tokens do not.
+  auto ok = http_->Post("/v1/agents/n1/report", As(n1.c_str()), report, "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  EXPECT_THAT(ErrorOf(http_->Post("/v1/agents/n1/report", As(kJoinToken), report,
+                                  "application/json"),
+                      401)["message"]
+                  .get<std::string>(),
+              HasSubstr("not this node's token"));
+  ErrorOf(http_->Post("/v1/agents/n1/report", As(n2.c_str()), report, "application/json"), 401);
+  ErrorOf(http_->Get("/v1/agents/n1/commands?waitMs=10", As(n2.c_str())), 401);
+  ErrorOf(http_->Get("/v1/agents/n1/commands?waitMs=10", As(kAdminToken)), 401);
+  ErrorOf(http_->Get("/v1/jobs", As(n1.c_str())), 401);
+  auto cmds = http_->Get("/v1/agents/n1/commands?waitMs=10", As(n1.c_str()));
+  ASSERT_TRUE(cmds);
+  EXPECT_EQ(cmds->status, 200) << cmds->body;
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/agents/n1/commands?waitMs=99999999", As(n1.c_str())), 400)
+                ["field"],
+            "waitMs");
+
+  // The join token cannot take over a node whose agent reports; the node's token re-registers
+  // it (after a controller restart, say) and keeps its token.
+  json conflict = ErrorOf(register_node("n1", kJoinToken), 409);
+  EXPECT_EQ(conflict["field"], "node.name");
+  EXPECT_THAT(conflict["message"].get<std::string>(), HasSubstr("node token"));
+  auto again = register_node("n1", n1);
+  ASSERT_EQ(again->status, 200) << again->body;
+  EXPECT_FALSE(json::parse(again->body).contains("nodeToken"));
+  ErrorOf(register_node("n1", n2), 401);
+  ErrorOf(register_node("n1", kAliceToken), 401);
+  ASSERT_EQ(http_->Post("/v1/agents/n1/report", As(n1.c_str()), report, "application/json")
                 ->status,
             200);
+
+  // Tokens are not shown: the node list carries neither the token nor its digest.
+  auto nodes = http_->Get("/v1/nodes", As(kAdminToken));
+  ASSERT_TRUE(nodes);
+  EXPECT_THAT(nodes->body, Not(HasSubstr(n1)));
+  EXPECT_THAT(nodes->body, Not(HasSubstr(TokenDigest(n1))));
+}
+
+TEST_F(HttpApiTest, LogsComeBackWithOffsets) {
+  auto reg = http_->Post("/v1/agents/register", As(kJoinToken),
+                         R"({"node": {"name": "n1", "gpus": [{"index": 0, "model": "H100-80GB",
+                            "memoryBytes": 85899345920}]}})",
+                         "application/json");
+  ASSERT_EQ(reg->status, 200);
+  const std::string node_token = json::parse(reg->body)["nodeToken"];
   auto r = PostJob("name: l\ngpu: 1\ncommand: [x]\n");
   const uint64_t id = json::parse(r->body)["job"]["id"];
   const std::string task = std::to_string(id) + ".0.0";
@@ -196,7 +254,8 @@ TEST_F(HttpApiTest, LogsComeBackWithOffsets) {
   json report = {{"appliedSeq", 0},
                  {"tasks", {{{"taskId", task}, {"state", "running"}}}},
                  {"logs", {{{"taskId", task}, {"offset", 0}, {"data", "line 1\nline 2\n"}}}}};
-  ASSERT_EQ(http_->Post("/v1/agents/n1/report", As(kJoinToken), report.dump(), "application/json")
+  ASSERT_EQ(http_->Post("/v1/agents/n1/report", As(node_token.c_str()), report.dump(),
+                        "application/json")
                 ->status,
             200);
   auto logs = http_->Get("/v1/jobs/" + std::to_string(id) + "/logs?offset=7", As(kAliceToken));
