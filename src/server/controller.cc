@@ -1,5 +1,7 @@
 #include "server/controller.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 #include <random>
@@ -533,6 +535,7 @@ void Controller::SettleLocked(JobRecord& job) {
       job.state = after;
       job.finished_at = now;
       EventLocked(job.id, std::string(JobStateName(after)), job.message);
+      RemoveEmptyCheckpointDir(job);
     }
   } else if (!job.tasks.empty() &&
              std::all_of(job.tasks.begin(), job.tasks.end(), [](const TaskRecord& t) {
@@ -542,8 +545,15 @@ void Controller::SettleLocked(JobRecord& job) {
     job.exit_code = 0;
     job.finished_at = now;
     EventLocked(job.id, "succeeded", "every task exited with code 0");
+    RemoveEmptyCheckpointDir(job);
   }
   SaveJobLocked(job);
+}
+
+void Controller::RemoveEmptyCheckpointDir(const JobRecord& job) const {
+  // rmdir(2) removes only an empty directory: a checkpoint the job wrote stays. Where the
+  // checkpoint root is not visible to the controller, this fails and changes nothing.
+  ::rmdir((options_.checkpoint_root / std::to_string(job.id)).c_str());
 }
 
 // --- persistence helpers ---

@@ -155,6 +155,9 @@ class Controller {
                        const std::string& reason);
   void TaskEndedLocked(JobRecord& job, TaskRecord& task);
   void SettleLocked(JobRecord& job);  // apply after_stop / success when tasks are done
+  // A finished job's GANGWAY_CHECKPOINT_DIR, if it stayed empty (most jobs never checkpoint;
+  // one directory per job would otherwise pile up under the checkpoint root).
+  void RemoveEmptyCheckpointDir(const JobRecord& job) const;
   void RequeueOrFailLocked(JobRecord& job, bool allow_restart, const std::string& why);
   void LaunchLocked(JobRecord& job, TaskRecord& task);
   void SendStopLocked(const JobRecord& job, const TaskRecord& task, int grace_seconds,

@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
 #include <set>
 
 #include "server/controller_fixture.h"
@@ -48,6 +50,30 @@ TEST_F(ControllerTest, JobRunsAndSucceedsWithItsOutput) {
   const json job = Job(id);
   for (const json& e : job["events"]) types.push_back(e["type"]);
   EXPECT_EQ(types, (std::vector<std::string>{"submitted", "scheduled", "running", "succeeded"}));
+}
+
+TEST_F(ControllerTest, AFinishedJobsCheckpointDirIsRemovedOnlyIfEmpty) {
+  Start();
+  Register("n1", 2);
+  const uint64_t quiet = Submit("name: quiet\ngpu: 1\ncommand: [true]\n");
+  const uint64_t saver = Submit("name: saver\ngpu: 1\ncommand: [train]\n");
+  json cmds = TakeCommands("n1");  // one cycle may plan the first job before the second came
+  if (cmds.size() == 1) cmds.push_back(TakeCommands("n1").at(0));
+  ASSERT_EQ(cmds.size(), 2u);
+  std::map<uint64_t, std::string> task;
+  std::map<uint64_t, std::filesystem::path> dir;
+  for (const json& cmd : cmds) {
+    const uint64_t job = cmd["task"]["job"];
+    task[job] = cmd["task"]["taskId"];
+    dir[job] = cmd["task"]["checkpointDir"].get<std::string>();
+    std::filesystem::create_directories(dir[job]);  // as the agent does before the launch
+  }
+  std::ofstream(dir[saver] / "step-100.pt") << "weights";
+  Report("n1", {Exited(task[quiet], 0), Exited(task[saver], 0)});
+  ASSERT_EQ(State(quiet), "succeeded");
+  ASSERT_EQ(State(saver), "succeeded");
+  EXPECT_FALSE(std::filesystem::exists(dir[quiet]));
+  EXPECT_TRUE(std::filesystem::exists(dir[saver] / "step-100.pt"));
 }
 
 TEST_F(ControllerTest, ExitIsNotAcknowledgedUntilTheWholeLogArrived) {
