@@ -327,10 +327,10 @@ void SimulatedAgent(const Flags& f, const Cluster& c, int index, const std::atom
                        {"message", ""},
                        {"logBytes", 0}});
     }
-    const json body = {{"agentId", name},   {"controllerEpoch", epoch}, {"appliedSeq", applied},
-                       {"tasks", tasks},    {"logs", json::array()},    {"gpus", json::array()}};
-    auto rep = http.Post("/v1/agents/" + name + "/report", node_auth, body.dump(),
-                         "application/json");
+    const json body = {{"agentId", name}, {"controllerEpoch", epoch}, {"appliedSeq", applied},
+                       {"tasks", tasks},  {"logs", json::array()},    {"gpus", json::array()}};
+    auto rep =
+        http.Post("/v1/agents/" + name + "/report", node_auth, body.dump(), "application/json");
     if (!rep || rep->status != 200) {
       errors++;
       continue;
@@ -465,8 +465,7 @@ int Heartbeats(const Flags& f) {
                      {"tasks", json::array()},
                      {"gpus", json::array()}};
         auto r = http.Post("/v1/agents/sim-" + std::to_string(i) + "/report",
-                           Auth(tokens[static_cast<size_t>(i)]),
-                           body.dump(), "application/json");
+                           Auth(tokens[static_cast<size_t>(i)]), body.dump(), "application/json");
         if (!r || r->status != 200) errors++;
         sent++;
         ++k;
@@ -526,7 +525,8 @@ int main(int argc, char** argv) {
     else if (a == "--data")
       f.data = value();
     else {
-      std::cerr << "usage: gangway_live_load --gangway PATH [--mode latency|throughput|heartbeats|dispatch|spawn]"
+      std::cerr << "usage: gangway_live_load --gangway PATH [--mode "
+                   "latency|throughput|heartbeats|dispatch|spawn]"
                    " [--jobs N] [--agents A] [--gpus G] [--samples S] [--simulated-agents K]"
                    " [--seconds T] [--data DIR]\n";
       return 2;

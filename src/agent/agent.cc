@@ -28,6 +28,36 @@ constexpr size_t kRememberForgotten = 100000;
 constexpr int kLaunchFailedExitCode = 127;
 constexpr char kNodeTokenFile[] = "node.token";
 
+// What went wrong reaching the controller, with what to do about TLS failures.
+std::string TransportError(httplib::Error error) {
+  switch (error) {
+    case httplib::Error::SSLServerVerification:
+      return "the controller's TLS certificate is not trusted or does not name its host; pass "
+             "--ca-cert FILE with the CA that signed it";
+    case httplib::Error::SSLLoadingCerts:
+      return "the --ca-cert file could not be loaded";
+    case httplib::Error::SSLConnection:
+      return "the TLS handshake failed (is the controller serving https?)";
+    default:
+      return httplib::to_string(error);
+  }
+}
+
+// Sends a request, and once more if it failed on a kept-alive connection that the controller
+// had closed meanwhile (it closes idle ones after a second; over TLS the closed connection
+// still looks alive to httplib until the write fails). Reports and command polls are safe to
+// repeat: a report states the agent's whole view, a poll only reads. So is registering: if
+// the answer carrying a new node token was lost, the repeat is refused (409) until the node
+// is lost, and the agent then joins again.
+template <typename Send>
+httplib::Result Resend(Send send) {
+  httplib::Result res = send();
+  if (!res && (res.error() == httplib::Error::Write || res.error() == httplib::Error::Read)) {
+    res = send();
+  }
+  return res;
+}
+
 std::string ReadNodeToken(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::string token;
@@ -153,15 +183,20 @@ Agent::~Agent() { Shutdown(); }
 
 void Agent::Start() {
   std::string_view url = options_.server;
-  if (!url.starts_with("http://")) {
+  tls_ = url.starts_with("https://");
+  if (!tls_ && !url.starts_with("http://")) {
     throw std::runtime_error("--server " + options_.server +
-                             ": expected http://host:port (TLS is not supported by the agent)");
+                             ": expected http://host:port or https://host:port");
   }
-  url.remove_prefix(7);
+  if (!tls_ && !options_.ca_cert.empty()) {
+    throw std::runtime_error("--ca-cert is for an https:// server, and --server " +
+                             options_.server + " is not one");
+  }
+  url.remove_prefix(tls_ ? 8 : 7);
   while (url.ends_with('/')) url.remove_suffix(1);
   const size_t colon = url.rfind(':');
   host_ = std::string(url.substr(0, colon));
-  port_ = 80;
+  port_ = tls_ ? 443 : 80;
   if (colon != std::string_view::npos) {
     const std::string port(url.substr(colon + 1));
     char* end = nullptr;
@@ -226,7 +261,11 @@ void Agent::Shutdown() {
 }
 
 std::unique_ptr<httplib::Client> Agent::MakeClient(milliseconds read_timeout) const {
-  auto client = std::make_unique<httplib::Client>(host_, port_);
+  // The universal client speaks TLS for https and verifies the certificate and host name.
+  auto client = std::make_unique<httplib::Client>((tls_ ? "https://" : "http://") + host_ + ":" +
+                                                  std::to_string(port_));
+  if (!options_.ca_cert.empty()) client->set_ca_cert_path(options_.ca_cert.c_str());
+  client->enable_server_certificate_verification(true);
   client->set_connection_timeout(2, 0);
   const auto secs = std::chrono::duration_cast<std::chrono::seconds>(read_timeout);
   client->set_read_timeout(
@@ -251,13 +290,15 @@ bool Agent::EnsureRegistered(httplib::Client& client) {
     node_token = node_token_;
   }
   client.set_bearer_token_auth(node_token.empty() ? options_.join_token : node_token);
-  auto res = client.Post("/v1/agents/register", body.dump(), "application/json");
+  auto res =
+      Resend([&] { return client.Post("/v1/agents/register", body.dump(), "application/json"); });
   if (res && res->status == 401 && !node_token.empty()) {
     // The controller no longer knows this token (its state was reset, or the node was lost
     // and registered by another agent): join again.
-    spdlog::warn("register at {}: the controller refused node {}'s token; joining with the "
-                 "join token",
-                 options_.server, options_.inventory.name);
+    spdlog::warn(
+        "register at {}: the controller refused node {}'s token; joining with the "
+        "join token",
+        options_.server, options_.inventory.name);
     std::error_code ec;
     std::filesystem::remove(options_.data_dir / kNodeTokenFile, ec);
     {
@@ -268,7 +309,7 @@ bool Agent::EnsureRegistered(httplib::Client& client) {
     res = client.Post("/v1/agents/register", body.dump(), "application/json");
   }
   if (!res) {
-    spdlog::warn("register at {}: {}", options_.server, httplib::to_string(res.error()));
+    spdlog::warn("register at {}: {}", options_.server, TransportError(res.error()));
     return false;
   }
   if (res->status != 200 && res->status != 201) {
@@ -356,21 +397,20 @@ void Agent::CommandsLoop() {
                                          UrlEncode(options_.inventory.name), UrlEncode(epoch),
                                          after, options_.poll_wait.count());
     client->set_bearer_token_auth(Credential());
-    auto res = client->Get(path);
+    auto res = Resend([&] { return client->Get(path); });
     {
       std::lock_guard lock(mu_);
       if (commands_stopped_) break;
     }
     if (!res) {
-      spdlog::warn("commands from {}: {}", options_.server, httplib::to_string(res.error()));
+      spdlog::warn("commands from {}: {}", options_.server, TransportError(res.error()));
       retry();
       continue;
     }
     if (res->status == 404 || res->status == 401) {
       MarkUnregistered(res->status == 404
                            ? "the controller does not know node " + options_.inventory.name
-                           : "the controller refused node " + options_.inventory.name +
-                                 "'s token");
+                           : "the controller refused node " + options_.inventory.name + "'s token");
       retry();
       continue;
     }
@@ -670,9 +710,9 @@ bool Agent::SendReport(httplib::Client& client) {
   }
   const std::string path = fmt::format("/v1/agents/{}/report", UrlEncode(options_.inventory.name));
   client.set_bearer_token_auth(Credential());
-  auto res = client.Post(path, body.dump(), "application/json");
+  auto res = Resend([&] { return client.Post(path, body.dump(), "application/json"); });
   if (!res) {
-    spdlog::warn("report to {}: {}", options_.server, httplib::to_string(res.error()));
+    spdlog::warn("report to {}: {}", options_.server, TransportError(res.error()));
     return false;
   }
   if (res->status == 404 || res->status == 401) {

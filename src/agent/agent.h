@@ -50,7 +50,9 @@ class Client;
 namespace gangway::agent {
 
 struct AgentOptions {
-  std::string server = "http://127.0.0.1:8080";  // scheme://host:port, http only
+  std::string server = "http://127.0.0.1:8080";  // http://host:port or https://host:port
+  std::string ca_cert;  // https: PEM file of the CA of the controller's certificate; empty:
+                        // the system's CAs
   // Registers a node no live agent holds. The controller answers with the node's own token,
   // kept in <data_dir>/node.token (mode 0600): every later request, and registering again,
   // uses that one.
@@ -119,6 +121,7 @@ class Agent {
   std::string agent_id_;
   std::string host_;
   int port_ = 0;
+  bool tls_ = false;
   std::unique_ptr<TaskRunner> runner_;
 
   std::mutex register_mu_;  // one registration at a time

@@ -29,6 +29,7 @@ namespace {
 
 struct AgentFlags {
   std::string server;
+  std::string ca_cert;
   std::string join_token;
   std::string join_token_file;
   std::string name;
@@ -258,6 +259,7 @@ void RunAgent(const AgentFlags& f) {
   }
   agent::AgentOptions options;
   options.server = f.server.empty() ? EnvOr("GANGWAY_SERVER", "http://127.0.0.1:8080") : f.server;
+  options.ca_cert = f.ca_cert.empty() ? EnvOr("GANGWAY_CA_CERT", "") : f.ca_cert;
   if (!f.join_token.empty() && !f.join_token_file.empty()) {
     Fail("--join-token and --join-token-file exclude each other");
   }
@@ -304,6 +306,10 @@ void AddAgentCommand(CLI::App& app) {
   cmd->add_option("--server", f.server,
                   "Controller URL (default $GANGWAY_SERVER or http://127.0.0.1:8080)")
       ->type_name("URL");
+  cmd->add_option("--ca-cert", f.ca_cert,
+                  "For an https:// controller: the CA certificate (PEM) that signed its "
+                  "certificate (default $GANGWAY_CA_CERT, else the system's CAs)")
+      ->type_name("FILE");
   cmd->add_option("--join-token", f.join_token, "Join token (default $GANGWAY_JOIN_TOKEN)")
       ->type_name("T");
   cmd->add_option("--join-token-file", f.join_token_file, "File holding the join token")

@@ -20,6 +20,10 @@ void AddConnectionFlags(CLI::App* cmd, ConnectionFlags& flags) {
   cmd->add_option("--token", flags.token,
                   "API token (default: $GANGWAY_TOKEN, ./gangway-data/client.json)")
       ->type_name("TOKEN");
+  cmd->add_option("--ca-cert", flags.ca_cert,
+                  "For an https:// server: the CA certificate (PEM) that signed its certificate "
+                  "(default: $GANGWAY_CA_CERT, ./gangway-data/client.json, the system's CAs)")
+      ->type_name("FILE");
 }
 
 void AddOutputFlag(CLI::App* cmd, std::string& output, bool wide) {
@@ -32,12 +36,15 @@ void AddOutputFlag(CLI::App* cmd, std::string& output, bool wide) {
 }
 
 client::ApiClient Connect(const ConnectionFlags& flags) {
-  client::ConfigSources sources{
-      .server_flag = flags.server, .token_flag = flags.token, .env = client::ClientEnvironment()};
+  client::ConfigSources sources{.server_flag = flags.server,
+                                .token_flag = flags.token,
+                                .ca_cert_flag = flags.ca_cert,
+                                .env = client::ClientEnvironment()};
   client::ConfigResult found = client::DiscoverConfig(sources);
   if (!found.config) Fail(kExitBadInput, found.error);
-  auto api =
-      client::ApiClient::Create({.server = found.config->server, .token = found.config->token});
+  auto api = client::ApiClient::Create({.server = found.config->server,
+                                        .token = found.config->token,
+                                        .ca_cert = found.config->ca_cert});
   if (!api.ok()) {
     Fail(kExitBadInput, api.error().message + " (from " + found.config->server_source + ")");
   }

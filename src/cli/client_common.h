@@ -18,6 +18,7 @@ namespace gangway::cli {
 struct ConnectionFlags {
   std::string server;
   std::string token;
+  std::string ca_cert;
 };
 
 void AddConnectionFlags(CLI::App* cmd, ConnectionFlags& flags);

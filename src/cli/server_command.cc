@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include "server/auth.h"
 #include "server/controller.h"
 #include "server/http_api.h"
+#include "server/tls.h"
 #include "spec/cluster_file.h"
 #include "spec/policy_file.h"
 #include "spec/units.h"
@@ -37,6 +39,8 @@ struct ServerFlags {
   std::string node_timeout;  // default 3 heartbeats
   std::string batch = "2ms";
   int64_t max_body = 1 << 20;
+  std::string tls_cert;
+  std::string tls_key;
 };
 
 [[noreturn]] void Fail(const std::string& message, int code = kExitBadInput) {
@@ -130,11 +134,23 @@ void RunServer(const ServerFlags& f) {
   } catch (const std::exception& e) {
     Fail(e.what(), kExitInternal);
   }
-  server::HttpApi api(*controller, auth, {.max_body = static_cast<size_t>(f.max_body)});
-  const int bound = api.Bind(host, port);
+  if (f.tls_cert.empty() != f.tls_key.empty()) {
+    Fail("--tls-cert and --tls-key go together: the certificate and its private key");
+  }
+  std::optional<server::HttpApi> api;
+  try {
+    api.emplace(*controller, auth,
+                server::HttpOptions{.max_body = static_cast<size_t>(f.max_body),
+                                    .tls_cert = f.tls_cert,
+                                    .tls_key = f.tls_key});
+  } catch (const std::exception& e) {
+    Fail(std::string("--tls-cert/--tls-key: ") + e.what());
+  }
+  const int bound = api->Bind(host, port);
   if (bound <= 0)
     Fail("cannot listen on " + f.listen + " (in use, or not an address here)", kExitInternal);
-  const std::string url = "http://" + host + ":" + std::to_string(bound);
+  const bool tls = !f.tls_cert.empty();
+  const std::string url = (tls ? "https://" : "http://") + host + ":" + std::to_string(bound);
   std::string admin_token;
   for (const auto& [token, id] : auth.tokens) {
     if (id.admin) {
@@ -144,6 +160,11 @@ void RunServer(const ServerFlags& f) {
   }
   nlohmann::json client = {{"server", url}};
   if (!admin_token.empty()) client["token"] = admin_token;
+  // A self-signed certificate is its own CA: local clients trust it through this file. One
+  // signed by a CA is checked against the system's CAs (or --ca-cert).
+  if (tls && server::IsSelfSignedCertificate(f.tls_cert).value_or(false)) {
+    client["caCert"] = std::filesystem::absolute(f.tls_cert).string();
+  }
   WriteFileAtomic(std::filesystem::path(f.data) / "join.token", auth.join_token + "\n", 0600);
   WriteFileAtomic(std::filesystem::path(f.data) / "client.json", client.dump(2) + "\n", 0600);
 
@@ -164,11 +185,11 @@ void RunServer(const ServerFlags& f) {
     std::cout << "gangway server: stopping (" << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ")"
               << std::endl;
     controller->Stop();
-    api.Stop();
+    api->Stop();
   });
   std::cout << "gangway server: listening on " << url << " (state in "
             << std::filesystem::absolute(f.data).string() << "/gangway.db)" << std::endl;
-  const bool served = api.Serve();
+  const bool served = api->Serve();
   serving_done = true;
   kill(getpid(), SIGTERM);  // releases the stopper thread if serving ended on its own
   stopper.join();
@@ -203,6 +224,11 @@ void AddServerCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-body", f->max_body, "Largest request body in bytes")
       ->capture_default_str();
+  cmd->add_option("--tls-cert", f->tls_cert,
+                  "Serve HTTPS with this certificate chain (PEM); needs --tls-key")
+      ->type_name("FILE");
+  cmd->add_option("--tls-key", f->tls_key, "The private key (PEM) of --tls-cert")
+      ->type_name("FILE");
   cmd->callback([f] { RunServer(*f); });
 }
 

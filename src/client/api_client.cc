@@ -91,13 +91,17 @@ std::string TransportFailure(httplib::Error error, const std::string& host) {
     case httplib::Error::ConnectionTimeout:
       return "connection timed out";
     case httplib::Error::Read:
-      return "the connection closed before an answer arrived";
+      return "the connection closed before an answer arrived (if the controller serves HTTPS, "
+             "use an https:// URL)";
     case httplib::Error::Write:
       return "the connection closed while sending the request";
     case httplib::Error::SSLConnection:
+      return "the TLS handshake failed (is the server https://, and the URL's scheme right?)";
     case httplib::Error::SSLLoadingCerts:
+      return "the CA certificate file could not be loaded (--ca-cert, GANGWAY_CA_CERT)";
     case httplib::Error::SSLServerVerification:
-      return "TLS failure";
+      return "the controller's TLS certificate is not trusted, or does not name '" + host +
+             "': pass --ca-cert FILE (or set GANGWAY_CA_CERT) with the CA that signed it";
     default:
       return "request failed (" + httplib::to_string(error) + ")";
   }
@@ -151,22 +155,24 @@ ApiResult<ApiClient> ApiClient::Create(ApiClientOptions options) {
   std::string url = options.server;
   while (!url.empty() && url.back() == '/') url.pop_back();
   if (url.find("://") == std::string::npos) url = "http://" + url;
-  if (url.rfind("https://", 0) == 0) {
-    return LocalError("bad_request", "the server URL " + url +
-                                         " uses https, which this build of gangway does not "
-                                         "support; use an http:// URL");
-  }
-  if (url.rfind("http://", 0) != 0) {
+  const bool tls = url.rfind("https://", 0) == 0;
+  if (!tls && url.rfind("http://", 0) != 0) {
     return LocalError("bad_request", "the server URL '" + options.server +
-                                         "' is not an http:// URL (e.g. http://127.0.0.1:8080)");
+                                         "' is not an http:// or https:// URL (e.g. "
+                                         "http://127.0.0.1:8080)");
   }
-  std::string authority = url.substr(7);
+  std::string authority = url.substr(tls ? 8 : 7);
   if (authority.empty() || authority.find('/') != std::string::npos) {
     return LocalError("bad_request", "the server URL '" + options.server +
-                                         "' must be http://HOST:PORT, without a path");
+                                         "' must be http(s)://HOST:PORT, without a path");
+  }
+  if (!options.ca_cert.empty() && !tls) {
+    return LocalError("bad_request", "a CA certificate (" + options.ca_cert +
+                                         ") is given but the server URL " + url +
+                                         " is not https://");
   }
   std::string host = authority;
-  int port = 80;
+  int port = tls ? 443 : 80;
   // "[::1]:8080", "host:8080" or "host".
   size_t colon = authority.rfind(':');
   size_t bracket = authority.rfind(']');
@@ -193,7 +199,11 @@ ApiResult<ApiClient> ApiClient::Create(ApiClientOptions options) {
 ApiResult<ApiClient::Response> ApiClient::Send(const std::string& method, const std::string& path,
                                                const std::string& body,
                                                const std::string& content_type) const {
-  httplib::Client http(host_, port_);
+  // The universal client speaks TLS for https:// URLs and verifies the server's certificate
+  // and host name.
+  httplib::Client http(options_.server);
+  if (!options_.ca_cert.empty()) http.set_ca_cert_path(options_.ca_cert.c_str());
+  http.enable_server_certificate_verification(true);
   auto to_parts = [](std::chrono::milliseconds ms) {
     return std::pair<time_t, time_t>(static_cast<time_t>(ms.count() / 1000),
                                      static_cast<time_t>((ms.count() % 1000) * 1000));
@@ -212,9 +222,11 @@ ApiResult<ApiClient::Response> ApiClient::Send(const std::string& method, const 
           ? http.Post(path, headers, body, content_type.empty() ? "application/json" : content_type)
           : http.Get(path, headers);
   if (!res) {
+    const bool not_there = res.error() == httplib::Error::Connection ||
+                           res.error() == httplib::Error::ConnectionTimeout;
     return LocalError("unreachable", "cannot reach the Gangway controller at " + options_.server +
-                                         ": " + TransportFailure(res.error(), host_) + "; " +
-                                         std::string(kHint));
+                                         ": " + TransportFailure(res.error(), host_) +
+                                         (not_there ? "; " + std::string(kHint) : ""));
   }
   Response out{.status = res->status, .body = res->body};
   for (const char* name : {"Content-Type", "X-Gangway-Next-Offset", "X-Gangway-Log-Complete"}) {

@@ -73,8 +73,11 @@ struct JobQuery {
 };
 
 struct ApiClientOptions {
-  std::string server = "http://127.0.0.1:8080";  // http://host:port; a trailing '/' is ignored
-  std::string token;                             // bearer token; empty sends none
+  // http://host:port or https://host:port; a trailing '/' is ignored.
+  std::string server = "http://127.0.0.1:8080";
+  std::string token;    // bearer token; empty sends none
+  std::string ca_cert;  // https: PEM file of the CA that signed the controller's certificate;
+                        // empty: the system's trusted CAs
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds read_timeout{30000};
 };

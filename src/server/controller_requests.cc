@@ -509,9 +509,9 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
   }
   const bool owner = !claimed.empty() && AuthorizeNode(claimed, who.token) == NodeAccess::kAllowed;
   if (!owner && !who.join) {
-    return Error(401, "unauthorized",
-                 "the bearer token is neither the join token nor the token of node '" + claimed +
-                     "'");
+    return Error(
+        401, "unauthorized",
+        "the bearer token is neither the join token nor the token of node '" + claimed + "'");
   }
   if (!body.is_object() || !body.contains("node") || !body["node"].is_object()) {
     return Error(400, "bad_request", "node: expected the node's inventory", "node");

@@ -73,17 +73,32 @@ std::optional<uint64_t> JobId(const Request& req, Response& res) {
 
 HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
     : controller_(controller), auth_(std::move(auth)), options_(options) {
+  if (options_.tls_cert.empty() != options_.tls_key.empty()) {
+    throw std::runtime_error("TLS needs both a certificate and its private key");
+  }
+  if (options_.tls_cert.empty()) {
+    server_ = std::make_unique<httplib::Server>();
+  } else {
+    auto tls =
+        std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
+    if (!tls->is_valid()) {
+      throw std::runtime_error("cannot use the TLS certificate " + options_.tls_cert +
+                               " with the key " + options_.tls_key +
+                               " (unreadable, not PEM, or the key does not match)");
+    }
+    server_ = std::move(tls);
+  }
   const int threads = options_.threads;
-  server_.new_task_queue = [threads] {
+  server_->new_task_queue = [threads] {
     return new httplib::ThreadPool(static_cast<size_t>(threads));
   };
-  server_.set_payload_max_length(options_.max_body);
-  server_.set_keep_alive_max_count(100000);
-  server_.set_read_timeout(std::chrono::seconds(60));
-  server_.set_tcp_nodelay(true);      // headers and body go out as separate writes
-  server_.set_keep_alive_timeout(1);  // an idle keep-alive connection delays stop() this long
-  server_.set_write_timeout(std::chrono::seconds(60));
-  server_.set_error_handler([this](const Request& req, Response& res) {
+  server_->set_payload_max_length(options_.max_body);
+  server_->set_keep_alive_max_count(100000);
+  server_->set_read_timeout(std::chrono::seconds(60));
+  server_->set_tcp_nodelay(true);      // headers and body go out as separate writes
+  server_->set_keep_alive_timeout(1);  // an idle keep-alive connection delays stop() this long
+  server_->set_write_timeout(std::chrono::seconds(60));
+  server_->set_error_handler([this](const Request& req, Response& res) {
     if (!res.body.empty()) return;  // our own JSON error
     if (res.status == 413) {
       SendError(res, {413, "too_large",
@@ -100,7 +115,7 @@ HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
                 {res.status, "bad_request", "the request could not be read", "", json::array()});
     }
   });
-  server_.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
+  server_->set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
     std::string what = "unknown error";
     try {
       std::rethrow_exception(ep);
@@ -114,12 +129,12 @@ HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
 }
 
 int HttpApi::Bind(const std::string& host, int port) {
-  if (port == 0) return server_.bind_to_any_port(host);
-  return server_.bind_to_port(host, port) ? port : -1;
+  if (port == 0) return server_->bind_to_any_port(host);
+  return server_->bind_to_port(host, port) ? port : -1;
 }
 
-bool HttpApi::Serve() { return server_.listen_after_bind(); }
-void HttpApi::Stop() { server_.stop(); }
+bool HttpApi::Serve() { return server_->listen_after_bind(); }
+void HttpApi::Stop() { server_->stop(); }
 
 void HttpApi::Count(const std::string& route, int status, double seconds) {
   std::lock_guard lock(stats_mu_);
@@ -156,8 +171,8 @@ void HttpApi::Routes() {
             break;
           case Controller::NodeAccess::kUnknownNode:
             // The agent registers again on 404 (e.g. the controller's state was reset).
-            SendError(res, {404, "not_found", "node " + node + " is not registered", "",
-                            json::array()});
+            SendError(res,
+                      {404, "not_found", "node " + node + " is not registered", "", json::array()});
             Count(name, res.status,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
             return;
@@ -181,8 +196,8 @@ void HttpApi::Routes() {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     };
     const std::string m = method;
-    if (m == "GET") server_.Get(pattern, wrapped);
-    if (m == "POST") server_.Post(pattern, wrapped);
+    if (m == "GET") server_->Get(pattern, wrapped);
+    if (m == "POST") server_->Post(pattern, wrapped);
   };
   auto caller = [](const Identity& id) { return Caller{id.user, id.admin}; };
 

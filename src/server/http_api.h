@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -22,10 +23,14 @@ namespace gangway::server {
 struct HttpOptions {
   size_t max_body = 1 << 20;
   int threads = 64;  // agents' long polls each hold one
+  // Both set: serve HTTPS with this certificate chain and private key (PEM files).
+  std::string tls_cert;
+  std::string tls_key;
 };
 
 class HttpApi {
  public:
+  // Throws std::runtime_error if the TLS certificate or key cannot be loaded.
   HttpApi(Controller& controller, AuthConfig auth, HttpOptions options);
 
   // Binds host:port (0 = any free port); returns the port or -1.
@@ -42,7 +47,7 @@ class HttpApi {
   Controller& controller_;
   AuthConfig auth_;
   HttpOptions options_;
-  httplib::Server server_;
+  std::unique_ptr<httplib::Server> server_;  // an httplib::SSLServer with TLS
 
   struct RouteStats {
     uint64_t count = 0;

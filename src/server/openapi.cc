@@ -86,14 +86,18 @@ json Build() {
        {{"get", Op("Events after a sequence number", "events",
                    {Param("after", "query", "integer", "sequence number"),
                     Param("limit", "query", "integer", "at most this many")})}}},
-      {"/v1/agents/register", {{"post", Op("An agent registers its node (join token)", "agents")}}},
+      {"/v1/agents/register",
+       {{"post",
+         Op("An agent registers its node (join token: the answer carries the node's token; or the "
+            "node's own token)",
+            "agents")}}},
       {"/v1/agents/{name}/commands",
-       {{"get", Op("Long poll for launch and stop commands (join token)", "agents",
+       {{"get", Op("Long poll for launch and stop commands (the node's token)", "agents",
                    {node, Param("epoch", "query", "string", "controller epoch last seen"),
                     Param("after", "query", "integer", "last applied command"),
                     Param("waitMs", "query", "integer", "how long to wait")})}}},
       {"/v1/agents/{name}/report",
-       {{"post", Op("Task states, exits, output and GPU health; the heartbeat (join token)",
+       {{"post", Op("Task states, exits, output and GPU health; the heartbeat (the node's token)",
                     "agents", {node})}}},
   };
   json schemas = {

@@ -32,27 +32,27 @@ constexpr char kToken[] = "join-secret";
 class FakeController {
  public:
   FakeController() {
-    server_.Post(
-        "/v1/agents/register", [this](const httplib::Request& req, httplib::Response& res) {
-          // The join token gets a new node token; the node token registers again.
-          const std::string auth = req.get_header_value("Authorization");
-          std::lock_guard lock(mu_);
-          register_auth_.push_back(auth);
-          const bool join = auth == std::string("Bearer ") + kToken;
-          if (!join && (node_token_.empty() || auth != "Bearer " + node_token_)) {
-            return Unauthorized(res);
-          }
-          if (down_) return Down(res);
-          registers_.push_back(json::parse(req.body));
-          unknown_node_ = false;
-          json answer = {{"controllerEpoch", epoch_}, {"heartbeatMs", heartbeat_ms_}};
-          if (join) {
-            node_token_ = "node-secret-" + std::to_string(++tokens_issued_);
-            answer["nodeToken"] = node_token_;
-          }
-          res.set_content(answer.dump(), "application/json");
-          cv_.notify_all();
-        });
+    server_.Post("/v1/agents/register",
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   // The join token gets a new node token; the node token registers again.
+                   const std::string auth = req.get_header_value("Authorization");
+                   std::lock_guard lock(mu_);
+                   register_auth_.push_back(auth);
+                   const bool join = auth == std::string("Bearer ") + kToken;
+                   if (!join && (node_token_.empty() || auth != "Bearer " + node_token_)) {
+                     return Unauthorized(res);
+                   }
+                   if (down_) return Down(res);
+                   registers_.push_back(json::parse(req.body));
+                   unknown_node_ = false;
+                   json answer = {{"controllerEpoch", epoch_}, {"heartbeatMs", heartbeat_ms_}};
+                   if (join) {
+                     node_token_ = "node-secret-" + std::to_string(++tokens_issued_);
+                     answer["nodeToken"] = node_token_;
+                   }
+                   res.set_content(answer.dump(), "application/json");
+                   cv_.notify_all();
+                 });
     server_.Get(
         R"(/v1/agents/([^/]+)/commands)",
         [this](const httplib::Request& req, httplib::Response& res) { Commands(req, res); });

@@ -270,7 +270,7 @@ TEST_F(ClientCommandsTest, UsageErrorsExitTwo) {
   EXPECT_EQ(o.exit_code, 2) << Show(o);
   o = scratch_.Gangway({"jobs", "--server", "ftp://x"});
   EXPECT_EQ(o.exit_code, 2) << Show(o);
-  EXPECT_NE(o.err.find("is not an http:// URL"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("is not an http:// or https:// URL"), std::string::npos) << o.err;
   EXPECT_TRUE(fake_.requests().empty());
 }
 

@@ -135,6 +135,24 @@ TEST_F(ConfigTest, TheFilesTokenIsNeverSentToAnotherServer) {
   EXPECT_EQ(r.config->token, "admin-secret");
 }
 
+TEST_F(ConfigTest, TheCaCertComesFromFlagEnvironmentOrTheFileOfTheSameServer) {
+  WriteFile(R"({"server": "https://127.0.0.1:9443", "token": "t", "caCert": "cert.pem"})");
+  ConfigSources s = Sources();
+  ConfigResult r = DiscoverConfig(s);
+  ASSERT_TRUE(r.config) << r.error;
+  // A relative path in the file is relative to the file.
+  EXPECT_EQ(r.config->ca_cert, (scratch_.dir() / "gangway-data/cert.pem").string());
+  s.server_flag = "https://cluster.example:8443";
+  r = DiscoverConfig(s);
+  EXPECT_EQ(r.config->ca_cert, "") << "the file's CA is for the file's server";
+  s.env = {{"GANGWAY_CA_CERT", "/etc/env-ca.pem"}};
+  r = DiscoverConfig(s);
+  EXPECT_EQ(r.config->ca_cert, "/etc/env-ca.pem");
+  s.ca_cert_flag = "/etc/flag-ca.pem";
+  r = DiscoverConfig(s);
+  EXPECT_EQ(r.config->ca_cert, "/etc/flag-ca.pem");
+}
+
 TEST_F(ConfigTest, AMalformedFileIsAnErrorThatSaysWhatToDo) {
   WriteFile("{not json");
   ConfigResult r = DiscoverConfig(Sources());
@@ -151,13 +169,17 @@ ApiClient Client(const std::string& url, const std::string& token = "tok") {
 
 TEST(ApiClientTest, RejectsUrlsItCannotUse) {
   for (const char* bad : {"ftp://x", "http://", "http://host:99999", "http://host/api",
-                          "https://host:443", "http://host:abc"}) {
+                          "https://host/api", "http://host:abc"}) {
     auto c = ApiClient::Create({.server = bad});
     EXPECT_FALSE(c.ok()) << bad;
   }
   auto ok = ApiClient::Create({.server = "127.0.0.1:8080/"});
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->server(), "http://127.0.0.1:8080");
+  EXPECT_TRUE(ApiClient::Create({.server = "https://host:8443"}).ok());
+  auto mixed = ApiClient::Create({.server = "http://host:8080", .ca_cert = "/etc/ca.pem"});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.error().message.find("not https://"), std::string::npos);
 }
 
 TEST(ApiClientTest, SendsTheBearerTokenAndReturnsTheBody) {

@@ -4,6 +4,7 @@
 // and the REST API. Each test starts every process it needs and stops them all in TearDown;
 // tasks whose agent a test kills with SIGKILL are killed there too.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -38,6 +39,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
 // Polls `done` every 25 ms until it holds or `timeout` passes; true if it held.
@@ -148,8 +150,9 @@ class SystemTest : public ::testing::Test {
     const json client = json::parse(ReadWholeFile(client_json), nullptr, false);
     url_ = Str(client, "server");
     token_ = Str(client, "token");
+    ca_cert_ = client.value("caCert", "");
     ASSERT_FALSE(url_.empty() || token_.empty()) << client.dump();
-    auto api = client::ApiClient::Create({.server = url_, .token = token_});
+    auto api = client::ApiClient::Create({.server = url_, .token = token_, .ca_cert = ca_cert_});
     ASSERT_TRUE(api.ok()) << api.error().message;
     api_.emplace(std::move(api).value());
   }
@@ -159,24 +162,25 @@ class SystemTest : public ::testing::Test {
 
   // Starts `gangway agent` for node `name` and waits until the controller reports it ready.
   void StartAgent(const std::string& name, const std::string& gpus) {
-    const std::vector<std::string> args = {GANGWAY_BINARY,
-                                           "agent",
-                                           "--server",
-                                           url_,
-                                           "--join-token-file",
-                                           (data_ / "join.token").string(),
-                                           "--name",
-                                           name,
-                                           "--address",
-                                           "127.0.0.1",
-                                           "--fake-gpus",
-                                           gpus,
-                                           "--data",
-                                           (dir_ / ("agent-" + name)).string(),
-                                           "--heartbeat",
-                                           "1s",
-                                           "--shutdown-grace",
-                                           "1s"};
+    std::vector<std::string> args = {GANGWAY_BINARY,
+                                     "agent",
+                                     "--server",
+                                     url_,
+                                     "--join-token-file",
+                                     (data_ / "join.token").string(),
+                                     "--name",
+                                     name,
+                                     "--address",
+                                     "127.0.0.1",
+                                     "--fake-gpus",
+                                     gpus,
+                                     "--data",
+                                     (dir_ / ("agent-" + name)).string(),
+                                     "--heartbeat",
+                                     "1s",
+                                     "--shutdown-grace",
+                                     "1s"};
+    args.insert(args.end(), agent_args_.begin(), agent_args_.end());
     // SIGTERM if the test binary dies: the agent then stops its tasks.
     auto& agent = agents_[name] =
         std::make_unique<Process>(ProcessOptions{.args = args,
@@ -312,6 +316,8 @@ class SystemTest : public ::testing::Test {
   std::map<std::string, std::unique_ptr<Process>> agents_;
   std::string url_;
   std::string token_;
+  std::string ca_cert_;                  // from client.json: a TLS server's own certificate
+  std::vector<std::string> agent_args_;  // added to every agent's command line
   std::optional<client::ApiClient> api_;
 };
 
@@ -711,6 +717,70 @@ TEST_F(SystemTest, JobOfANodeKilledWithSigkillRestartsOnTheOtherNode) {
   ASSERT_TRUE(alive(orphan)) << "the killed agent's task runs on";
   ASSERT_NO_FATAL_FAILURE(StartAgent(first, "2xH100-80GB"));
   EXPECT_TRUE(Eventually([&] { return !alive(orphan); }, seconds(5)));
+}
+
+// ---- TLS -----------------------------------------------------------------------------------
+
+TEST_F(SystemTest, OverTlsTheCliAndAgentsVerifyTheControllersCertificate) {
+  // A self-signed certificate for 127.0.0.1, made as an operator would.
+  const std::string cert = (dir_ / "cert.pem").string();
+  const std::string key = (dir_ / "key.pem").string();
+  const Completed made =
+      RunToCompletion({.args = {"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                                "-keyout", key, "-out", cert, "-days", "1", "-subj",
+                                "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"},
+                       .stdout_path = dir_ / "openssl.out",
+                       .stderr_path = dir_ / "openssl.err"},
+                      seconds(30));
+  ASSERT_EQ(made.exit_code, 0) << Show(made);
+
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--tls-cert", cert, "--tls-key", key}));
+  EXPECT_TRUE(url_.starts_with("https://")) << url_;
+  EXPECT_EQ(ca_cert_, cert) << "a self-signed certificate is named in client.json";
+  agent_args_ = {"--ca-cert", cert};
+  ASSERT_NO_FATAL_FAILURE(StartAgent("n1", "1xH100-80GB"));
+
+  // The CLI finds server, token and CA in gangway-data/client.json, and runs a job end to end.
+  std::filesystem::create_directory_symlink(data_, dir_ / "gangway-data");
+  const Completed run =
+      RunToCompletion({.args = {GANGWAY_BINARY, "run", "-w", "--", "sh", "-c", "echo over-tls"},
+                       .unset_env = {"GANGWAY_SERVER", "GANGWAY_TOKEN", "GANGWAY_CA_CERT"},
+                       .cwd = dir_,
+                       .stdout_path = dir_ / "cli.out",
+                       .stderr_path = dir_ / "cli.err"},
+                      seconds(20));
+  EXPECT_EQ(run.exit_code, 0) << Show(run);
+  EXPECT_EQ(run.out, "over-tls\n");
+
+  // Without the CA the certificate is not trusted, and the error says what to pass.
+  auto untrusted = client::ApiClient::Create({.server = url_, .token = token_});
+  ASSERT_TRUE(untrusted.ok());
+  auto refused = untrusted->Health();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message, HasSubstr("--ca-cert")) << refused.error().message;
+  // Plain HTTP to the TLS port gets no answer; the error suggests https://.
+  auto plain = client::ApiClient::Create({.server = "http://127.0.0.1:" + Port()});
+  ASSERT_TRUE(plain.ok());
+  auto garbled = plain->Health();
+  ASSERT_FALSE(garbled.ok());
+  EXPECT_THAT(garbled.error().message, HasSubstr("https://")) << garbled.error().message;
+
+  // An agent that does not trust the certificate does not join, and its log says why.
+  agent_args_.clear();
+  auto stranger = std::make_unique<Process>(
+      ProcessOptions{.args = {GANGWAY_BINARY, "agent", "--server", url_, "--join-token-file",
+                              (data_ / "join.token").string(), "--name", "n2", "--fake-gpus",
+                              "1xH100-80GB", "--data", (dir_ / "agent-n2").string()},
+                     .unset_env = {"GANGWAY_CA_CERT"},
+                     .cwd = dir_,
+                     .stdout_path = dir_ / "agent-n2.out",
+                     .stderr_path = dir_ / "agent-n2.err"});
+  EXPECT_TRUE(Eventually(
+      [&] { return ReadWholeFile(dir_ / "agent-n2.err").find("--ca-cert") != std::string::npos; },
+      seconds(10)))
+      << ReadWholeFile(dir_ / "agent-n2.err");
+  EXPECT_EQ(NodeState("n2"), "");
+  stranger->Stop(SIGTERM, seconds(5));
 }
 
 }  // namespace

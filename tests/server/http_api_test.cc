@@ -203,11 +203,11 @@ TEST_F(HttpApiTest, AgentsActOnlyForTheirOwnNode) {
   auto ok = http_->Post("/v1/agents/n1/report", As(n1.c_str()), report, "application/json");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
-  EXPECT_THAT(ErrorOf(http_->Post("/v1/agents/n1/report", As(kJoinToken), report,
-                                  "application/json"),
-                      401)["message"]
-                  .get<std::string>(),
-              HasSubstr("not this node's token"));
+  EXPECT_THAT(
+      ErrorOf(http_->Post("/v1/agents/n1/report", As(kJoinToken), report, "application/json"),
+              401)["message"]
+          .get<std::string>(),
+      HasSubstr("not this node's token"));
   ErrorOf(http_->Post("/v1/agents/n1/report", As(n2.c_str()), report, "application/json"), 401);
   ErrorOf(http_->Get("/v1/agents/n1/commands?waitMs=10", As(n2.c_str())), 401);
   ErrorOf(http_->Get("/v1/agents/n1/commands?waitMs=10", As(kAdminToken)), 401);
@@ -215,9 +215,9 @@ TEST_F(HttpApiTest, AgentsActOnlyForTheirOwnNode) {
   auto cmds = http_->Get("/v1/agents/n1/commands?waitMs=10", As(n1.c_str()));
   ASSERT_TRUE(cmds);
   EXPECT_EQ(cmds->status, 200) << cmds->body;
-  EXPECT_EQ(ErrorOf(http_->Get("/v1/agents/n1/commands?waitMs=99999999", As(n1.c_str())), 400)
-                ["field"],
-            "waitMs");
+  EXPECT_EQ(
+      ErrorOf(http_->Get("/v1/agents/n1/commands?waitMs=99999999", As(n1.c_str())), 400)["field"],
+      "waitMs");
 
   // The join token cannot take over a node whose agent reports; the node's token re-registers
   // it (after a controller restart, say) and keeps its token.
@@ -229,8 +229,7 @@ TEST_F(HttpApiTest, AgentsActOnlyForTheirOwnNode) {
   EXPECT_FALSE(json::parse(again->body).contains("nodeToken"));
   ErrorOf(register_node("n1", n2), 401);
   ErrorOf(register_node("n1", kAliceToken), 401);
-  ASSERT_EQ(http_->Post("/v1/agents/n1/report", As(n1.c_str()), report, "application/json")
-                ->status,
+  ASSERT_EQ(http_->Post("/v1/agents/n1/report", As(n1.c_str()), report, "application/json")->status,
             200);
 
   // Tokens are not shown: the node list carries neither the token nor its digest.
@@ -254,10 +253,10 @@ TEST_F(HttpApiTest, LogsComeBackWithOffsets) {
   json report = {{"appliedSeq", 0},
                  {"tasks", {{{"taskId", task}, {"state", "running"}}}},
                  {"logs", {{{"taskId", task}, {"offset", 0}, {"data", "line 1\nline 2\n"}}}}};
-  ASSERT_EQ(http_->Post("/v1/agents/n1/report", As(node_token.c_str()), report.dump(),
-                        "application/json")
-                ->status,
-            200);
+  ASSERT_EQ(
+      http_->Post("/v1/agents/n1/report", As(node_token.c_str()), report.dump(), "application/json")
+          ->status,
+      200);
   auto logs = http_->Get("/v1/jobs/" + std::to_string(id) + "/logs?offset=7", As(kAliceToken));
   ASSERT_TRUE(logs);
   EXPECT_EQ(logs->body, "line 2\n");
