@@ -61,6 +61,33 @@ std::vector<Scenario> QuotaScenarios() {
        .profile = Fifo(),
        .expect = {.starts = {{.job = 1, .nodes = {{0, 1}}}}}},
 
+      // Jobs a guarantee covers go before jobs that must borrow, as Kueue orders queue heads:
+      // a, at its guarantee of 8, has the older job, but b's job is within b's idle guarantee
+      // and takes the free node. In submit order a's job would borrow that node, and b would
+      // reclaim it by preemption in the next cycle.
+      {.name = "guaranteed_jobs_go_before_borrowers",
+       .cluster = Cluster()
+                      .Queue(MakeQueue("a").Guarantee("gpu", 8))
+                      .Queue(MakeQueue("b").Guarantee("gpu", 8))
+                      .Running(MakeJob(100).Gpus(8).Queue("a"), {0})
+                      .Build(),
+       .pending = {MakeJob(1).Gpus(8).Queue("a").Obj(), MakeJob(2).Gpus(8).Queue("b").Obj()},
+       .profile = Fifo(),
+       .expect = {.starts = {{.job = 2, .nodes = {{1}}}},
+                  .pending = {{.job = 1, .code = kResources}}}},
+
+      // Within one queue the order holds: a's 8-GPU job must borrow, and its younger 1-GPU job,
+      // which its guarantee would cover, does not overtake it.
+      {.name = "a_queue_keeps_its_own_order_when_its_head_borrows",
+       .cluster = Cluster()
+                      .Queue(MakeQueue("a").Guarantee("gpu", 4))
+                      .Queue(MakeQueue("b").Guarantee("gpu", 12))
+                      .Build(),
+       .pending = {MakeJob(1).Gpus(8).Queue("a").Obj(), MakeJob(2).Gpus(1).Queue("a").Obj(),
+                   MakeJob(3).Gpus(8).Queue("b").Obj()},
+       .profile = Fifo(),
+       .expect = {.starts = {{.job = 3}, {.job = 1}}, .pending = {{.job = 2, .code = kResources}}}},
+
       // a guarantees 8 but lends at most 2, so 6 GPUs stay reserved for it while idle: b gets
       // 10 of the 16, not 11.
       {.name = "lend_limit_keeps_idle_guarantee_reserved",

@@ -8,6 +8,7 @@
 
 #include "core/model/mig.h"
 #include "core/model/resource_list.h"
+#include "core/sched/usage.h"
 
 namespace gangway::testing {
 
@@ -609,7 +610,8 @@ class Oracle {
 
   // Backfill "none" is strict order: once a job is blocked for resources, no job behind it in
   // the queue order starts in the cycle. Checked for the orders whose ranking is documented as
-  // a plain sort: fifo (submit order) and priority (higher first, then submit order).
+  // a plain sort: fifo (submit order) and priority (higher first, then submit order). With
+  // quota admission the jobs a guarantee covers go first (GuaranteeFirstTiers).
   void CheckStrictOrder() {
     if (profile_.backfill.name != "none") return;
     const bool by_priority = profile_.order.name == "priority";
@@ -621,8 +623,11 @@ class Oracle {
       if (a->submit_time != b->submit_time) return a->submit_time < b->submit_time;
       return a->id < b->id;
     });
-    std::set<uint64_t> started;
-    for (const core::StartDecision& s : result_.starts) started.insert(s.job.value);
+    std::map<uint64_t, const std::vector<TaskAllocation>*> started;
+    for (const core::StartDecision& s : result_.starts) started.emplace(s.job.value, &s.tasks);
+    if (profile_.admission.name == "quota" && !snap_.queues.empty()) {
+      ranked = GuaranteeFirstTiers(ranked, started);
+    }
     const Job* blocker = nullptr;
     for (const Job* j : ranked) {
       if (started.contains(j->id.value)) {
@@ -639,6 +644,73 @@ class Oracle {
         blocker = j;
       }
     }
+  }
+
+  // The ranking in two tiers: walking `ranked`, a job goes to the second tier if its request
+  // (core::RequestUsage) would take a queue on its path above that queue's guarantee for some
+  // resource, or if it asks for GPUs and no queue on its path guarantees any, or if an earlier
+  // job of its queue went there; usage is that of the running jobs plus the jobs of the first
+  // tier started so far.
+  std::vector<const Job*> GuaranteeFirstTiers(
+      const std::vector<const Job*>& ranked,
+      const std::map<uint64_t, const std::vector<TaskAllocation>*>& started) const {
+    const size_t nq = snap_.queues.size();
+    std::map<std::string, size_t> index;
+    for (size_t q = 0; q < nq; ++q) index.emplace(snap_.queues[q].name, q);
+    std::vector<int> parent(nq, -1);
+    std::vector<bool> leaf(nq, true);
+    for (size_t q = 0; q < nq; ++q) {
+      auto it = index.find(snap_.queues[q].parent);
+      if (it != index.end()) {
+        parent[q] = static_cast<int>(it->second);
+        leaf[it->second] = false;
+      }
+    }
+    std::vector<ResourceList> usage(nq);
+    auto add = [&](size_t leaf_queue, const ResourceList& u) {
+      for (int q = static_cast<int>(leaf_queue); q >= 0; q = parent[static_cast<size_t>(q)]) {
+        usage[static_cast<size_t>(q)].Add(u);
+      }
+    };
+    for (const RunningJob& r : snap_.running) {
+      auto it = index.find(r.job.queue);
+      if (it != index.end()) add(it->second, Usage(r.tasks));
+    }
+    std::vector<const Job*> first;
+    std::vector<const Job*> second;
+    std::set<size_t> deferred;
+    for (const Job* j : ranked) {
+      auto it = index.find(j->queue);
+      if (it == index.end() || !leaf[it->second]) {
+        first.push_back(j);
+        continue;
+      }
+      bool borrows = deferred.contains(it->second);
+      const ResourceList request = core::RequestUsage(*j);
+      for (const auto& [resource, amount] : request.entries()) {
+        if (amount <= 0) continue;
+        bool guaranteed = false;
+        for (int q = static_cast<int>(it->second); q >= 0; q = parent[static_cast<size_t>(q)]) {
+          const core::QueueSpec& spec = snap_.queues[static_cast<size_t>(q)];
+          if (!spec.guarantee.Has(resource)) continue;
+          guaranteed = true;
+          if (usage[static_cast<size_t>(q)].Get(resource) + amount > spec.guarantee.Get(resource)) {
+            borrows = true;
+          }
+        }
+        if (!guaranteed && resource == core::kGpuResource) borrows = true;
+      }
+      if (borrows) {
+        deferred.insert(it->second);
+        second.push_back(j);
+        continue;
+      }
+      first.push_back(j);
+      if (auto s = started.find(j->id.value); s != started.end())
+        add(it->second, Usage(*s->second));
+    }
+    first.insert(first.end(), second.begin(), second.end());
+    return first;
   }
 
   const Snapshot& snap_;

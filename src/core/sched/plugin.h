@@ -89,6 +89,9 @@ class Admission {
   // nullopt if `queue` may take `usage` now; otherwise why not, in a sentence.
   virtual std::optional<std::string> Admit(const CycleContext& ctx, QueueIndex queue,
                                            const ResourceList& usage) const = 0;
+  // Whether queues' guarantees bind: then a cycle considers the jobs their queue's guarantee
+  // covers before jobs that must borrow (see Cycle::Run).
+  virtual bool EnforcesGuarantees() const { return false; }
 };
 
 // ---------------------------------------------------------------------------------------------

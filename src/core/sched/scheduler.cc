@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/sched/usage.h"
 
@@ -93,6 +94,51 @@ std::string GroupSignature(const TaskGroup& g) {
 struct Outcome {
   PendingCode code;
   std::string message;
+};
+
+// Jobs their queue's guarantee covers first, then jobs that must borrow, each tier in the
+// order plugin's ranking (Kueue orders queue heads the same way). Without it, an older job of
+// a queue already at its guarantee takes freed GPUs by borrowing, and the queue that owns them
+// reclaims them by preemption the next cycle. A job borrows if, when the cursor reaches it,
+// its request would take a queue on its path above its guarantee (QueueTree::WithinGuarantee,
+// with the usage of the jobs started so far in the cycle). Within one queue the order holds:
+// once a job of a queue is deferred, so are the later ones of that queue. The second tier is
+// ranked by the order plugin afresh when the first is exhausted, so orders that re-rank after
+// each start (DRF) keep doing so. Jobs of unknown or inner queues stay in the first tier;
+// Consider reports them.
+class GuaranteeFirstCursor final : public JobCursor {
+ public:
+  GuaranteeFirstCursor(const QueueOrder& order, const CycleContext& ctx,
+                       std::span<const Job* const> pending)
+      : order_(order), ctx_(ctx), current_(order.Begin(ctx, pending)) {}
+
+  const Job* Next() override {
+    while (const Job* job = current_->Next()) {
+      if (in_second_tier_) return job;
+      const QueueIndex q = ctx_.queues.Find(job->queue);
+      if (q.valid() && ctx_.queues.IsLeaf(q) &&
+          (deferred_queues_.contains(q.value()) ||
+           !ctx_.queues.WithinGuarantee(q, RequestUsage(*job)))) {
+        deferred_queues_.insert(q.value());
+        borrowers_.push_back(job);
+        continue;
+      }
+      return job;
+    }
+    if (in_second_tier_ || borrowers_.empty()) return nullptr;
+    in_second_tier_ = true;
+    current_ = order_.Begin(ctx_, borrowers_);
+    return Next();
+  }
+  void Started(const Job& job) override { current_->Started(job); }
+
+ private:
+  const QueueOrder& order_;
+  const CycleContext& ctx_;
+  std::unique_ptr<JobCursor> current_;
+  bool in_second_tier_ = false;
+  std::vector<const Job*> borrowers_;
+  std::unordered_set<uint32_t> deferred_queues_;  // QueueIndex values
 };
 
 }  // namespace
@@ -235,7 +281,10 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
   std::vector<const Job*> jobs;
   jobs.reserve(pending.size());
   for (const Job& j : pending) jobs.push_back(&j);
-  std::unique_ptr<JobCursor> cursor = s_.order_->Begin(ctx, jobs);
+  std::unique_ptr<JobCursor> cursor =
+      s_.admission_->EnforcesGuarantees() && !snap_.queues.empty()
+          ? std::make_unique<GuaranteeFirstCursor>(*s_.order_, ctx, jobs)
+          : s_.order_->Begin(ctx, jobs);
   while (const Job* job = cursor->Next()) {
     if (s_.profile_.max_jobs_per_cycle > 0 && considered_ >= s_.profile_.max_jobs_per_cycle) {
       result_.pending.push_back({.job = job->id,

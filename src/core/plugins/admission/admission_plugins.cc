@@ -14,6 +14,7 @@ class QuotaAdmission final : public Admission {
                                    const ResourceList& usage) const override {
     return ctx.queues.CheckAdmission(queue, usage);
   }
+  bool EnforcesGuarantees() const override { return true; }
 };
 
 class NoAdmission final : public Admission {
