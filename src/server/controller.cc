@@ -135,6 +135,8 @@ void Controller::WriterLoop() {
                       [&] { return writer_stopping_ || !writes_.empty() || !unstamped_.empty(); });
     std::vector<Write> batch;
     batch.swap(writes_);
+    std::vector<std::filesystem::path> empty_dirs;
+    empty_dirs.swap(empty_dirs_to_remove_);
     const uint64_t gen = queued_gen_;
     // Every operation that queued these writes has finished (each holds mu_ throughout), so
     // the commands it pushed follow from state up to `gen`.
@@ -175,6 +177,9 @@ void Controller::WriterLoop() {
           }
         }
         store_->Commit();
+        // rmdir(2) removes only an empty directory: a checkpoint the job wrote stays. Where
+        // the checkpoint root is not visible to the controller, it fails and changes nothing.
+        for (const auto& dir : empty_dirs) ::rmdir(dir.c_str());
         break;
       } catch (const std::exception& e) {
         store_->Rollback();
@@ -535,7 +540,7 @@ void Controller::SettleLocked(JobRecord& job) {
       job.state = after;
       job.finished_at = now;
       EventLocked(job.id, std::string(JobStateName(after)), job.message);
-      RemoveEmptyCheckpointDir(job);
+      RemoveEmptyCheckpointDirLocked(job);
     }
   } else if (!job.tasks.empty() &&
              std::all_of(job.tasks.begin(), job.tasks.end(), [](const TaskRecord& t) {
@@ -545,15 +550,13 @@ void Controller::SettleLocked(JobRecord& job) {
     job.exit_code = 0;
     job.finished_at = now;
     EventLocked(job.id, "succeeded", "every task exited with code 0");
-    RemoveEmptyCheckpointDir(job);
+    RemoveEmptyCheckpointDirLocked(job);
   }
   SaveJobLocked(job);
 }
 
-void Controller::RemoveEmptyCheckpointDir(const JobRecord& job) const {
-  // rmdir(2) removes only an empty directory: a checkpoint the job wrote stays. Where the
-  // checkpoint root is not visible to the controller, this fails and changes nothing.
-  ::rmdir((options_.checkpoint_root / std::to_string(job.id)).c_str());
+void Controller::RemoveEmptyCheckpointDirLocked(const JobRecord& job) {
+  empty_dirs_to_remove_.push_back(options_.checkpoint_root / std::to_string(job.id));
 }
 
 // --- persistence helpers ---

@@ -155,9 +155,9 @@ class Controller {
                        const std::string& reason);
   void TaskEndedLocked(JobRecord& job, TaskRecord& task);
   void SettleLocked(JobRecord& job);  // apply after_stop / success when tasks are done
-  // A finished job's GANGWAY_CHECKPOINT_DIR, if it stayed empty (most jobs never checkpoint;
-  // one directory per job would otherwise pile up under the checkpoint root).
-  void RemoveEmptyCheckpointDir(const JobRecord& job) const;
+  // Queues the removal of a finished job's GANGWAY_CHECKPOINT_DIR if it stayed empty (most
+  // jobs never checkpoint; one directory per job would otherwise pile up).
+  void RemoveEmptyCheckpointDirLocked(const JobRecord& job);
   void RequeueOrFailLocked(JobRecord& job, bool allow_restart, const std::string& why);
   void LaunchLocked(JobRecord& job, TaskRecord& task);
   void SendStopLocked(const JobRecord& job, const TaskRecord& task, int grace_seconds,
@@ -202,8 +202,11 @@ class Controller {
     StoredEvent event;
   };
   std::vector<Write> writes_;  // queued, not yet committed
-  uint64_t queued_gen_ = 0;    // generation of the last queued write
-  uint64_t durable_gen_ = 0;   // every write up to this generation is committed
+  // Checkpoint directories of finished jobs, removed if empty by the writer after its next
+  // commit, outside the lock (the checkpoint root is often a network filesystem).
+  std::vector<std::filesystem::path> empty_dirs_to_remove_;
+  uint64_t queued_gen_ = 0;   // generation of the last queued write
+  uint64_t durable_gen_ = 0;  // every write up to this generation is committed
   bool writer_stopping_ = false;
   bool writer_done_ = false;
   std::condition_variable writer_wake_;

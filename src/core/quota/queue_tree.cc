@@ -34,7 +34,7 @@ Result<QueueTree> QueueTree::Build(const std::vector<QueueSpec>& specs,
                                    const ResourceList& capacity, Instant now,
                                    FairShareOptions options) {
   QueueTree tree;
-  std::map<std::string, uint32_t, std::less<>> index;
+  auto& index = tree.index_;
   std::set<std::string> names = {std::string(kGpuResource), std::string(kCpuResource),
                                  std::string(kMemoryResource)};
   for (const auto& [name, amount] : capacity.entries()) names.insert(name);
@@ -133,10 +133,8 @@ Result<QueueTree> QueueTree::Build(const std::vector<QueueSpec>& specs,
 }
 
 QueueIndex QueueTree::Find(std::string_view name) const {
-  for (size_t i = 0; i < queues_.size(); ++i) {
-    if (queues_[i].spec.name == name) return QueueIndex(static_cast<uint32_t>(i));
-  }
-  return QueueIndex();
+  auto it = index_.find(name);
+  return it == index_.end() ? QueueIndex() : QueueIndex(it->second);
 }
 
 int QueueTree::ResourceIndex(std::string_view name) const {

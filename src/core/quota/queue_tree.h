@@ -20,9 +20,11 @@
 //   normalised by the decayed history of all queues, times `history_weight`.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/model/ids.h"
@@ -91,6 +93,13 @@ class QueueTree {
     double weight = 1.0;
     double history_share = 0.0;  // decayed, normalised
   };
+  // Queue names to positions, looked up by string_view without building a string.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
   int ResourceIndex(std::string_view name) const;  // -1 if not tracked
   int64_t Capacity(QueueIndex parent, int r) const;
   int64_t UnlendableIdle(const Queue& q, int r) const;
@@ -98,6 +107,7 @@ class QueueTree {
   std::string Describe(int r, int64_t amount) const;
 
   std::vector<Queue> queues_;
+  std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> index_;
   std::vector<QueueIndex> roots_;
   std::vector<std::string> resources_;  // sorted; tracked resource names
   std::vector<int64_t> capacity_;

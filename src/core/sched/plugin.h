@@ -177,6 +177,11 @@ class Preemption {
   virtual std::optional<std::string> MayPreempt(const CycleContext& ctx, const QueueOrder& order,
                                                 const Job& preemptor,
                                                 const RunningJob& victim) const = 0;
+  // False if MayPreempt would refuse every victim for `preemptor` (what depends on the
+  // preemptor alone), so that the cycle skips the policy without visiting the running jobs.
+  virtual bool MayPreemptAny(const CycleContext& /*ctx*/, const Job& /*preemptor*/) const {
+    return true;
+  }
 };
 
 }  // namespace gangway::core

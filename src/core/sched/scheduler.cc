@@ -740,6 +740,11 @@ std::optional<Outcome> Cycle::FindVictims(const Job& job, QueueIndex q, const Cy
     std::string reason;
     const Running* running;
   };
+  std::vector<const Preemption*> policies;
+  for (const auto& policy : s_.preemption_) {
+    if (policy->MayPreemptAny(ctx, job)) policies.push_back(policy.get());
+  }
+  if (policies.empty()) return std::nullopt;
   std::vector<Candidate> candidates;
   for (size_t i = 0; i < running_.size(); ++i) {
     const Running& r = running_[i];
@@ -747,7 +752,7 @@ std::optional<Outcome> Cycle::FindVictims(const Job& job, QueueIndex q, const Cy
     if (stopping_flag_[i] || !v.job.preemptible) continue;  // terminating, or a victim already
     if (v.started_at == snap_.now) continue;                // started in this cycle
     if (snap_.now - v.started_at < s_.profile_.min_runtime) continue;
-    for (const auto& policy : s_.preemption_) {
+    for (const Preemption* policy : policies) {
       if (auto why = policy->MayPreempt(ctx, *s_.order_, job, v)) {
         candidates.push_back({&v, std::move(*why), &r});
         break;

@@ -58,6 +58,11 @@ class ReclaimPreemption final : public Preemption {
     }
     return "queue " + preemptor.queue + " reclaims its guarantee from queue " + victim.job.queue;
   }
+  // Only a job its queue's guarantee covers reclaims.
+  bool MayPreemptAny(const CycleContext& ctx, const Job& preemptor) const override {
+    QueueIndex mine = ctx.queues.Find(preemptor.queue);
+    return mine.valid() && ctx.queues.WithinGuarantee(mine, RequestUsage(preemptor));
+  }
 };
 
 class OrderPreemption final : public Preemption {
