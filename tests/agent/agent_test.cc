@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -481,14 +482,19 @@ TEST_F(AgentTest, UsesItsNodeTokenAfterJoiningAndKeepsItAcrossRestarts) {
   });
 
   // When the controller no longer knows the token, the agent joins again and keeps the new one.
+  // (Its other thread may still send one request with the old token, get 401 and register
+  // again with the new one; so the checks wait for the state to settle.)
   controller_.RevokeNodeToken();
   controller_.Launch("2.0.0", {"true"});  // wakes the agent; its poll and report get 401
   ASSERT_TRUE(HasState("2.0.0", "exited"));
-  controller_.WaitUntil([&] {
-    EXPECT_EQ(controller_.register_auth_.back(), std::string("Bearer ") + kToken);
-    EXPECT_EQ(controller_.request_auth_.back(), "Bearer node-secret-2");
-    return true;
-  });
+  EXPECT_TRUE(controller_.WaitUntil([&] {
+    return std::count(controller_.register_auth_.begin(), controller_.register_auth_.end(),
+                      std::string("Bearer ") + kToken) == 2;
+  }));
+  controller_.Launch("3.0.0", {"true"});
+  ASSERT_TRUE(HasState("3.0.0", "exited"));
+  EXPECT_TRUE(controller_.WaitUntil(
+      [&] { return controller_.request_auth_.back() == "Bearer node-secret-2"; }));
   std::ifstream again(token_file);
   std::getline(again, saved);
   EXPECT_EQ(saved, "node-secret-2");
