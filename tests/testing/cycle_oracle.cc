@@ -625,7 +625,10 @@ class Oracle {
     });
     std::map<uint64_t, const std::vector<TaskAllocation>*> started;
     for (const core::StartDecision& s : result_.starts) started.emplace(s.job.value, &s.tasks);
-    if (profile_.admission.name == "quota" && !snap_.queues.empty()) {
+    const bool guarantees =
+        std::any_of(snap_.queues.begin(), snap_.queues.end(),
+                    [](const core::QueueSpec& q) { return !q.guarantee.empty(); });
+    if (profile_.admission.name == "quota" && guarantees) {
       ranked = GuaranteeFirstTiers(ranked, started);
     }
     const Job* blocker = nullptr;

@@ -73,7 +73,10 @@ Result<QueueTree> QueueTree::Build(const std::vector<QueueSpec>& specs,
     q.lend_limit.assign(nr, -1);
     for (size_t r = 0; r < nr; ++r) {
       const std::string& name = tree.resources_[r];
-      if (s.guarantee.Has(name)) q.guarantee[r] = s.guarantee.Get(name);
+      if (s.guarantee.Has(name)) {
+        q.guarantee[r] = s.guarantee.Get(name);
+        tree.has_guarantees_ = true;
+      }
       if (s.borrow_limit.Has(name)) q.borrow_limit[r] = s.borrow_limit.Get(name);
       if (s.lend_limit.Has(name)) q.lend_limit[r] = s.lend_limit.Get(name);
     }

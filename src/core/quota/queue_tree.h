@@ -78,6 +78,8 @@ class QueueTree {
   // guarantee for some borrowed resource, i.e. the usage removed was borrowed.
   bool IsBorrowed(QueueIndex leaf, const ResourceList& amount) const;
 
+  // Whether any queue names a guarantee for any resource.
+  bool HasGuarantees() const { return has_guarantees_; }
   // Weighted dominant share of the queue among its siblings (lower = more deserving).
   double Share(QueueIndex q) const;
 
@@ -109,6 +111,7 @@ class QueueTree {
   std::vector<Queue> queues_;
   std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> index_;
   std::vector<QueueIndex> roots_;
+  bool has_guarantees_ = false;
   std::vector<std::string> resources_;  // sorted; tracked resource names
   std::vector<int64_t> capacity_;
   std::vector<int64_t> top_usage_;

@@ -104,7 +104,8 @@ struct Outcome {
 // with the usage of the jobs started so far in the cycle). Within one queue the order holds:
 // once a job of a queue is deferred, so are the later ones of that queue. The second tier is
 // ranked by the order plugin afresh when the first is exhausted, so orders that re-rank after
-// each start (DRF) keep doing so. Jobs of unknown or inner queues stay in the first tier;
+// each start (DRF) keep doing so. Used only when some queue has a guarantee: without one there
+// is nothing to reclaim. Jobs of unknown or inner queues stay in the first tier;
 // Consider reports them.
 class GuaranteeFirstCursor final : public JobCursor {
  public:
@@ -282,7 +283,7 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
   jobs.reserve(pending.size());
   for (const Job& j : pending) jobs.push_back(&j);
   std::unique_ptr<JobCursor> cursor =
-      s_.admission_->EnforcesGuarantees() && !snap_.queues.empty()
+      s_.admission_->EnforcesGuarantees() && queues_->HasGuarantees()
           ? std::make_unique<GuaranteeFirstCursor>(*s_.order_, ctx, jobs)
           : s_.order_->Begin(ctx, jobs);
   while (const Job* job = cursor->Next()) {
