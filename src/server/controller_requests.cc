@@ -580,6 +580,11 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
     NodeEntry& e = nodes_[rec.node.name];
     const bool known = e.record.registered_at != 0;
     if (owner) {
+      // Checked again under the lock: another agent may have taken the lost node meanwhile.
+      if (!SameToken(e.record.token_digest, TokenDigest(who.token))) {
+        return Error(401, "unauthorized",
+                     "the token of node '" + rec.node.name + "' was replaced a moment ago");
+      }
       rec.token_digest = e.record.token_digest;
     } else {
       if (known && !e.record.lost && !e.record.token_digest.empty()) {
