@@ -4,7 +4,11 @@
 //   latency     submit-to-running p50/p99 on an idle cluster (target p50 <= 50 ms)
 //   throughput  N jobs running /bin/true on A agents x G fake GPUs, submit to exit recorded
 //               (target >= 1,000 jobs/s on 2 cores)
-//   heartbeats  K simulated agents reporting every 5 s; the controller's CPU (target <= 1 core)
+//   heartbeats  K simulated agents reporting every 5 s; the controller's CPU (target <= 1 core).
+//               Each report opens its own connection, as a real agent's does: the controller
+//               closes idle connections after 1 s. `--connections shared` reuses a few instead;
+//               `--tls rsa|ecdsa` serves HTTPS with such a self-signed key, so that each report
+//               costs a TLS handshake
 //   dispatch    as throughput, but the A agents are simulated in this process: each launch is
 //               reported exited at once, so the figure is the controller's own rate, without
 //               the cost of creating processes (which bounds `throughput` on small VMs)
@@ -28,6 +32,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -51,6 +56,8 @@ struct Flags {
   int simulated_agents = 10000;
   int seconds = 20;
   int submitters = 4;
+  std::string connections = "per-report";  // heartbeats: or "shared"
+  std::string tls = "none";                // heartbeats: or "rsa", "ecdsa"
   std::string data;
 };
 
@@ -113,11 +120,12 @@ struct Cluster {
   }
 };
 
-bool StartServer(const Flags& f, Cluster& c) {
+bool StartServer(const Flags& f, Cluster& c, const std::vector<std::string>& extra = {}) {
   std::filesystem::create_directories(f.data);
-  c.server = Spawn({f.gangway, "server", "--data", f.data, "--listen", "127.0.0.1:0", "--heartbeat",
-                    "5s", "--batch", "1ms"},
-                   f.data + "/server.log");
+  std::vector<std::string> argv = {f.gangway,     "server",      "--data", f.data,    "--listen",
+                                   "127.0.0.1:0", "--heartbeat", "5s",     "--batch", "1ms"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  c.server = Spawn(argv, f.data + "/server.log");
   const auto client = std::filesystem::path(f.data) / "client.json";
   for (int i = 0; i < 500 && !std::filesystem::exists(client); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -408,14 +416,68 @@ int SpawnCeiling(const Flags& f) {
   return 0;
 }
 
+// Makes a self-signed certificate for 127.0.0.1 under f.data with `openssl`, as an operator
+// would; key_type is "rsa" (2048 bits) or "ecdsa" (P-256). Returns false if openssl failed.
+bool MakeCertificate(const Flags& f, const std::string& key_type, std::string* cert,
+                     std::string* key) {
+  std::filesystem::create_directories(f.data);
+  *cert = f.data + "/cert.pem";
+  *key = f.data + "/key.pem";
+  std::vector<std::string> argv = {"/usr/bin/openssl",
+                                   "req",
+                                   "-x509",
+                                   "-nodes",
+                                   "-keyout",
+                                   *key,
+                                   "-out",
+                                   *cert,
+                                   "-days",
+                                   "1",
+                                   "-subj",
+                                   "/CN=127.0.0.1",
+                                   "-addext",
+                                   "subjectAltName=IP:127.0.0.1"};
+  if (key_type == "rsa") {
+    argv.insert(argv.end(), {"-newkey", "rsa:2048"});
+  } else {
+    argv.insert(argv.end(), {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"});
+  }
+  const pid_t pid = Spawn(argv, f.data + "/openssl.log");
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::cerr << "openssl could not make a certificate; see " << f.data << "/openssl.log\n";
+    return false;
+  }
+  return true;
+}
+
 int Heartbeats(const Flags& f) {
   Cluster c;
-  if (!StartServer(f, c)) return 1;
+  std::vector<std::string> tls_args;
+  std::string cert;
+  if (f.tls != "none") {
+    std::string key;
+    if (!MakeCertificate(f, f.tls, &cert, &key)) return 1;
+    tls_args = {"--tls-cert", cert, "--tls-key", key};
+  }
+  if (!StartServer(f, c, tls_args)) return 1;
+  // As an agent does: verify the controller's certificate and host name.
+  auto client = [&] {
+    auto http = std::make_unique<httplib::Client>(c.url);
+    if (!cert.empty()) {
+      http->set_ca_cert_path(cert.c_str());
+      http->enable_server_certificate_verification(true);
+    }
+    return http;
+  };
   const int n = f.simulated_agents;
   std::vector<std::string> epochs(static_cast<size_t>(n));
   std::vector<std::string> tokens(static_cast<size_t>(n));
   {
-    httplib::Client http(c.host, c.port);
+    auto http = client();
+    http->set_keep_alive(true);
+    http->set_tcp_nodelay(true);
     for (int i = 0; i < n; ++i) {
       json gpus = json::array();
       for (int g = 0; g < 8; ++g) {
@@ -427,9 +489,10 @@ int Heartbeats(const Flags& f) {
                      {"memoryBytes", 2199023255552LL},
                      {"gpus", gpus}}},
                    {"agentId", "sim"}};
-      auto r = http.Post("/v1/agents/register", Auth(c.join), body.dump(), "application/json");
+      auto r = http->Post("/v1/agents/register", Auth(c.join), body.dump(), "application/json");
       if (!r || r->status != 200) {
-        std::cerr << "registration failed\n";
+        std::cerr << "registration failed: "
+                  << (r ? std::to_string(r->status) : to_string(r.error())) << "\n";
         return 1;
       }
       const json answer = json::parse(r->body);
@@ -437,19 +500,22 @@ int Heartbeats(const Flags& f) {
       tokens[static_cast<size_t>(i)] = answer["nodeToken"];
     }
   }
-  // Every agent reports once per 5 s, spread evenly: n / 5 reports per second.
+  // Every agent reports once per 5 s, spread evenly: n / 5 reports per second. A new connection
+  // per report costs the sender a round trip (and a handshake), so that mode uses more threads.
+  const bool shared = f.connections == "shared";
   const double rate = n / 5.0;
-  const int threads = 4;
+  const int threads = shared ? 4 : 16;
   std::atomic<int64_t> sent{0};
   std::atomic<int64_t> errors{0};
+  std::atomic<int64_t> late{0};
   const double cpu0 = CpuSeconds(c.server);
   const auto t0 = Clock::now();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
-      httplib::Client http(c.host, c.port);
-      http.set_keep_alive(true);  // as agents do
-      http.set_tcp_nodelay(true);
+      auto http = client();
+      http->set_keep_alive(shared);
+      http->set_tcp_nodelay(true);
       const auto per_thread = rate / threads;
       int64_t k = 0;
       for (;;) {
@@ -457,6 +523,7 @@ int Heartbeats(const Flags& f) {
             t0 + std::chrono::duration_cast<Clock::duration>(
                      std::chrono::duration<double>(static_cast<double>(k) / per_thread));
         if (due - t0 > std::chrono::seconds(f.seconds)) break;
+        if (Clock::now() - due > std::chrono::seconds(1)) late++;
         std::this_thread::sleep_until(due);
         const int i = static_cast<int>((k * threads + t) % n);
         json body = {{"agentId", "sim"},
@@ -464,8 +531,8 @@ int Heartbeats(const Flags& f) {
                      {"appliedSeq", 0},
                      {"tasks", json::array()},
                      {"gpus", json::array()}};
-        auto r = http.Post("/v1/agents/sim-" + std::to_string(i) + "/report",
-                           Auth(tokens[static_cast<size_t>(i)]), body.dump(), "application/json");
+        auto r = http->Post("/v1/agents/sim-" + std::to_string(i) + "/report",
+                            Auth(tokens[static_cast<size_t>(i)]), body.dump(), "application/json");
         if (!r || r->status != 200) errors++;
         sent++;
         ++k;
@@ -475,8 +542,8 @@ int Heartbeats(const Flags& f) {
   for (auto& t : pool) t.join();
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   const double cpu = CpuSeconds(c.server) - cpu0;
-  httplib::Client http(c.host, c.port);
-  auto nodes = http.Get("/metrics");
+  auto http = client();
+  auto nodes = http->Get("/metrics");
   int64_t lost = -1;
   if (nodes) {
     const std::string key = "gangway_nodes{state=\"lost\"} ";
@@ -484,9 +551,11 @@ int Heartbeats(const Flags& f) {
     if (at != std::string::npos) lost = std::stoll(nodes->body.substr(at + key.size()));
   }
   std::printf(
-      "%d simulated agents, one report per 5 s each (%.0f/s) for %.1f s: %lld reports, %lld "
-      "errors, %lld nodes lost; controller CPU %.2f s = %.3f cores\n",
-      n, rate, wall, static_cast<long long>(sent.load()), static_cast<long long>(errors.load()),
+      "%d simulated agents, one report per 5 s each (%.0f/s) for %.1f s, %s connections, TLS %s: "
+      "%lld reports (%lld over 1 s late), %lld errors, %lld nodes lost; controller CPU %.2f s = "
+      "%.3f cores\n",
+      n, rate, wall, f.connections.c_str(), f.tls.c_str(), static_cast<long long>(sent.load()),
+      static_cast<long long>(late.load()), static_cast<long long>(errors.load()),
       static_cast<long long>(lost), cpu, cpu / wall);
   return 0;
 }
@@ -522,18 +591,32 @@ int main(int argc, char** argv) {
       f.seconds = std::stoi(value());
     else if (a == "--submitters")
       f.submitters = std::stoi(value());
+    else if (a == "--connections")
+      f.connections = value();
+    else if (a == "--tls")
+      f.tls = value();
     else if (a == "--data")
       f.data = value();
     else {
       std::cerr << "usage: gangway_live_load --gangway PATH [--mode "
                    "latency|throughput|heartbeats|dispatch|spawn]"
                    " [--jobs N] [--agents A] [--gpus G] [--samples S] [--simulated-agents K]"
-                   " [--seconds T] [--data DIR]\n";
+                   " [--seconds T] [--connections per-report|shared] [--tls none|rsa|ecdsa]"
+                   " [--data DIR]\n";
       return 2;
     }
   }
   if (f.gangway.empty()) {
     std::cerr << "--gangway PATH is required\n";
+    return 2;
+  }
+  if ((f.connections != "per-report" && f.connections != "shared") ||
+      (f.tls != "none" && f.tls != "rsa" && f.tls != "ecdsa")) {
+    std::cerr << "--connections is per-report or shared; --tls is none, rsa or ecdsa\n";
+    return 2;
+  }
+  if (f.tls != "none" && f.mode != "heartbeats") {
+    std::cerr << "--tls applies to --mode heartbeats only\n";
     return 2;
   }
   if (f.data.empty()) {

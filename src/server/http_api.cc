@@ -1,5 +1,7 @@
 #include "server/http_api.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <chrono>
 #include <sstream>
@@ -86,12 +88,22 @@ HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
                                " with the key " + options_.tls_key +
                                " (unreadable, not PEM, or the key does not match)");
     }
+    // httplib's clients (the agent, the CLI) never resume a session, so session tickets would
+    // only cost every handshake two more encryptions and a round of writes.
+    SSL_CTX_set_num_tickets(tls->ssl_context(), 0);
     server_ = std::move(tls);
   }
   const int threads = options_.threads;
   server_->new_task_queue = [threads] {
     return new httplib::ThreadPool(static_cast<size_t>(threads));
   };
+  // httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and take
+  // half its connections. SO_REUSEADDR alone still allows a restart over TIME_WAIT connections.
+  server_->set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd_ = sock;
+  });
   server_->set_payload_max_length(options_.max_body);
   server_->set_keep_alive_max_count(100000);
   server_->set_read_timeout(std::chrono::seconds(60));
@@ -129,8 +141,13 @@ HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
 }
 
 int HttpApi::Bind(const std::string& host, int port) {
-  if (port == 0) return server_->bind_to_any_port(host);
-  return server_->bind_to_port(host, port) ? port : -1;
+  const int bound =
+      port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
+  // httplib listens with a backlog of 5; at a few thousand agents' reports per second, a full
+  // backlog drops connection attempts and each one waits a second to try again. Listening again
+  // on a listening socket changes its backlog.
+  if (bound > 0 && ::listen(listen_fd_, SOMAXCONN) != 0) return -1;
+  return bound;
 }
 
 bool HttpApi::Serve() { return server_->listen_after_bind(); }

@@ -33,7 +33,9 @@ class HttpApi {
   // Throws std::runtime_error if the TLS certificate or key cannot be loaded.
   HttpApi(Controller& controller, AuthConfig auth, HttpOptions options);
 
-  // Binds host:port (0 = any free port); returns the port or -1.
+  // Binds host:port (0 = any free port); returns the port or -1. The port is exclusive: a second
+  // server on it fails here, rather than sharing its connections. Up to SOMAXCONN connections
+  // wait to be accepted, so that thousands of agents reconnecting are not refused.
   int Bind(const std::string& host, int port);
   // Serves until Stop(); returns false if serving failed.
   bool Serve();
@@ -48,6 +50,7 @@ class HttpApi {
   AuthConfig auth_;
   HttpOptions options_;
   std::unique_ptr<httplib::Server> server_;  // an httplib::SSLServer with TLS
+  int listen_fd_ = -1;                       // the socket the last Bind attempt created
 
   struct RouteStats {
     uint64_t count = 0;

@@ -4,10 +4,18 @@
 
 #include "server/http_api.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <thread>
+#include <vector>
 
 #include "server/controller_fixture.h"
 
@@ -262,6 +270,54 @@ TEST_F(HttpApiTest, LogsComeBackWithOffsets) {
   EXPECT_EQ(logs->body, "line 2\n");
   EXPECT_EQ(logs->get_header_value("X-Gangway-Next-Offset"), "14");
   EXPECT_EQ(logs->get_header_value("X-Gangway-Log-Complete"), "false");
+}
+
+TEST_F(HttpApiTest, ASecondServerCannotBindTheSamePort) {
+  // With SO_REUSEPORT (httplib's default) this Bind succeeded, and the kernel then split new
+  // connections between two controllers with different state.
+  HttpApi second(c(), AuthConfig{}, HttpOptions{.threads = 1});
+  EXPECT_EQ(second.Bind("127.0.0.1", port_), -1);
+  auto r = http_->Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(HttpApiTest, ManyConnectionsWaitToBeAcceptedRatherThanBeingDropped) {
+  // A server bound but not yet serving accepts nothing, so every connection that completes
+  // its handshake waits in the listen backlog. With httplib's backlog of 5, the kernel drops
+  // the SYNs beyond it and those clients retry only after a second.
+  HttpApi idle(c(), AuthConfig{}, HttpOptions{.threads = 1});
+  const int port = idle.Bind("127.0.0.1", 0);
+  ASSERT_GT(port, 0);
+  constexpr int kClients = 64;
+  std::vector<int> fds;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < kClients; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+    connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+  }
+  // Nothing accepts, so the backlog never drains: a connection beyond it never completes, and
+  // the deadline only bounds how long the test waits to see that.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  int connected = 0;
+  for (int fd : fds) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{.fd = fd, .events = POLLOUT, .revents = 0};
+    int error = -1;
+    socklen_t len = sizeof(error);
+    if (poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()))) == 1 &&
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) == 0 && error == 0) {
+      ++connected;
+    }
+    close(fd);
+  }
+  EXPECT_EQ(connected, kClients);
 }
 
 }  // namespace
