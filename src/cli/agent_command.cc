@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "agent/gpu_source.h"
 #include "agent/inventory.h"
 #include "agent/task_runner.h"
+#include "cli/data_dir_lock.h"
 #include "cli/plan_command.h"
 #include "spec/units.h"
 
@@ -273,6 +275,13 @@ void RunAgent(const AgentFlags& f) {
   options.shutdown_grace = ParseSeconds("--shutdown-grace", f.shutdown_grace, true);
   options.data_dir = data;
   options.inventory = inv;
+  // Two agents on one directory would both adopt its leftover tasks and share a node token.
+  {
+    std::error_code ec;
+    std::filesystem::create_directories(data, ec);
+    if (ec) Fail("cannot create " + data + ": " + ec.message());
+  }
+  if (auto held = HoldDirectoryLock(data, "agent.lock", "gangway agent")) Fail(*held);
 
   // SIGINT/SIGTERM are taken by sigwait below; every thread inherits the mask (tasks get a
   // clean one from the runner).

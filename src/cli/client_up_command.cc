@@ -32,6 +32,7 @@
 
 #include "cli/client_commands.h"
 #include "cli/client_common.h"
+#include "cli/data_dir_lock.h"
 #include "cli/plan_command.h"
 
 namespace gangway::cli {
@@ -248,6 +249,9 @@ void RunUp(const UpFlags& f) {
   const fs::path data = f.data;
   fs::create_directories(data, ec);
   if (ec) Fail(kExitBadInput, "cannot create " + data.string() + ": " + ec.message());
+  // Checked before anything is started, so that a second `up` does not truncate the first's
+  // logs; the controller and the agent hold their own locks as well.
+  if (auto held = HoldDirectoryLock(data, "up.lock", "gangway up")) Fail(kExitBadInput, *held);
   for (const std::string& file : f.submit) {
     if (!fs::is_regular_file(file)) Fail(kExitBadInput, "--submit: cannot read " + file);
   }

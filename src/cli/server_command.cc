@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/data_dir_lock.h"
 #include "cli/plan_command.h"
 #include "core/sched/registry.h"
 #include "server/auth.h"
@@ -110,6 +111,8 @@ void RunServer(const ServerFlags& f) {
   }
   server::AuthConfig auth;
   std::filesystem::create_directories(f.data);
+  // Two controllers on one database would both schedule and dispatch the same jobs.
+  if (auto held = HoldDirectoryLock(f.data, "server.lock", "gangway server")) Fail(*held);
   if (!f.auth.empty()) {
     auto parsed = server::ParseAuthFile(ReadFile(f.auth), f.auth);
     if (!parsed.ok()) Fail("the auth file has problems:\n" + parsed.ErrorText());

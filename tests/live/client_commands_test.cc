@@ -710,6 +710,16 @@ TEST_F(ClientCommandsTest, UpRunsAControllerAndAnAgentThatRunJobs) {
     EXPECT_EQ(logs.out, "hello from 1\n");
     Outcome run = scratch_.Gangway({"run", "--gpus", "2", "-w", "--", "sh", "-c", "exit 7"});
     EXPECT_EQ(run.exit_code, 7) << Show(run);
+    // A second `up` on the same directory stops before it starts anything or touches a log.
+    Outcome second = scratch_.Gangway({"up", "--port", "0", "--timeout", "20"});
+    EXPECT_EQ(second.exit_code, 2) << Show(second);
+    EXPECT_NE(second.err.find("another gangway up (pid " + std::to_string(pid) +
+                              ") is using ./gangway-data"),
+              std::string::npos)
+        << second.err;
+    EXPECT_NE(testing::Slurp((scratch_.dir() / "gangway-data" / "server.log").string())
+                  .find("listening on"),
+              std::string::npos);
   }
   if (!exited) {
     kill(pid, SIGINT);

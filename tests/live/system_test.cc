@@ -719,6 +719,48 @@ TEST_F(SystemTest, JobOfANodeKilledWithSigkillRestartsOnTheOtherNode) {
   EXPECT_TRUE(Eventually([&] { return !alive(orphan); }, seconds(5)));
 }
 
+TEST_F(SystemTest, ASecondControllerOrAgentOnTheSameDirectoryRefusesToStart) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(StartAgent("n1", "1xH100-80GB"));
+  const uint64_t id = Submit({{"name", "keep"}, {"gpu", 1}, {"command", {"sleep", "30"}}});
+  json job;
+  ASSERT_TRUE(WaitForState(id, "running", seconds(10), &job)) << job.dump();
+
+  // On another port, so that only the directory is shared.
+  const Completed server = RunToCompletion(
+      {.args = {GANGWAY_BINARY, "server", "--data", data_.string(), "--listen", "127.0.0.1:0"},
+       .cwd = dir_,
+       .stdout_path = dir_ / "second-server.out",
+       .stderr_path = dir_ / "second-server.err"},
+      seconds(20));
+  EXPECT_EQ(server.exit_code, 2) << Show(server);
+  EXPECT_THAT(server.err, HasSubstr("another gangway server (pid " +
+                                    std::to_string(server_->pid()) + ") is using"));
+
+  const Completed agent =
+      RunToCompletion({.args = {GANGWAY_BINARY, "agent", "--server", url_, "--join-token-file",
+                                (data_ / "join.token").string(), "--name", "n1", "--fake-gpus",
+                                "1xH100-80GB", "--data", (dir_ / "agent-n1").string()},
+                       .cwd = dir_,
+                       .stdout_path = dir_ / "second-agent.out",
+                       .stderr_path = dir_ / "second-agent.err"},
+                      seconds(20));
+  EXPECT_EQ(agent.exit_code, 2) << Show(agent);
+  EXPECT_THAT(agent.err, HasSubstr("another gangway agent (pid " +
+                                   std::to_string(agents_["n1"]->pid()) + ") is using"));
+
+  // The first ones go on as before: the job is still running on n1, and the node is ready.
+  EXPECT_EQ(Str(Job(id), "state"), "running");
+  EXPECT_EQ(NodeState("n1"), "ready");
+  EXPECT_TRUE(server_->Running());
+  EXPECT_TRUE(agents_["n1"]->Running());
+
+  // The lock dies with its process: after kill -9 a new controller starts on the directory.
+  server_->Stop(SIGKILL, seconds(5));
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  EXPECT_TRUE(WaitForState(id, "running", seconds(10), &job)) << job.dump();
+}
+
 // ---- TLS -----------------------------------------------------------------------------------
 
 TEST_F(SystemTest, OverTlsTheCliAndAgentsVerifyTheControllersCertificate) {
