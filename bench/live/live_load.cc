@@ -59,6 +59,7 @@ struct Flags {
   std::string connections = "per-report";  // heartbeats: or "shared"
   std::string tls = "none";                // heartbeats: or "rsa", "ecdsa"
   std::string data;
+  bool keep = false;  // leave the controller's state in --data (e.g. to time a restart)
 };
 
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
@@ -597,12 +598,14 @@ int main(int argc, char** argv) {
       f.tls = value();
     else if (a == "--data")
       f.data = value();
+    else if (a == "--keep")
+      f.keep = true;
     else {
       std::cerr << "usage: gangway_live_load --gangway PATH [--mode "
                    "latency|throughput|heartbeats|dispatch|spawn]"
                    " [--jobs N] [--agents A] [--gpus G] [--samples S] [--simulated-agents K]"
                    " [--seconds T] [--connections per-report|shared] [--tls none|rsa|ecdsa]"
-                   " [--data DIR]\n";
+                   " [--data DIR] [--keep]\n";
       return 2;
     }
   }
@@ -637,7 +640,9 @@ int main(int argc, char** argv) {
     rc = SpawnCeiling(f);
   else
     std::cerr << "unknown mode " << f.mode << "\n";
-  if (rc == 0) {
+  if (rc == 0 && f.keep) {
+    std::cerr << "state kept in " << f.data << "\n";
+  } else if (rc == 0) {
     std::error_code ec;
     std::filesystem::remove_all(f.data, ec);
   } else {

@@ -107,8 +107,8 @@ uint64_t ResolveJob(const client::ApiClient& api, const std::string& ref) {
     if (text.size() > 19) Fail(kExitBadInput, "job id '" + ref + "' is too large");
     return std::stoull(text);
   }
-  nlohmann::json jobs = Check(api.ListJobs({}));
-  // Newest first: the first match is the newest job of that name.
+  nlohmann::json jobs = Check(api.ListJobs({.name = text, .limit = 1}));
+  // Newest first: the newest job of that name.
   if (jobs.contains("jobs") && jobs["jobs"].is_array()) {
     for (const nlohmann::json& job : jobs["jobs"]) {
       if (job.is_object() && Str(job, "name") == text && job.contains("id") &&

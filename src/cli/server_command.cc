@@ -39,6 +39,7 @@ struct ServerFlags {
   std::string heartbeat = "5s";
   std::string node_timeout;  // default 3 heartbeats
   std::string batch = "2ms";
+  std::string job_retention = "7d";
   int64_t max_body = 1 << 20;
   std::string tls_cert;
   std::string tls_key;
@@ -89,6 +90,14 @@ void RunServer(const ServerFlags& f) {
   opts.node_timeout =
       f.node_timeout.empty() ? 3 * opts.heartbeat : ParseMillis("--node-timeout", f.node_timeout);
   opts.batch = ParseMillis("--batch", f.batch);
+  if (f.job_retention == "0") {
+    opts.job_retention = std::chrono::seconds(0);
+  } else if (auto d = spec::ParseDuration(f.job_retention); d.ok() && d.value().count() > 0) {
+    opts.job_retention = d.value();
+  } else {
+    Fail("--job-retention: '" + f.job_retention +
+         "' is not a duration such as 12h or 7d (0 keeps finished jobs forever)");
+  }
   // A live cluster preempts soon after a job starts only if told to; the default profile's
   // five-minute minimum runtime protects fresh jobs from preemption loops.
   if (!f.policy.empty()) {
@@ -224,6 +233,9 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--node-timeout", f->node_timeout,
                   "A node is lost after this long without a report (default 3 heartbeats)");
   cmd->add_option("--batch", f->batch, "Wait this long after an event to batch decisions")
+      ->capture_default_str();
+  cmd->add_option("--job-retention", f->job_retention,
+                  "Forget a finished job, its events and logs this long after it ended (0: never)")
       ->capture_default_str();
   cmd->add_option("--max-body", f->max_body, "Largest request body in bytes")
       ->capture_default_str();

@@ -275,8 +275,35 @@ ApiResult<nlohmann::json> ApiClient::ListJobs(const JobQuery& query) const {
   add("state", states);
   add("user", query.user);
   add("queue", query.queue);
-  if (query.limit > 0) add("limit", std::to_string(query.limit));
-  return SendJson("GET", "/v1/jobs" + q);
+  add("name", query.name);
+  // The controller answers a page at a time (it holds its lock while it builds one); the
+  // pages are joined here, newest first, following each page's "next".
+  constexpr int kPage = 1000;
+  // The first page's other members pass through, as in every answer the CLI prints.
+  nlohmann::json answer;
+  nlohmann::json jobs = nlohmann::json::array();
+  std::string before;
+  for (;;) {
+    const size_t want = query.limit > 0 ? static_cast<size_t>(query.limit) - jobs.size() : kPage;
+    std::string path = "/v1/jobs" + q + (q.empty() ? "?" : "&") +
+                       "limit=" + std::to_string(std::min<size_t>(want, kPage));
+    if (!before.empty()) path += "&before=" + before;
+    auto page = SendJson("GET", path);
+    if (!page.ok()) return page;
+    if (!page->contains("jobs") || !(*page)["jobs"].is_array()) {
+      return LocalError("bad_response", "the controller's job list has no \"jobs\" array");
+    }
+    for (auto& job : (*page)["jobs"]) jobs.push_back(std::move(job));
+    const auto next = page->find("next");
+    const bool more = next != page->end() && next->is_number_unsigned() &&
+                      (query.limit <= 0 || jobs.size() < static_cast<size_t>(query.limit));
+    if (more) before = std::to_string(next->get<uint64_t>());
+    if (answer.is_null()) answer = std::move(*page);
+    if (!more) break;
+  }
+  answer["jobs"] = std::move(jobs);
+  answer.erase("next");
+  return answer;
 }
 
 ApiResult<nlohmann::json> ApiClient::GetJob(uint64_t id) const {

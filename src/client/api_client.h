@@ -69,7 +69,8 @@ struct JobQuery {
   std::vector<std::string> states;  // empty: every state
   std::string user;                 // empty: what the controller shows by default
   std::string queue;
-  int limit = 0;  // 0: the controller's default
+  std::string name;
+  int limit = 0;  // 0: every matching job
 };
 
 struct ApiClientOptions {

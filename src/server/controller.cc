@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "core/sched/registry.h"
+#include "spec/units.h"
 
 namespace gangway::server {
 namespace {
@@ -84,6 +85,7 @@ void Controller::Load() {
       job.live.job.user = user;
     } else if (!Finished(job.state)) {
       job.state = JobState::kFailed;
+      job.finished_at = Now();
       job.message = "could not read the job back after a restart: " + parsed.ErrorText();
       SaveJobLocked(job);
     }
@@ -137,6 +139,8 @@ void Controller::WriterLoop() {
     batch.swap(writes_);
     std::vector<std::filesystem::path> empty_dirs;
     empty_dirs.swap(empty_dirs_to_remove_);
+    std::vector<std::filesystem::path> log_dirs;
+    log_dirs.swap(log_dirs_to_remove_);
     const uint64_t gen = queued_gen_;
     // Every operation that queued these writes has finished (each holds mu_ throughout), so
     // the commands it pushed follow from state up to `gen`.
@@ -174,12 +178,19 @@ void Controller::WriterLoop() {
             case Write::Kind::kEvent:
               store_->AppendEvent(w.event);
               break;
+            case Write::Kind::kForget:
+              store_->ForgetJob(w.job);
+              break;
           }
         }
         store_->Commit();
         // rmdir(2) removes only an empty directory: a checkpoint the job wrote stays. Where
         // the checkpoint root is not visible to the controller, it fails and changes nothing.
         for (const auto& dir : empty_dirs) ::rmdir(dir.c_str());
+        for (const auto& dir : log_dirs) {
+          std::error_code ec;
+          std::filesystem::remove_all(dir, ec);
+        }
         break;
       } catch (const std::exception& e) {
         store_->Rollback();
@@ -218,6 +229,7 @@ void Controller::Loop() {
     }
     try {
       CheckNodesLocked();
+      ForgetFinishedJobsLocked();
       // Time alone changes decisions (minimum runtimes expire, reservations come due), so
       // pending work is planned again at least once a second.
       if (!dirty_ && Clock::now() - last_cycle_ >= std::chrono::seconds(1)) {
@@ -242,6 +254,30 @@ void Controller::CheckNodesLocked() {
       MarkNodeLostLocked(node);
     }
   }
+}
+
+void Controller::ForgetFinishedJobsLocked() {
+  if (options_.job_retention.count() <= 0) return;
+  // A bound on the lock time one pass adds; a backlog (e.g. after a restart with a shorter
+  // retention) goes over the following passes, ten per second.
+  constexpr int kBatch = 5000;
+  const int64_t before = Now() - options_.job_retention.count();
+  int forgotten = 0;
+  while (!finished_.empty() && finished_.begin()->first < before && forgotten < kBatch) {
+    const auto [finished_at, id] = *finished_.begin();
+    finished_.erase(finished_.begin());
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || !Finished(it->second.state) || it->second.HoldsResources() ||
+        it->second.finished_at != finished_at) {
+      continue;
+    }
+    jobs_.erase(it);
+    writes_.push_back({.kind = Write::Kind::kForget, .job = id});
+    ++queued_gen_;
+    log_dirs_to_remove_.push_back(options_.data_dir / "logs" / std::to_string(id));
+    ++forgotten;
+  }
+  if (forgotten > 0) writer_wake_.notify_one();
 }
 
 void Controller::MarkNodeLostLocked(NodeEntry& node) {
@@ -572,6 +608,11 @@ void Controller::IndexLocked(const JobRecord& job) {
   } else {
     waiting_.erase(job.id);
   }
+  // A cancelled job is finished before its tasks have stopped; it counts from when they have.
+  // A finished job stays finished; ForgetFinishedJobsLocked skips entries it no longer matches.
+  if (Finished(job.state) && job.finished_at > 0 && !job.HoldsResources()) {
+    finished_.emplace(job.finished_at, job.id);
+  }
 }
 
 void Controller::SaveJobLocked(const JobRecord& job) {
@@ -605,6 +646,15 @@ void Controller::EventLocked(uint64_t job, std::string type, std::string message
 JobRecord* Controller::FindJob(uint64_t id) {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : &it->second;
+}
+
+ApiError Controller::UnknownJob(uint64_t id) const {
+  std::string message = "job " + std::to_string(id) + " does not exist";
+  if (id > 0 && id < next_job_id_ && options_.job_retention.count() > 0) {
+    message += "; if it finished more than " + spec::FormatDuration(options_.job_retention) +
+               " ago, it has been forgotten (gangway server --job-retention)";
+  }
+  return {.status = 404, .code = "not_found", .message = message};
 }
 
 JobRecord* Controller::FindTask(std::string_view task_id, TaskRecord** task) {

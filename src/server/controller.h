@@ -45,6 +45,17 @@ struct ApiError {
 template <typename T>
 using Outcome = std::variant<T, ApiError>;
 
+// GET /v1/jobs: a page of jobs, newest first.
+struct JobListQuery {
+  std::vector<JobState> states;  // empty: every state
+  std::string user;              // empty: the caller's own (every user's with all_users)
+  std::string queue;
+  std::string name;
+  int limit = 1000;
+  uint64_t before = 0;  // only jobs with a smaller id (the previous page's "next"); 0: newest
+  bool all_users = false;
+};
+
 struct Caller {
   std::string user;
   bool admin = false;
@@ -59,6 +70,9 @@ struct ControllerOptions {
   std::chrono::milliseconds heartbeat{5000};
   std::chrono::milliseconds node_timeout{15000};  // lost after this long without a report
   std::chrono::milliseconds batch{2};             // wait this long to batch events
+  // A finished job (its events and logs too) is forgotten this long after it ended, so that
+  // memory, the database and restart time stay bounded. Zero keeps every job.
+  std::chrono::seconds job_retention{std::chrono::hours(24 * 7)};
 };
 
 struct Metrics {
@@ -84,9 +98,9 @@ class Controller {
 
   // --- user API ---
   Outcome<nlohmann::json> Submit(const Caller& caller, std::string_view body);
-  Outcome<nlohmann::json> ListJobs(const Caller& caller, const std::vector<JobState>& states,
-                                   std::string_view user, std::string_view queue, int limit,
-                                   bool all_users);
+  // {"jobs": [...], "next": id}: "next" is there when the page is full; pass it as `before`
+  // for the following page. Each page holds the lock only for its own jobs.
+  Outcome<nlohmann::json> ListJobs(const Caller& caller, const JobListQuery& query);
   Outcome<nlohmann::json> GetJob(const Caller& caller, uint64_t id);
   Outcome<nlohmann::json> Cancel(const Caller& caller, uint64_t id);
   struct LogChunk {
@@ -147,6 +161,8 @@ class Controller {
   void Loop();
   void RunCycleLocked();
   void CheckNodesLocked();
+  // Forgets up to a batch of jobs that finished more than job_retention ago.
+  void ForgetFinishedJobsLocked();
   void MarkNodeLostLocked(NodeEntry& node);
   int64_t Now() const;
 
@@ -181,6 +197,8 @@ class Controller {
   std::filesystem::path LogPath(uint64_t job, const std::string& task_id) const;
   bool Visible(const Caller& caller, const JobRecord& job) const;
   JobRecord* FindJob(uint64_t id);
+  // The 404 for a job id that is not in jobs_: never submitted, or forgotten.
+  ApiError UnknownJob(uint64_t id) const;
   JobRecord* FindTask(std::string_view task_id, TaskRecord** task);
 
   ControllerOptions options_;
@@ -194,7 +212,7 @@ class Controller {
   bool dirty_ = true;
   bool stopping_ = false;
   struct Write {
-    enum class Kind : uint8_t { kJob, kNode, kEvent } kind;
+    enum class Kind : uint8_t { kJob, kNode, kEvent, kForget } kind;
     uint64_t job = 0;
     std::string key;  // job state or node name
     std::string user;
@@ -205,6 +223,8 @@ class Controller {
   // Checkpoint directories of finished jobs, removed if empty by the writer after its next
   // commit, outside the lock (the checkpoint root is often a network filesystem).
   std::vector<std::filesystem::path> empty_dirs_to_remove_;
+  // Log directories of forgotten jobs, removed by the writer after the commit that forgets them.
+  std::vector<std::filesystem::path> log_dirs_to_remove_;
   uint64_t queued_gen_ = 0;   // generation of the last queued write
   uint64_t durable_gen_ = 0;  // every write up to this generation is committed
   bool writer_stopping_ = false;
@@ -218,6 +238,7 @@ class Controller {
   // tasks hold resources, and jobs waiting to be placed.
   std::set<uint64_t> active_;
   std::set<uint64_t> waiting_;
+  std::set<std::pair<int64_t, uint64_t>> finished_;  // (finished_at, id) of finished jobs
   std::map<std::string, NodeEntry, std::less<>> nodes_;
   uint64_t next_job_id_ = 1;
   uint64_t cycle_seed_ = 1;

@@ -244,30 +244,37 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
   return json{{"job", view}};
 }
 
-Outcome<json> Controller::ListJobs(const Caller& caller, const std::vector<JobState>& states,
-                                   std::string_view user, std::string_view queue, int limit,
-                                   bool all_users) {
+Outcome<json> Controller::ListJobs(const Caller& caller, const JobListQuery& q) {
   std::lock_guard lock(mu_);
   json out = json::array();
-  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {
+  uint64_t last = 0;
+  auto it = q.before == 0 ? jobs_.end() : jobs_.lower_bound(q.before);
+  while (it != jobs_.begin() && static_cast<int>(out.size()) < q.limit) {
+    --it;
     const JobRecord& j = it->second;
-    if (!states.empty() && std::find(states.begin(), states.end(), j.state) == states.end()) {
+    if (!q.states.empty() &&
+        std::find(q.states.begin(), q.states.end(), j.state) == q.states.end()) {
       continue;
     }
-    if (!user.empty() && j.live.job.user != user) continue;
-    if (!queue.empty() && j.live.job.queue != queue) continue;
+    if (!q.user.empty() && j.live.job.user != q.user) continue;
+    if (!q.queue.empty() && j.live.job.queue != q.queue) continue;
+    if (!q.name.empty() && j.live.job.name != q.name) continue;
     if (!Visible(caller, j)) continue;
-    if (!all_users && user.empty() && !caller.admin && j.live.job.user != caller.user) continue;
+    if (!q.all_users && q.user.empty() && !caller.admin && j.live.job.user != caller.user) continue;
     out.push_back(JobView(j, false));
-    if (limit > 0 && static_cast<int>(out.size()) >= limit) break;
+    last = j.id;
   }
-  return json{{"jobs", out}};
+  json answer = {{"jobs", std::move(out)}};
+  if (static_cast<int>(answer["jobs"].size()) >= q.limit && it != jobs_.begin()) {
+    answer["next"] = last;
+  }
+  return answer;
 }
 
 Outcome<json> Controller::GetJob(const Caller& caller, uint64_t id) {
   std::lock_guard lock(mu_);
   JobRecord* j = FindJob(id);
-  if (!j) return Error(404, "not_found", "job " + std::to_string(id) + " does not exist");
+  if (!j) return UnknownJob(id);
   if (!Visible(caller, *j)) {
     return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
   }
@@ -279,7 +286,7 @@ Outcome<json> Controller::Cancel(const Caller& caller, uint64_t id) {
   {
     std::lock_guard lock(mu_);
     JobRecord* j = FindJob(id);
-    if (!j) return Error(404, "not_found", "job " + std::to_string(id) + " does not exist");
+    if (!j) return UnknownJob(id);
     if (!Visible(caller, *j)) {
       return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
     }
@@ -316,7 +323,7 @@ Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id
   {
     std::lock_guard lock(mu_);
     JobRecord* j = FindJob(id);
-    if (!j) return Error(404, "not_found", "job " + std::to_string(id) + " does not exist");
+    if (!j) return UnknownJob(id);
     if (!Visible(caller, *j)) {
       return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
     }

@@ -273,12 +273,19 @@ void HttpApi::Routes() {
               states.push_back(*st);
             }
           }
-          auto limit = IntParam(req, res, "limit", 0, 0, 1000000);
+          // A page at a time: building a page holds the controller's lock.
+          auto limit = IntParam(req, res, "limit", 1000, 1, 10000);
           if (!limit) return;
-          const bool all = req.get_param_value("all") == "true";
-          Answer(res,
-                 controller_.ListJobs(caller(id), states, req.get_param_value("user"),
-                                      req.get_param_value("queue"), static_cast<int>(*limit), all));
+          auto before = IntParam(req, res, "before", 0, 0, INT64_MAX);
+          if (!before) return;
+          Answer(res, controller_.ListJobs(caller(id),
+                                           {.states = std::move(states),
+                                            .user = req.get_param_value("user"),
+                                            .queue = req.get_param_value("queue"),
+                                            .name = req.get_param_value("name"),
+                                            .limit = static_cast<int>(*limit),
+                                            .before = static_cast<uint64_t>(*before),
+                                            .all_users = req.get_param_value("all") == "true"}));
         });
   route("GET", R"(/v1/jobs/(\d+))", "get_job", Who::kUser,
         [this, caller](const Request& req, Response& res, const Identity& id) {

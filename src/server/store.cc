@@ -70,6 +70,12 @@ Store::Store(const std::string& path) : path_(path) {
   put_job_ = Prepare("INSERT OR REPLACE INTO jobs (id, state, user, doc) VALUES (?, ?, ?, ?)");
   put_node_ = Prepare("INSERT OR REPLACE INTO nodes (name, doc) VALUES (?, ?)");
   add_event_ = Prepare("INSERT INTO events (time, job, type, message) VALUES (?, ?, ?, ?)");
+  forget_job_ = Prepare("DELETE FROM jobs WHERE id = ?");
+  forget_events_ = Prepare("DELETE FROM events WHERE job = ?");
+  // meta.value is TEXT: compared as integers.
+  raise_id_floor_ = Prepare(
+      "INSERT INTO meta (key, value) VALUES ('job_id_floor', ?1) ON CONFLICT (key) DO UPDATE "
+      "SET value = ?1 WHERE CAST(value AS INTEGER) < CAST(?1 AS INTEGER)");
 }
 
 Store::~Store() {
@@ -154,10 +160,24 @@ std::vector<std::pair<std::string, std::string>> Store::LoadNodes() {
   return out;
 }
 
+void Store::ForgetJob(uint64_t id) {
+  const auto sid = static_cast<sqlite3_int64>(id);
+  for (sqlite3_stmt* s : {forget_job_, forget_events_}) {
+    Reset r(s);
+    sqlite3_bind_int64(s, 1, sid);
+    if (sqlite3_step(s) != SQLITE_DONE) Fail("forgetting job " + std::to_string(id));
+  }
+  Reset r(raise_id_floor_);
+  BindText(raise_id_floor_, 1, std::to_string(id));
+  if (sqlite3_step(raise_id_floor_) != SQLITE_DONE) Fail("forgetting job " + std::to_string(id));
+}
+
 uint64_t Store::MaxJobId() {
   sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db_, "SELECT COALESCE(MAX(id), 0) FROM jobs", -1, &s, nullptr) !=
-      SQLITE_OK) {
+  if (sqlite3_prepare_v2(db_,
+                         "SELECT MAX(COALESCE((SELECT MAX(id) FROM jobs), 0), COALESCE((SELECT "
+                         "CAST(value AS INTEGER) FROM meta WHERE key = 'job_id_floor'), 0))",
+                         -1, &s, nullptr) != SQLITE_OK) {
     Fail("reading job ids");
   }
   uint64_t id = 0;

@@ -50,6 +50,9 @@ class Store {
   void PutJob(uint64_t id, std::string_view state, std::string_view user, std::string_view doc);
   void PutNode(std::string_view name, std::string_view doc);
   int64_t AppendEvent(const StoredEvent& event);  // returns its seq
+  // Deletes a job and its events. Its id stays used: MaxJobId never goes below it, so ids
+  // are not handed out twice even when every job has been forgotten.
+  void ForgetJob(uint64_t id);
 
   struct JobRow {
     uint64_t id;
@@ -71,6 +74,9 @@ class Store {
   sqlite3_stmt* put_job_ = nullptr;
   sqlite3_stmt* put_node_ = nullptr;
   sqlite3_stmt* add_event_ = nullptr;
+  sqlite3_stmt* forget_job_ = nullptr;
+  sqlite3_stmt* forget_events_ = nullptr;
+  sqlite3_stmt* raise_id_floor_ = nullptr;
   std::vector<sqlite3_stmt*> statements_;
 };
 

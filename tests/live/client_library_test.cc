@@ -247,6 +247,42 @@ TEST(ApiClientTest, ConnectionRefusedSaysWhatToStart) {
                 "running?");
 }
 
+TEST(ApiClientTest, JobListsFollowThePagesTheControllerAnswers) {
+  // 2,500 jobs, ids 1..2500, served newest first a page at a time as the controller does.
+  FakeController fake;
+  fake.On("GET /v1/jobs", [](const httplib::Request& req, httplib::Response& res) {
+    const uint64_t before =
+        req.has_param("before") ? std::stoull(req.get_param_value("before")) : 2501;
+    const int limit = std::stoi(req.get_param_value("limit"));
+    json jobs = json::array();
+    uint64_t id = before - 1;
+    for (; id >= 1 && static_cast<int>(jobs.size()) < limit; --id) {
+      jobs.push_back({{"id", id}, {"name", req.get_param_value("name")}});
+    }
+    json body = {{"jobs", jobs}};
+    if (static_cast<int>(jobs.size()) == limit && id >= 1) body["next"] = id + 1;
+    res.set_content(body.dump(), "application/json");
+  });
+  auto all = Client(fake.url()).ListJobs({.name = "x"});
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ((*all)["jobs"].size(), 2500u);
+  for (size_t i = 0; i < 2500; ++i) EXPECT_EQ((*all)["jobs"][i]["id"], 2500 - i);
+  auto reqs = fake.requests("GET", "/v1/jobs");
+  ASSERT_EQ(reqs.size(), 3u);
+  EXPECT_EQ(reqs[0].Param("before"), "");
+  EXPECT_EQ(reqs[1].Param("before"), "1501");
+  EXPECT_EQ(reqs[2].Param("before"), "501");
+  EXPECT_EQ(reqs[2].Param("name"), "x");
+
+  auto some = Client(fake.url()).ListJobs({.limit = 1200});
+  ASSERT_TRUE(some.ok());
+  ASSERT_EQ((*some)["jobs"].size(), 1200u);
+  EXPECT_EQ((*some)["jobs"][1199]["id"], 1301);
+  reqs = fake.requests("GET", "/v1/jobs");
+  ASSERT_EQ(reqs.size(), 5u);
+  EXPECT_EQ(reqs[4].Param("limit"), "200");
+}
+
 TEST(ApiClientTest, BuildsJobQueriesAndEncodesValues) {
   FakeController fake;
   fake.Reply("GET /v1/jobs", 200, {{"jobs", json::array()}});

@@ -76,6 +76,50 @@ TEST_F(ControllerTest, AFinishedJobsCheckpointDirIsRemovedOnlyIfEmpty) {
   EXPECT_TRUE(std::filesystem::exists(dir[saver] / "step-100.pt"));
 }
 
+TEST_F(ControllerTest, FinishedJobsAreForgottenAfterTheRetentionWithTheirEventsAndLogs) {
+  auto o = Options();
+  o.job_retention = std::chrono::seconds(1);
+  Start(o);
+  Register("n1", 2);
+  const uint64_t done = Submit("name: done\ngpu: 1\ncommand: [echo, hi]\n");
+  const std::string done_task = TakeCommands("n1")[0]["task"]["taskId"];
+  Report("n1", {Exited(done_task, 0, 3)},
+         {{{"taskId", done_task}, {"offset", 0}, {"data", "hi\n"}}});
+  ASSERT_EQ(State(done), "succeeded");
+  const auto logs = o.data_dir / "logs" / std::to_string(done);
+  EXPECT_TRUE(std::filesystem::exists(logs));
+
+  // Cancelled, but its task is still stopping: not finished until it has stopped.
+  const uint64_t slow =
+      Submit("name: slow\ngpu: 1\ncommand: [sleep, '100']\ncheckpoint: {grace: 30s}\n");
+  const std::string slow_task = TakeCommands("n1")[0]["task"]["taskId"];
+  Report("n1", {Running(slow_task)});
+  Ok(c().Cancel(kAlice, slow));
+
+  ASSERT_TRUE(Eventually([&] { return !std::holds_alternative<json>(c().GetJob(kAdmin, done)); }));
+  const ApiError gone = Err(c().GetJob(kAlice, done));
+  EXPECT_EQ(gone.status, 404);
+  EXPECT_EQ(gone.message, "job " + std::to_string(done) +
+                              " does not exist; if it finished more than 1s ago, it has been "
+                              "forgotten (gangway server --job-retention)");
+  EXPECT_TRUE(Eventually([&] { return !std::filesystem::exists(logs); }));
+  for (const json& e : Ok(c().Events(kAdmin, 0, 1000))["events"]) {
+    EXPECT_NE(e["job"], done) << e.dump();
+  }
+  EXPECT_EQ(State(slow), "cancelled") << "its task still holds a GPU";
+  EXPECT_EQ(Err(c().GetJob(kAlice, 999)).message, "job 999 does not exist");
+
+  Report("n1", {{{"taskId", slow_task}, {"state", "exited"}, {"signal", 15}}});
+  ASSERT_TRUE(Eventually([&] { return !std::holds_alternative<json>(c().GetJob(kAdmin, slow)); }));
+
+  // Forgotten in the database too, and their ids are never handed out again.
+  Restart(Options());
+  EXPECT_EQ(Err(c().GetJob(kAdmin, done)).status, 404);
+  EXPECT_EQ(Err(c().GetJob(kAdmin, slow)).status, 404);
+  EXPECT_EQ(Ok(c().ListJobs(kAdmin, {.all_users = true}))["jobs"].size(), 0u);
+  EXPECT_EQ(Submit("name: next\ngpu: 1\ncommand: [true]\n"), slow + 1);
+}
+
 TEST_F(ControllerTest, ExitIsNotAcknowledgedUntilTheWholeLogArrived) {
   Start();
   Register("n1", 1);
@@ -341,11 +385,37 @@ TEST_F(ControllerTest, UsersSeeOnlyTheirOwnJobsUnlessAdmin) {
   Submit("name: theirs\ngpu: 1\ncommand: [x]\n", kBob);
   EXPECT_EQ(Err(c().GetJob(kBob, a)).status, 403);
   EXPECT_EQ(Err(c().Logs(kBob, a, 0, 0, 10)).status, 403);
-  json alice = Ok(c().ListJobs(kAlice, {}, "", "", 0, false))["jobs"];
+  json alice = Ok(c().ListJobs(kAlice, {}))["jobs"];
   ASSERT_EQ(alice.size(), 1u);
   EXPECT_EQ(alice[0]["name"], "mine");
-  EXPECT_EQ(Ok(c().ListJobs(kAdmin, {}, "", "", 0, true))["jobs"].size(), 2u);
+  EXPECT_EQ(Ok(c().ListJobs(kAdmin, {.all_users = true}))["jobs"].size(), 2u);
   EXPECT_EQ(Err(c().Submit(kAlice, "name: x\nuser: bob\ngpu: 1\ncommand: [x]\n")).status, 403);
+}
+
+TEST_F(ControllerTest, JobListsComeInPagesNewestFirst) {
+  Start();
+  for (int i = 1; i <= 5; ++i) {
+    Submit("name: j" + std::to_string(i % 2) + "\ngpu: 1\ncommand: [true]\n");
+  }
+  auto ids = [](const json& page) {
+    std::vector<uint64_t> out;
+    for (const json& j : page["jobs"]) out.push_back(j["id"]);
+    return out;
+  };
+  json page = Ok(c().ListJobs(kAlice, {.limit = 2}));
+  EXPECT_EQ(ids(page), (std::vector<uint64_t>{5, 4}));
+  ASSERT_EQ(page["next"], 4);
+  page = Ok(c().ListJobs(kAlice, {.limit = 2, .before = 4}));
+  EXPECT_EQ(ids(page), (std::vector<uint64_t>{3, 2}));
+  ASSERT_EQ(page["next"], 2);
+  page = Ok(c().ListJobs(kAlice, {.limit = 2, .before = 2}));
+  EXPECT_EQ(ids(page), (std::vector<uint64_t>{1}));
+  EXPECT_FALSE(page.contains("next"));
+  // A full last page has no "next" either.
+  EXPECT_FALSE(Ok(c().ListJobs(kAlice, {.limit = 5})).contains("next"));
+  EXPECT_EQ(ids(Ok(c().ListJobs(kAlice, {.name = "j1", .limit = 1}))), (std::vector<uint64_t>{5}));
+  EXPECT_EQ(ids(Ok(c().ListJobs(kAlice, {.name = "j0"}))), (std::vector<uint64_t>{4, 2}));
+  EXPECT_EQ(ids(Ok(c().ListJobs(kBob, {.name = "j0"}))), (std::vector<uint64_t>{}));
 }
 
 TEST_F(ControllerTest, SubmitErrorsNameTheField) {
@@ -364,7 +434,7 @@ TEST_F(ControllerTest, SubmitErrorsNameTheField) {
   EXPECT_EQ(e.field, "restartPolicy");
   e = Err(c().Submit(kAlice, "name: x\ngpu: 1\ncommand: [x]\ntimeLimt: 1h\n"));
   EXPECT_THAT(e.message, HasSubstr("timeLimit"));
-  EXPECT_EQ(Ok(c().ListJobs(kAdmin, {}, "", "", 0, true))["jobs"].size(), 0u);
+  EXPECT_EQ(Ok(c().ListJobs(kAdmin, {.all_users = true}))["jobs"].size(), 0u);
 }
 
 TEST_F(ControllerTest, DrainedNodeTakesNoNewWork) {

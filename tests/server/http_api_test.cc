@@ -272,6 +272,25 @@ TEST_F(HttpApiTest, LogsComeBackWithOffsets) {
   EXPECT_EQ(logs->get_header_value("X-Gangway-Log-Complete"), "false");
 }
 
+TEST_F(HttpApiTest, JobListsArePagedWithLimitAndBefore) {
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(PostJob("name: p\ngpu: 1\ncommand: [x]\n")->status, 201);
+  auto r = http_->Get("/v1/jobs?limit=2", As(kAliceToken));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json page = json::parse(r->body);
+  ASSERT_EQ(page["jobs"].size(), 2u);
+  const uint64_t next = page["next"];
+  r = http_->Get("/v1/jobs?limit=2&before=" + std::to_string(next), As(kAliceToken));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(json::parse(r->body)["jobs"].size(), 1u) << r->body;
+  EXPECT_FALSE(json::parse(r->body).contains("next")) << r->body;
+
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/jobs?limit=0", As(kAliceToken)), 400)["field"], "limit");
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/jobs?limit=20000", As(kAliceToken)), 400)["message"],
+            "limit: '20000' is not a whole number in 1..10000");
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/jobs?before=x", As(kAliceToken)), 400)["field"], "before");
+}
+
 TEST_F(HttpApiTest, ASecondServerCannotBindTheSamePort) {
   // With SO_REUSEPORT (httplib's default) this Bind succeeded, and the kernel then split new
   // connections between two controllers with different state.
