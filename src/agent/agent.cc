@@ -101,6 +101,16 @@ uint64_t FileSize(const std::filesystem::path& path) {
   return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
+// Gives the blocks of [0, end) back to the filesystem; the file keeps its size and the task its
+// write offset, and later reads start past `end`. Where the filesystem cannot punch holes the
+// file just keeps its blocks until the task is forgotten.
+void FreeLogPrefix(const std::filesystem::path& path, uint64_t end) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(end));
+  close(fd);
+}
+
 std::string ReadAt(const std::filesystem::path& path, uint64_t offset, size_t max) {
   std::string out;
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -674,7 +684,7 @@ bool Agent::SendReport(httplib::Client& client) {
     json tasks = json::array();
     json logs = json::array();
     size_t budget = options_.max_log_bytes_per_report;
-    for (const auto& [id, t] : tasks_) {
+    for (auto& [id, t] : tasks_) {
       const uint64_t size = t.log_path.empty() ? 0 : FileSize(t.log_path);
       if (!t.exited) {
         tasks.push_back(
@@ -688,7 +698,9 @@ bool Agent::SendReport(httplib::Client& client) {
                          {"message", t.message},
                          {"logBytes", size}});
       }
-      if (size > t.log_sent && budget > 0) {
+      if (t.log_capped) {
+        t.log_sent = size;  // dropped by the controller anyway: not read, not sent
+      } else if (size > t.log_sent && budget > 0) {
         const size_t want = static_cast<size_t>(std::min<uint64_t>(size - t.log_sent, budget));
         std::string text = LogChunkText(ReadAt(t.log_path, t.log_sent, want),
                                         t.exited && want == size - t.log_sent);
@@ -750,6 +762,12 @@ bool Agent::SendReport(httplib::Client& client) {
           }
         }
       }
+      if (answer.contains("logCapped") && answer["logCapped"].is_array()) {
+        for (const json& id : answer["logCapped"]) {
+          auto it = tasks_.find(id.get<std::string>());
+          if (it != tasks_.end()) it->second.log_capped = true;
+        }
+      }
       if (answer.contains("ack") && answer["ack"].is_array()) {
         for (const json& id : answer["ack"]) {
           auto it = tasks_.find(id.get<std::string>());
@@ -758,6 +776,15 @@ bool Agent::SendReport(httplib::Client& client) {
       }
     } catch (const json::exception& e) {
       spdlog::warn("report to {}: bad answer: {}", options_.server, e.what());
+    }
+    // Output the controller has is not needed here again: a long job's log then takes only
+    // what is still to send, not all it ever wrote.
+    constexpr uint64_t kFreeStep = 1 << 20;
+    for (auto& [id, t] : tasks_) {
+      if (!t.log_path.empty() && t.log_sent >= t.log_freed + kFreeStep) {
+        FreeLogPrefix(t.log_path, t.log_sent);
+        t.log_freed = t.log_sent;
+      }
     }
     std::vector<std::string> done;
     for (const auto& [id, t] : tasks_) {

@@ -93,7 +93,9 @@ class Agent {
     std::string finished_at;
     bool acked = false;
     std::filesystem::path log_path;
-    uint64_t log_sent = 0;  // bytes the controller has
+    uint64_t log_sent = 0;    // bytes the controller has
+    uint64_t log_freed = 0;   // bytes at the start of the file given back to the filesystem
+    bool log_capped = false;  // the controller keeps no more of this task's output
     int stop_signal = SIGTERM;
   };
 

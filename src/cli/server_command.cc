@@ -40,6 +40,7 @@ struct ServerFlags {
   std::string node_timeout;  // default 3 heartbeats
   std::string batch = "2ms";
   std::string job_retention = "7d";
+  std::string max_task_log = "256Mi";
   int64_t max_body = 1 << 20;
   std::string tls_cert;
   std::string tls_key;
@@ -90,6 +91,12 @@ void RunServer(const ServerFlags& f) {
   opts.node_timeout =
       f.node_timeout.empty() ? 3 * opts.heartbeat : ParseMillis("--node-timeout", f.node_timeout);
   opts.batch = ParseMillis("--batch", f.batch);
+  if (auto bytes = spec::ParseBytes(f.max_task_log); bytes.ok() && bytes.value() >= 0) {
+    opts.max_task_log_bytes = bytes.value();
+  } else {
+    Fail("--max-task-log: '" + f.max_task_log +
+         "' is not a size such as 256Mi or 1Gi (0 keeps all output)");
+  }
   if (f.job_retention == "0") {
     opts.job_retention = std::chrono::seconds(0);
   } else if (auto d = spec::ParseDuration(f.job_retention); d.ok() && d.value().count() > 0) {
@@ -236,6 +243,9 @@ void AddServerCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--job-retention", f->job_retention,
                   "Forget a finished job, its events and logs this long after it ended (0: never)")
+      ->capture_default_str();
+  cmd->add_option("--max-task-log", f->max_task_log,
+                  "Keep at most this much of one task's output; the rest is discarded (0: all)")
       ->capture_default_str();
   cmd->add_option("--max-body", f->max_body, "Largest request body in bytes")
       ->capture_default_str();

@@ -73,6 +73,10 @@ struct ControllerOptions {
   // A finished job (its events and logs too) is forgotten this long after it ended, so that
   // memory, the database and restart time stay bounded. Zero keeps every job.
   std::chrono::seconds job_retention{std::chrono::hours(24 * 7)};
+  // The controller keeps at most this much of one task's output; what follows is discarded
+  // (after a line saying so), so that a runaway task cannot fill the controller's disk. Zero:
+  // no limit.
+  int64_t max_task_log_bytes = int64_t{256} << 20;
 };
 
 struct Metrics {
@@ -195,6 +199,11 @@ class Controller {
   nlohmann::json JobView(const JobRecord& job, bool detail);
   nlohmann::json NodeView(const NodeEntry& node) const;
   std::filesystem::path LogPath(uint64_t job, const std::string& task_id) const;
+  // Whether a stored log of `size` bytes has reached max_task_log_bytes (and ends with the line
+  // saying so); the controller then takes and drops the task's further output.
+  bool LogCapped(int64_t size) const {
+    return options_.max_task_log_bytes > 0 && size > options_.max_task_log_bytes;
+  }
   bool Visible(const Caller& caller, const JobRecord& job) const;
   JobRecord* FindJob(uint64_t id);
   // The 404 for a job id that is not in jobs_: never submitted, or forgotten.

@@ -360,7 +360,8 @@ Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id
       out.data.resize(static_cast<size_t>(in.gcount()));
       out.next_offset = offset + static_cast<int64_t>(out.data.size());
     }
-    out.complete = ended && out.next_offset >= size && (final_bytes < 0 || size >= final_bytes);
+    out.complete = ended && out.next_offset >= size &&
+                   (final_bytes < 0 || size >= final_bytes || LogCapped(size));
   } else {
     out.complete = ended;
   }
@@ -655,6 +656,7 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
   bool wake = false;
   json ack = json::array();
   json offsets = json::object();
+  json capped = json::array();  // tasks whose output is past the limit: the agent may drop it
   {
     std::unique_lock lock(mu_);
     auto nit = nodes_.find(node_name);
@@ -704,12 +706,33 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
         int64_t size = FileSize(path);
         const int64_t offset = chunk.value("offset", int64_t{-1});
         const std::string data = chunk.value("data", std::string());
-        if (offset >= 0 && offset <= size && offset + static_cast<int64_t>(data.size()) > size &&
-            data.size() <= kMaxLogChunk) {
+        const int64_t end = offset + static_cast<int64_t>(data.size());
+        if (LogCapped(size)) {
+          // Past the limit: taken and dropped, so that the agent moves on (its offsets, no
+          // longer this file's).
+          offsets[id] = offset >= 0 ? end : size;
+          capped.push_back(id);
+          continue;
+        }
+        if (offset >= 0 && offset <= size && end > size && data.size() <= kMaxLogChunk) {
           std::ofstream out(path, std::ios::binary | std::ios::app);
           const auto skip = static_cast<size_t>(size - offset);
-          out.write(data.data() + skip, static_cast<std::streamsize>(data.size() - skip));
-          size += static_cast<int64_t>(data.size() - skip);
+          auto keep = static_cast<int64_t>(data.size() - skip);
+          const int64_t cap = options_.max_task_log_bytes;
+          if (cap > 0 && size + keep > cap) keep = cap - size;
+          out.write(data.data() + skip, static_cast<std::streamsize>(keep));
+          size += keep;
+          if (keep < static_cast<int64_t>(data.size() - skip)) {
+            const std::string note = "\n[gangway: the output of this task passed " +
+                                     std::to_string(cap) +
+                                     " bytes; the rest was discarded (gangway server "
+                                     "--max-task-log)]\n";
+            out.write(note.data(), static_cast<std::streamsize>(note.size()));
+            size += static_cast<int64_t>(note.size());
+            offsets[id] = end;
+            capped.push_back(id);
+            continue;
+          }
         }
         offsets[id] = size;
       }
@@ -751,7 +774,7 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
         } else if (state == "exited") {
           const int64_t have = FileSize(LogPath(job->id, id));
           const int64_t announced = t.value("logBytes", int64_t{-1});
-          if (announced < 0 || have >= announced) ack.push_back(id);
+          if (announced < 0 || have >= announced || LogCapped(have)) ack.push_back(id);
           if (task->Holds()) {
             if (t.contains("exitCode") && t["exitCode"].is_number_integer()) {
               task->exit_code = t["exitCode"].get<int>();
@@ -805,7 +828,7 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
     // An acknowledged exit is forgotten by the agent: it must be on disk first.
     if (!ack.empty() && !WaitDurable(lock)) ack = json::array();
   }
-  return json{{"ack", ack}, {"logOffsets", offsets}};
+  return json{{"ack", ack}, {"logOffsets", offsets}, {"logCapped", capped}};
 }
 
 // ---------------------------------------------------------------- metrics

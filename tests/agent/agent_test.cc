@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -121,6 +122,11 @@ class FakeController {
     std::lock_guard lock(mu_);
     heartbeat_ms_ = ms;
   }
+  // Output past `bytes` is taken, dropped and answered with logCapped, as the controller does.
+  void SetLogCap(size_t bytes) {
+    std::lock_guard lock(mu_);
+    log_cap_ = bytes;
+  }
   // The next log chunk of `task` is dropped and answered with logOffsets, as if lost.
   void DropNextChunk(const std::string& task) {
     std::lock_guard lock(mu_);
@@ -227,6 +233,12 @@ class FakeController {
     for (const json& chunk : report["logs"]) {
       const std::string id = chunk["taskId"];
       std::string& log = logs_[id];
+      if (log_cap_ > 0 && log.size() >= log_cap_) {
+        answer["logOffsets"][id] =
+            chunk["offset"].get<size_t>() + chunk["data"].get<std::string>().size();
+        answer["logCapped"].push_back(id);
+        continue;
+      }
       if (drop_next_chunk_[id]) {
         drop_next_chunk_[id] = false;
       } else if (chunk["offset"].get<size_t>() == log.size()) {
@@ -257,6 +269,7 @@ class FakeController {
   bool auto_ack_ = true;
   bool closing_ = false;
   std::map<std::string, bool> drop_next_chunk_;
+  size_t log_cap_ = 0;
 };
 
 class AgentTest : public ::testing::Test {
@@ -534,6 +547,46 @@ TEST_F(AgentTest, LogsTravelInChunksNoLargerThanTheLimit) {
     for (const json& chunk : report["logs"]) bytes += chunk["data"].get<std::string>().size();
     EXPECT_LE(bytes, 1000u);
   }
+}
+
+TEST_F(AgentTest, OutputTheControllerNoLongerKeepsIsNeitherSentNorKeptOnDisk) {
+  controller_.SetLogCap(1000);
+  StartAgent(/*max_log_bytes=*/4096);
+  // 3 MB of output, then it waits: the controller caps the log after its first chunk.
+  controller_.Launch("12.0.0", Waiting("head -c 3000000 /dev/zero | tr '\\0' a", "go"));
+  // Freed a MiB at a time as the output is passed over: well under the 3 MB written.
+  const auto log = dir_ / "data" / "logs" / "12.0.0.log";
+  struct stat st {};
+  EXPECT_TRUE(controller_.WaitUntil(
+      [&] {
+        return stat(log.c_str(), &st) == 0 && st.st_size == 3000000 &&
+               st.st_blocks * 512 < (2 << 20);
+      },
+      5s))
+      << "size " << st.st_size << ", blocks in use: " << st.st_blocks * 512;
+  Release("go");
+  ASSERT_TRUE(HasState("12.0.0", "exited"));
+  size_t sent = 0;
+  for (const json& report : controller_.Reports()) {
+    for (const json& chunk : report["logs"]) sent += chunk["data"].get<std::string>().size();
+  }
+  EXPECT_LT(sent, 3u * 4096) << "a chunk or two before the cap arrived, then nothing";
+  EXPECT_EQ(controller_.LogOf("12.0.0").size(), 4096u);
+}
+
+TEST_F(AgentTest, OutputTheControllerHasIsGivenBackToTheFilesystem) {
+  StartAgent(/*max_log_bytes=*/1 << 20);
+  controller_.Launch("13.0.0", Waiting("head -c 3000000 /dev/zero | tr '\\0' a", "go"));
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["13.0.0"].size() == 3000000; }));
+  // The next report (every 20 ms here) frees what the controller acknowledged.
+  const auto log = dir_ / "data" / "logs" / "13.0.0.log";
+  struct stat st {};
+  ASSERT_TRUE(controller_.WaitUntil(
+      [&] { return stat(log.c_str(), &st) == 0 && st.st_blocks * 512 < (2 << 20); }, 5s))
+      << "blocks in use: " << st.st_blocks * 512;
+  EXPECT_EQ(st.st_size, 3000000) << "the task's file keeps its size and its write offset";
+  Release("go");
+  ASSERT_TRUE(HasState("13.0.0", "exited"));
 }
 
 TEST_F(AgentTest, TasksKeepRunningWhileTheControllerIsDownAndExitsAreReportedAfter) {

@@ -138,6 +138,29 @@ TEST_F(ControllerTest, ExitIsNotAcknowledgedUntilTheWholeLogArrived) {
   EXPECT_TRUE(logs.complete);
 }
 
+TEST_F(ControllerTest, OutputPastTheLimitIsDroppedAfterALineSayingSo) {
+  auto o = Options();
+  o.max_task_log_bytes = 10;
+  Start(o);
+  Register("n1", 1);
+  const uint64_t id = Submit("name: chatty\ngpu: 1\ncommand: [yes]\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  json answer = Report("n1", {Running(task)},
+                       {{{"taskId", task}, {"offset", 0}, {"data", "0123456789abcdef\n"}}});
+  EXPECT_EQ(answer["logOffsets"][task], 17) << "taken whole, so the agent moves on";
+  EXPECT_EQ(answer["logCapped"], json({task}));
+  answer =
+      Report("n1", {Exited(task, 0, 22)}, {{{"taskId", task}, {"offset", 17}, {"data", "more\n"}}});
+  EXPECT_EQ(answer["logOffsets"][task], 22);
+  EXPECT_EQ(answer["ack"], json({task})) << "the exit is acknowledged without the dropped bytes";
+  EXPECT_EQ(State(id), "succeeded");
+  const auto logs = Ok(c().Logs(kAlice, id, 0, 0, 1 << 20));
+  EXPECT_EQ(logs.data,
+            "0123456789\n[gangway: the output of this task passed 10 bytes; the rest was "
+            "discarded (gangway server --max-task-log)]\n");
+  EXPECT_TRUE(logs.complete);
+}
+
 TEST_F(ControllerTest, GangGetsTorchDistributedEnvironmentAcrossNodes) {
   Start();
   Register("n1", 4, "H100-80GB", "10.0.0.1");
