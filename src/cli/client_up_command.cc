@@ -175,6 +175,17 @@ class Supervisor {
     }
   }
 
+  // Signals the last child still running. Children are added controller first, so on Ctrl-C
+  // the agent stops its tasks and sends its last report while the controller still records it.
+  void StopNext(int signal) {
+    for (auto it = children_.rbegin(); it != children_.rend(); ++it) {
+      if (it->running()) {
+        kill(it->pid, signal);
+        return;
+      }
+    }
+  }
+
   void WaitAll() {
     for (Child& c : children_) {
       if (!c.running()) continue;
@@ -189,6 +200,7 @@ class Supervisor {
   int Run() {
     bool stopping = false;
     bool signalled = false;  // a second signal kills
+    int stop_signal = 0;     // on a signal, the children are stopped one by one with this
     bool failed = false;
     while (true) {
       bool any = false;
@@ -200,7 +212,8 @@ class Supervisor {
           StopAll(SIGKILL);
         } else {
           std::cerr << "gangway up: stopping the agent and the controller (again to kill)\n";
-          StopAll(s == SIGHUP ? SIGTERM : s);
+          stop_signal = s == SIGHUP ? SIGTERM : s;
+          StopNext(stop_signal);
         }
         stopping = true;
         signalled = true;
@@ -225,6 +238,7 @@ class Supervisor {
                                                        WTERMSIG(status) == SIGINT))) {
           failed = true;
         }
+        if (stop_signal != 0) StopNext(stop_signal);
       }
     }
     return failed ? kExitInternal : kExitOk;

@@ -720,6 +720,16 @@ TEST_F(ClientCommandsTest, UpRunsAControllerAndAnAgentThatRunJobs) {
     EXPECT_NE(testing::Slurp((scratch_.dir() / "gangway-data" / "server.log").string())
                   .find("listening on"),
               std::string::npos);
+    // A task still running when `up` stops: the agent ends it and reports that.
+    Outcome sleeper = scratch_.Gangway({"run", "--gpus", "1", "--", "sleep", "100"});
+    EXPECT_EQ(sleeper.exit_code, 0) << Show(sleeper);
+    bool running = false;
+    for (int i = 0; i < 100 && !running; ++i) {
+      running =
+          std::regex_search(scratch_.Gangway({"describe", "3"}).out, std::regex("State: +running"));
+      if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_TRUE(running) << scratch_.Gangway({"describe", "3"}).out;
   }
   if (!exited) {
     kill(pid, SIGINT);
@@ -728,6 +738,10 @@ TEST_F(ClientCommandsTest, UpRunsAControllerAndAnAgentThatRunJobs) {
   ASSERT_TRUE(ready) << testing::Slurp(log) << testing::Slurp(log + ".err");
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n"
                                                              << testing::Slurp(log + ".err");
+  // The agent stopped first, so its last report reached a controller still running.
+  const std::string agent_log =
+      testing::Slurp((scratch_.dir() / "gangway-data" / "agent.log").string());
+  EXPECT_EQ(agent_log.find("[warning]"), std::string::npos) << agent_log;
 }
 
 }  // namespace
