@@ -23,7 +23,6 @@
 #include "core/sched/registry.h"
 #include "sim/cluster.h"
 #include "sim/fill.h"
-#include "sim/parallel.h"
 #include "sim/plots.h"
 #include "sim/replay.h"
 #include "sim/report.h"
@@ -31,6 +30,7 @@
 #include "spec/cluster_file.h"
 #include "spec/policy_file.h"
 #include "spec/units.h"
+#include "util/parallel_map.h"
 
 namespace gangway::cli {
 namespace {
@@ -386,7 +386,7 @@ std::vector<FillRun> RunFills(const SimFlags& f, const std::vector<std::string>&
   for (size_t i = 0; i < runs.size(); ++i) schedule[i] = i;
   std::stable_partition(schedule.begin(), schedule.end(),
                         [&](size_t i) { return runs[i].policy == "fgd"; });
-  auto scheduled = sim::ParallelMap<FillRun>(runs.size(), f.threads, [&](size_t k) {
+  auto scheduled = util::ParallelMap<FillRun>(runs.size(), f.threads, [&](size_t k) {
     const size_t i = schedule[k];
     FillRun run = runs[i];
     auto r = sim::RunFill(
@@ -582,7 +582,7 @@ std::vector<ReplayRun> RunReplays(const SimFlags& f, const std::vector<std::stri
   Progress progress;
   std::mutex mutex;
   std::vector<double> fraction(runs.size(), 0.0);
-  auto results = sim::ParallelMap<ReplayRun>(runs.size(), f.threads, [&](size_t i) {
+  auto results = util::ParallelMap<ReplayRun>(runs.size(), f.threads, [&](size_t i) {
     ReplayRun run = runs[i];
     sim::ReplayOptions options = base;
     options.profile = profiles[i];

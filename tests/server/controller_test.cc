@@ -5,6 +5,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <fstream>
 #include <map>
@@ -400,6 +401,53 @@ TEST_F(ControllerTest, AcceptedJobsSurviveARestartAndLaunchesAreResent) {
   EXPECT_EQ(out["commands"][0]["task"]["taskId"], launched["taskId"]);
   // New ids continue after the old ones.
   EXPECT_GT(Submit("name: after\ngpu: 1\ncommand: [x]\n"), ids.back());
+}
+
+// A restart reads every job back (on several threads): each keeps its own spec, state and id,
+// and an unfinished job whose spec no longer reads fails with the reason instead of vanishing.
+TEST_F(ControllerTest, EveryJobIsReadBackAfterARestartAndAnUnreadableOneFails) {
+  Start();
+  Register("n1", 2);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 300; ++i) {
+    ids.push_back(Submit("name: j" + std::to_string(i) + "\ngpu: " + std::to_string(1 + i % 2) +
+                         "\ncommand: [train, '" + std::to_string(i) +
+                         "']\npriority: " + std::to_string(i % 7) + "\n"));
+  }
+  // Settled once both GPUs are held: no later cycle can start anything.
+  std::map<uint64_t, std::string> states;
+  ASSERT_TRUE(Eventually([&] {
+    int held = 0;
+    for (uint64_t id : ids) {
+      json job = Job(id);
+      states[id] = job["state"];
+      if (states[id] != "pending") held += job["gpus"].get<int>();
+    }
+    return held == 2;
+  }));
+  controller_.reset();
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_.path() / "data" / "gangway.db").c_str(), &db), SQLITE_OK);
+    const std::string sql = "UPDATE jobs SET doc = json_set(doc, '$.spec', 'name: [') WHERE id = " +
+                            std::to_string(ids.back());
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  Start();
+  for (size_t i = 0; i + 1 < ids.size(); ++i) {
+    json job = Job(ids[i]);
+    EXPECT_EQ(job["name"], "j" + std::to_string(i));
+    EXPECT_EQ(job["priority"], static_cast<int>(i % 7));
+    EXPECT_EQ(job["command"], json::array({"train", std::to_string(i)}));
+    EXPECT_EQ(job["gpus"], 1 + static_cast<int>(i % 2)) << job.dump();
+    EXPECT_EQ(job["state"], states[ids[i]]);
+  }
+  json bad = Job(ids.back());
+  EXPECT_EQ(bad["state"], "failed");
+  EXPECT_THAT(bad["message"].get<std::string>(),
+              ::testing::HasSubstr("could not read the job back after a restart"));
+  EXPECT_EQ(Ok(c().ListJobs(kAdmin, {.limit = 10000, .all_users = true}))["jobs"].size(), 300u);
 }
 
 TEST_F(ControllerTest, UsersSeeOnlyTheirOwnJobsUnlessAdmin) {

@@ -1,9 +1,9 @@
-#ifndef GANGWAY_SIM_PARALLEL_H_
-#define GANGWAY_SIM_PARALLEL_H_
+#ifndef GANGWAY_UTIL_PARALLEL_MAP_H_
+#define GANGWAY_UTIL_PARALLEL_MAP_H_
 
-// Runs independent simulations on worker threads (`gangway sim compare`). Results are stored
-// by task index, so the output never depends on which thread ran what or when: a comparison
-// is deterministic for given seeds.
+// Runs independent pieces of work on worker threads (`gangway sim compare`, the controller
+// reading its jobs back). Results are stored by task index, so the output never depends on
+// which thread ran what or when: a comparison is deterministic for given seeds.
 
 #include <algorithm>
 #include <atomic>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-namespace gangway::sim {
+namespace gangway::util {
 
 // task(i) for every i in [0, count), on up to `threads` threads (0 = the hardware's count).
 // `task` must be safe to call concurrently for different i. If a task throws, the first
@@ -46,6 +46,6 @@ std::vector<T> ParallelMap(size_t count, int threads, const std::function<T(size
   return results;
 }
 
-}  // namespace gangway::sim
+}  // namespace gangway::util
 
-#endif  // GANGWAY_SIM_PARALLEL_H_
+#endif  // GANGWAY_UTIL_PARALLEL_MAP_H_
