@@ -297,6 +297,7 @@ void Controller::ForgetFinishedJobsLocked() {
         it->second.finished_at != finished_at) {
       continue;
     }
+    CountLocked(it->second, std::nullopt);
     jobs_.erase(it);
     writes_.push_back({.kind = Write::Kind::kForget, .job = id});
     ++queued_gen_;
@@ -623,7 +624,24 @@ void Controller::RemoveEmptyCheckpointDirLocked(const JobRecord& job) {
 
 // --- persistence helpers ---
 
-void Controller::IndexLocked(const JobRecord& job) {
+void Controller::CountLocked(JobRecord& job, std::optional<JobState> as) {
+  if (job.counted_as == as) return;
+  if (job.counted_as) {
+    --jobs_by_state_[static_cast<size_t>(*job.counted_as)];
+    if (*job.counted_as == JobState::kPending) {
+      auto it = pending_by_queue_.find(job.live.job.queue);
+      if (it != pending_by_queue_.end() && --it->second == 0) pending_by_queue_.erase(it);
+    }
+  }
+  if (as) {
+    ++jobs_by_state_[static_cast<size_t>(*as)];
+    if (*as == JobState::kPending) ++pending_by_queue_[job.live.job.queue];
+  }
+  job.counted_as = as;
+}
+
+void Controller::IndexLocked(JobRecord& job) {
+  CountLocked(job, job.state);
   if (job.HoldsResources()) {
     active_.insert(job.id);
   } else {
@@ -641,7 +659,7 @@ void Controller::IndexLocked(const JobRecord& job) {
   }
 }
 
-void Controller::SaveJobLocked(const JobRecord& job) {
+void Controller::SaveJobLocked(JobRecord& job) {
   IndexLocked(job);
   writes_.push_back({.kind = Write::Kind::kJob,
                      .job = job.id,

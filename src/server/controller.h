@@ -9,6 +9,7 @@
 // Contract with the API layer: methods validate what they are given and answer with an
 // ApiError naming the field and reason; nothing here speaks HTTP.
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -22,6 +23,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -184,8 +186,13 @@ class Controller {
                       const std::string& reason);
   void PushCommandLocked(NodeEntry& node, nlohmann::json body);
 
-  void SaveJobLocked(const JobRecord& job);
-  void IndexLocked(const JobRecord& job);
+  void SaveJobLocked(JobRecord& job);
+  void IndexLocked(JobRecord& job);
+  void CountLocked(JobRecord& job, std::optional<JobState> as);
+  int64_t PendingIn(std::string_view queue) const {
+    auto it = pending_by_queue_.find(queue);
+    return it == pending_by_queue_.end() ? 0 : it->second;
+  }
   void SaveNodeLocked(const NodeRecord& node);
   void EventLocked(uint64_t job, std::string type, std::string message);
   // Group commit: Save*/Event* queue writes; the writer thread commits everything queued in
@@ -247,6 +254,10 @@ class Controller {
   // tasks hold resources, and jobs waiting to be placed.
   std::set<uint64_t> active_;
   std::set<uint64_t> waiting_;
+  // Jobs per state, and pending jobs per queue, kept by IndexLocked, so that /metrics and
+  // /v1/queues need not walk finished jobs.
+  std::array<int64_t, kJobStateCount> jobs_by_state_{};
+  std::map<std::string, int64_t, std::less<>> pending_by_queue_;
   std::set<std::pair<int64_t, uint64_t>> finished_;  // (finished_at, id) of finished jobs
   std::map<std::string, NodeEntry, std::less<>> nodes_;
   uint64_t next_job_id_ = 1;

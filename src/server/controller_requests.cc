@@ -417,13 +417,11 @@ json Controller::ListQueues() {
   std::lock_guard lock(mu_);
   std::map<std::string, int64_t> usage;
   std::map<std::string, int> running;
-  std::map<std::string, int> pending;
   std::map<std::string, std::string> parent;
   for (const auto& q : options_.queues) parent[q.name] = q.parent;
-  for (const auto& [id, j] : jobs_) {
+  for (uint64_t id : active_) {
+    const JobRecord& j = jobs_.at(id);
     const std::string& q = j.live.job.queue;
-    if (j.state == JobState::kPending) pending[q]++;
-    if (!j.HoldsResources()) continue;
     running[q]++;
     int64_t m = 0;
     for (const TaskRecord& t : j.tasks) {
@@ -465,7 +463,7 @@ json Controller::ListQueues() {
          {"usage", {{"gpuMilli", usage[q.name]}}},
          {"fairShare", fair},
          {"fairShareGpuMilli", static_cast<int64_t>(fair * static_cast<double>(total))},
-         {"pending", pending[q.name]},
+         {"pending", PendingIn(q.name)},
          {"running", running[q.name]}});
   }
   return {{"queues", out}};
@@ -836,24 +834,17 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
 std::string Controller::MetricsText() {
   std::ostringstream o;
   std::lock_guard lock(mu_);
-  std::map<std::string, int> by_state;
-  std::map<std::string, int> pending_by_queue;
-  for (const auto& [id, j] : jobs_) {
-    by_state[std::string(JobStateName(j.state))]++;
-    if (j.state == JobState::kPending) pending_by_queue[j.live.job.queue]++;
-  }
   o << "# HELP gangway_jobs Jobs by state.\n# TYPE gangway_jobs gauge\n";
   for (JobState s :
        {JobState::kPending, JobState::kScheduled, JobState::kRunning, JobState::kSucceeded,
         JobState::kFailed, JobState::kPreempted, JobState::kCancelled}) {
     o << "gangway_jobs{state=\"" << JobStateName(s) << "\"} "
-      << by_state[std::string(JobStateName(s))] << "\n";
+      << jobs_by_state_[static_cast<size_t>(s)] << "\n";
   }
   o << "# HELP gangway_queue_pending_jobs Pending jobs per queue.\n"
        "# TYPE gangway_queue_pending_jobs gauge\n";
   for (const auto& q : options_.queues) {
-    o << "gangway_queue_pending_jobs{queue=\"" << q.name << "\"} " << pending_by_queue[q.name]
-      << "\n";
+    o << "gangway_queue_pending_jobs{queue=\"" << q.name << "\"} " << PendingIn(q.name) << "\n";
   }
   std::map<std::string, std::pair<int64_t, int64_t>> gpus;  // model -> (total, allocated milli)
   std::map<std::string, int> node_states;

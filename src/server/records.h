@@ -32,6 +32,7 @@ enum class JobState : uint8_t {
   kPreempted,
   kCancelled
 };
+inline constexpr size_t kJobStateCount = static_cast<size_t>(JobState::kCancelled) + 1;
 enum class TaskState : uint8_t { kScheduled, kRunning, kStopping, kExited, kLost };
 
 std::string_view JobStateName(JobState s);
@@ -80,6 +81,9 @@ struct JobRecord {
   std::vector<TaskRecord> tasks;  // of the current attempt
   // Not persisted: the last cycle's verdict while pending.
   std::optional<core::PendingJob> pending;
+  // Not persisted: the state the controller's job counters hold this job under (none before
+  // it is first indexed).
+  std::optional<JobState> counted_as;
 
   std::string TaskId(int index) const {
     return std::to_string(id) + "." + std::to_string(attempt) + "." + std::to_string(index);

@@ -121,6 +121,72 @@ TEST_F(ControllerTest, FinishedJobsAreForgottenAfterTheRetentionWithTheirEventsA
   EXPECT_EQ(Submit("name: next\ngpu: 1\ncommand: [true]\n"), slow + 1);
 }
 
+// /metrics and /v1/queues read counters rather than walking every job; the counters must
+// follow each transition, a restart and the forgetting of finished jobs.
+TEST_F(ControllerTest, JobCountsFollowTransitionsRestartsAndForgetting) {
+  auto o = Options();
+  o.queues = {{.name = "default"}, {.name = "batch"}};
+  Start(o);
+  Register("n1", 1);
+  auto metric = [&](const std::string& series) {
+    const std::string text = c().MetricsText();
+    const size_t at = text.find("\n" + series + " ");
+    if (at == std::string::npos) return std::string("missing");
+    const size_t start = at + series.size() + 2;
+    return text.substr(start, text.find('\n', start) - start);
+  };
+  auto queue = [&](const std::string& name) {
+    const json queues = c().ListQueues();
+    for (const json& q : queues["queues"]) {
+      if (q["name"] == name) return q;
+    }
+    return json();
+  };
+  auto jobs = [&](const std::string& state) {
+    return metric("gangway_jobs{state=\"" + state + "\"}");
+  };
+
+  const uint64_t a = Submit("name: a\ngpu: 1\ncommand: [x]\n");
+  Submit("name: b\nqueue: batch\ngpu: 1\ncommand: [x]\n");
+  const uint64_t c3 = Submit("name: c\nqueue: batch\ngpu: 1\ncommand: [x]\n");
+  const std::string a_task = TakeCommands("n1")[0]["task"]["taskId"];
+  ASSERT_EQ(State(a), "scheduled");
+  EXPECT_EQ(jobs("scheduled"), "1");
+  EXPECT_EQ(jobs("pending"), "2");
+  EXPECT_EQ(metric("gangway_queue_pending_jobs{queue=\"batch\"}"), "2");
+  EXPECT_EQ(metric("gangway_queue_pending_jobs{queue=\"default\"}"), "0");
+  EXPECT_EQ(queue("batch")["pending"], 2);
+  EXPECT_EQ(queue("default")["running"], 1);
+
+  Report("n1", {Running(a_task)});
+  EXPECT_EQ(jobs("running"), "1");
+  EXPECT_EQ(jobs("scheduled"), "0");
+  Report("n1", {Exited(a_task, 0)});
+  ASSERT_TRUE(WaitState(a, "succeeded"));
+  Ok(c().Cancel(kAlice, c3));
+  ASSERT_TRUE(Eventually([&] { return jobs("scheduled") == "1"; }));  // b took the GPU
+  EXPECT_EQ(jobs("succeeded"), "1");
+  EXPECT_EQ(jobs("cancelled"), "1");
+  EXPECT_EQ(jobs("pending"), "0");
+  EXPECT_EQ(metric("gangway_queue_pending_jobs{queue=\"batch\"}"), "0");
+  EXPECT_EQ(queue("batch")["pending"], 0);
+  EXPECT_EQ(queue("batch")["running"], 1);
+  EXPECT_EQ(queue("default")["running"], 0);
+
+  Restart(o);
+  EXPECT_EQ(jobs("succeeded"), "1");
+  EXPECT_EQ(jobs("cancelled"), "1");
+  EXPECT_EQ(jobs("scheduled"), "1");
+  EXPECT_EQ(jobs("pending"), "0");
+
+  o.job_retention = std::chrono::seconds(1);
+  Restart(o);
+  ASSERT_TRUE(Eventually([&] { return jobs("succeeded") == "0"; }));
+  EXPECT_TRUE(Eventually([&] { return jobs("cancelled") == "0"; }));
+  EXPECT_EQ(jobs("scheduled"), "1");
+  EXPECT_EQ(queue("batch")["running"], 1);
+}
+
 TEST_F(ControllerTest, ExitIsNotAcknowledgedUntilTheWholeLogArrived) {
   Start();
   Register("n1", 1);
