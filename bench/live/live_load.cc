@@ -8,7 +8,8 @@
 //               Each report opens its own connection, as a real agent's does: the controller
 //               closes idle connections after 1 s. `--connections shared` reuses a few instead;
 //               `--tls rsa|ecdsa` serves HTTPS with such a self-signed key, so that each report
-//               costs a TLS handshake
+//               costs a TLS handshake. Every simulated agent also holds its commands long poll
+//               open, as a real agent does (`--no-long-polls` leaves them out)
 //   dispatch    as throughput, but the A agents are simulated in this process: each launch is
 //               reported exited at once, so the figure is the controller's own rate, without
 //               the cost of creating processes (which bounds `throughput` on small VMs)
@@ -18,6 +19,7 @@
 //   gangway_live_load --gangway build/release/gangway --mode throughput --jobs 10000
 
 #include <httplib.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -30,9 +32,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -58,6 +62,7 @@ struct Flags {
   int submitters = 4;
   std::string connections = "per-report";  // heartbeats: or "shared"
   std::string tls = "none";                // heartbeats: or "rsa", "ecdsa"
+  bool long_polls = true;  // heartbeats: every agent also holds its commands long poll open
   std::string data;
   bool keep = false;  // leave the controller's state in --data (e.g. to time a restart)
 };
@@ -106,6 +111,45 @@ double CpuSeconds(pid_t pid, bool children = false) {
   if (children) t += std::stod(fields[13]) + std::stod(fields[14]);
   return t / ticks;
 }
+
+// A field of /proc/PID/status such as "Threads" or "VmRSS", as its text; "?" if absent.
+std::string ProcStatus(pid_t pid, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key + ":", 0) == 0) {
+      const auto v = line.find_first_not_of(" \t", key.size() + 1);
+      return v == std::string::npos ? "" : line.substr(v);
+    }
+  }
+  return "?";
+}
+
+// Runs fn on a thread with a small stack, for the thousands of long polls of `heartbeats`.
+class SmallThread {
+ public:
+  explicit SmallThread(std::function<void()> fn) : fn_(std::move(fn)) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    ok_ = pthread_create(&thread_, &attr, &Run, this) == 0;
+    pthread_attr_destroy(&attr);
+  }
+  SmallThread(const SmallThread&) = delete;
+  SmallThread& operator=(const SmallThread&) = delete;
+  ~SmallThread() {
+    if (ok_) pthread_join(thread_, nullptr);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  static void* Run(void* self) {
+    static_cast<SmallThread*>(self)->fn_();
+    return nullptr;
+  }
+  std::function<void()> fn_;
+  pthread_t thread_{};
+  bool ok_ = false;
+};
 
 struct Cluster {
   pid_t server = -1;
@@ -503,12 +547,45 @@ int Heartbeats(const Flags& f) {
   }
   // Every agent reports once per 5 s, spread evenly: n / 5 reports per second. A new connection
   // per report costs the sender a round trip (and a handshake), so that mode uses more threads.
+  // As the agent's commands loop does: one kept-alive connection per agent, a poll of 25 s after
+  // the other. Nothing is submitted, so every poll waits its full time.
+  std::atomic<bool> stop_polls{false};
+  std::atomic<int64_t> polls{0};
+  std::atomic<int64_t> poll_errors{0};
+  std::vector<std::unique_ptr<SmallThread>> pollers;
+  if (f.long_polls) {
+    for (int i = 0; i < n; ++i) {
+      pollers.push_back(std::make_unique<SmallThread>([&, i] {
+        auto http = client();
+        http->set_keep_alive(true);
+        http->set_read_timeout(std::chrono::seconds(35));
+        const std::string path = "/v1/agents/sim-" + std::to_string(i) +
+                                 "/commands?epoch=" + epochs[static_cast<size_t>(i)] +
+                                 "&after=0&waitMs=" + std::getenv("POLLW");
+        while (!stop_polls.load()) {
+          auto r = http->Get(path, Auth(tokens[static_cast<size_t>(i)]));
+          if (!r || r->status != 200) {
+            poll_errors++;
+            std::this_thread::sleep_for(std::chrono::seconds(1));
+          }
+          polls++;
+        }
+      }));
+      if (!pollers.back()->ok()) {
+        std::cerr << "cannot start long poll thread " << i << "\n";
+        return 1;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // let them connect
+  }
   const bool shared = f.connections == "shared";
   const double rate = n / 5.0;
   const int threads = shared ? 4 : 16;
   std::atomic<int64_t> sent{0};
   std::atomic<int64_t> errors{0};
   std::atomic<int64_t> late{0};
+  std::mutex rtt_mu;
+  std::vector<double> rtts;  // ms from sending a report to its answer
   const double cpu0 = CpuSeconds(c.server);
   const auto t0 = Clock::now();
   std::vector<std::thread> pool;
@@ -518,6 +595,7 @@ int Heartbeats(const Flags& f) {
       http->set_keep_alive(shared);
       http->set_tcp_nodelay(true);
       const auto per_thread = rate / threads;
+      std::vector<double> mine;
       int64_t k = 0;
       for (;;) {
         const auto due =
@@ -532,17 +610,24 @@ int Heartbeats(const Flags& f) {
                      {"appliedSeq", 0},
                      {"tasks", json::array()},
                      {"gpus", json::array()}};
+        const auto sent_at = Clock::now();
         auto r = http->Post("/v1/agents/sim-" + std::to_string(i) + "/report",
                             Auth(tokens[static_cast<size_t>(i)]), body.dump(), "application/json");
+        mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent_at).count());
         if (!r || r->status != 200) errors++;
         sent++;
         ++k;
       }
+      std::lock_guard lock(rtt_mu);
+      rtts.insert(rtts.end(), mine.begin(), mine.end());
     });
   }
   for (auto& t : pool) t.join();
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   const double cpu = CpuSeconds(c.server) - cpu0;
+  if (rtts.empty()) rtts.push_back(0);
+  const std::string server_threads = ProcStatus(c.server, "Threads");
+  const std::string server_rss = ProcStatus(c.server, "VmRSS");
   auto http = client();
   auto nodes = http->Get("/metrics");
   int64_t lost = -1;
@@ -552,12 +637,24 @@ int Heartbeats(const Flags& f) {
     if (at != std::string::npos) lost = std::stoll(nodes->body.substr(at + key.size()));
   }
   std::printf(
-      "%d simulated agents, one report per 5 s each (%.0f/s) for %.1f s, %s connections, TLS %s: "
-      "%lld reports (%lld over 1 s late), %lld errors, %lld nodes lost; controller CPU %.2f s = "
-      "%.3f cores\n",
-      n, rate, wall, f.connections.c_str(), f.tls.c_str(), static_cast<long long>(sent.load()),
-      static_cast<long long>(late.load()), static_cast<long long>(errors.load()),
-      static_cast<long long>(lost), cpu, cpu / wall);
+      "%d simulated agents, one report per 5 s each (%.0f/s) for %.1f s, %s connections, TLS %s, "
+      "long polls %s: %lld reports (%lld over 1 s late), %lld errors, %lld nodes lost; report "
+      "round trip p50 %.2f ms, p99 %.2f ms, max %.0f ms; controller CPU %.2f s = %.3f cores, "
+      "%s threads, RSS %s\n",
+      n, rate, wall, f.connections.c_str(), f.tls.c_str(), f.long_polls ? "held" : "none",
+      static_cast<long long>(sent.load()), static_cast<long long>(late.load()),
+      static_cast<long long>(errors.load()), static_cast<long long>(lost), Percentile(rtts, 0.5),
+      Percentile(rtts, 0.99), rtts.empty() ? 0.0 : *std::max_element(rtts.begin(), rtts.end()), cpu,
+      cpu / wall, server_threads.c_str(), server_rss.c_str());
+  if (f.long_polls) {
+    std::printf("long polls answered during the run: %lld (%lld errors)\n",
+                static_cast<long long>(polls.load()), static_cast<long long>(poll_errors.load()));
+  }
+  // The pollers stop when their polls end; stopping the controller ends them at once.
+  stop_polls = true;
+  Stop(c.server);
+  c.server = -1;
+  pollers.clear();
   return 0;
 }
 
@@ -600,12 +697,14 @@ int main(int argc, char** argv) {
       f.data = value();
     else if (a == "--keep")
       f.keep = true;
+    else if (a == "--no-long-polls")
+      f.long_polls = false;
     else {
       std::cerr << "usage: gangway_live_load --gangway PATH [--mode "
                    "latency|throughput|heartbeats|dispatch|spawn]"
                    " [--jobs N] [--agents A] [--gpus G] [--samples S] [--simulated-agents K]"
                    " [--seconds T] [--connections per-report|shared] [--tls none|rsa|ecdsa]"
-                   " [--data DIR] [--keep]\n";
+                   " [--no-long-polls] [--data DIR] [--keep]\n";
       return 2;
     }
   }

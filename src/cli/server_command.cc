@@ -42,6 +42,7 @@ struct ServerFlags {
   std::string job_retention = "7d";
   std::string max_task_log = "256Mi";
   int64_t max_body = 1 << 20;
+  size_t max_connections = 16384;
   std::string tls_cert;
   std::string tls_key;
 };
@@ -160,6 +161,7 @@ void RunServer(const ServerFlags& f) {
   try {
     api.emplace(*controller, auth,
                 server::HttpOptions{.max_body = static_cast<size_t>(f.max_body),
+                                    .max_threads = f.max_connections,
                                     .tls_cert = f.tls_cert,
                                     .tls_key = f.tls_key});
   } catch (const std::exception& e) {
@@ -249,6 +251,11 @@ void AddServerCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-body", f->max_body, "Largest request body in bytes")
       ->capture_default_str();
+  cmd->add_option("--max-connections", f->max_connections,
+                  "Serve at most this many connections at once, a thread each; every agent "
+                  "holds one. More wait to be served")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{16}, size_t{1} << 20));
   cmd->add_option("--tls-cert", f->tls_cert,
                   "Serve HTTPS with this certificate chain (PEM); needs --tls-key")
       ->type_name("FILE");

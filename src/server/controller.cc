@@ -146,7 +146,10 @@ void Controller::Stop() {
     stopping_ = true;
   }
   wake_.notify_all();
-  commands_.notify_all();
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [name, node] : nodes_) node.poll.notify_all();
+  }
   if (thread_.joinable()) thread_.join();
   {
     std::lock_guard lock(mu_);
@@ -170,16 +173,23 @@ void Controller::WriterLoop() {
     const uint64_t gen = queued_gen_;
     // Every operation that queued these writes has finished (each holds mu_ throughout), so
     // the commands it pushed follow from state up to `gen`.
-    for (const std::string& name : unstamped_) {
+    std::vector<std::string> stamped;
+    stamped.swap(unstamped_);
+    for (const std::string& name : stamped) {
       auto it = nodes_.find(name);
       if (it == nodes_.end()) continue;
       for (Command& c : it->second.commands) {
         if (c.gen == kUnstamped) c.gen = gen;
       }
     }
-    unstamped_.clear();
+    // Their commands can go out once `gen` is durable.
+    auto wake_polls = [&] {
+      for (const std::string& name : stamped) {
+        if (auto it = nodes_.find(name); it != nodes_.end()) it->second.poll.notify_all();
+      }
+    };
     if (batch.empty()) {
-      commands_.notify_all();  // commands whose state was already on disk
+      wake_polls();  // commands whose state was already on disk
       if (writer_stopping_) break;
       continue;
     }
@@ -230,7 +240,7 @@ void Controller::WriterLoop() {
     lock.lock();
     durable_gen_ = gen;
     durable_.notify_all();
-    commands_.notify_all();
+    wake_polls();
   }
   writer_done_ = true;
   durable_.notify_all();

@@ -161,6 +161,9 @@ class Controller {
     std::deque<Command> commands;
     uint64_t next_seq = 1;
     std::chrono::steady_clock::time_point last_seen;
+    // Its agent's commands long poll waits here, so that a command wakes only that agent
+    // rather than every connected one.
+    std::condition_variable poll;
   };
 
   void Load();
@@ -223,8 +226,7 @@ class Controller {
   std::optional<core::Scheduler> scheduler_;
 
   std::mutex mu_;
-  std::condition_variable wake_;      // the scheduling thread
-  std::condition_variable commands_;  // long-polling agents
+  std::condition_variable wake_;  // the scheduling thread
   bool dirty_ = true;
   bool stopping_ = false;
   struct Write {

@@ -638,8 +638,8 @@ Outcome<json> Controller::Commands(std::string_view node, std::string_view epoch
   if (epoch != epoch_) after = 0;
   while (!e.commands.empty() && e.commands.front().seq <= after) e.commands.pop_front();
   auto ready = [&](const Command& c) { return c.gen <= durable_gen_; };
-  commands_.wait_for(
-      lock, wait, [&] { return stopping_ || (!e.commands.empty() && ready(e.commands.front())); });
+  e.poll.wait_for(lock, wait,
+                  [&] { return stopping_ || (!e.commands.empty() && ready(e.commands.front())); });
   json out = json::array();
   for (const Command& c : e.commands) {
     if (out.size() >= kMaxCommandBatch || !ready(c)) break;

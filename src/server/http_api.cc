@@ -93,9 +93,11 @@ HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
     SSL_CTX_set_num_tickets(tls->ssl_context(), 0);
     server_ = std::move(tls);
   }
-  const int threads = options_.threads;
-  server_->new_task_queue = [threads] {
-    return new httplib::ThreadPool(static_cast<size_t>(threads));
+  // Each agent holds a connection, and so a thread, for its commands long poll.
+  server_->new_task_queue = [this] {
+    auto* pool = new GrowingThreadPool({.max_threads = options_.max_threads});
+    pool_.store(pool);
+    return pool;
   };
   // httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and take
   // half its connections. SO_REUSEADDR alone still allows a restart over TIME_WAIT connections.
@@ -394,6 +396,15 @@ std::string HttpApi::MetricsText() {
   for (const auto& [route, s] : by_route) {
     o << "gangway_api_request_seconds_sum{route=\"" << route << "\"} " << s.seconds << "\n";
     o << "gangway_api_request_seconds_count{route=\"" << route << "\"} " << s.count << "\n";
+  }
+  // Read inside a request, so the pool is the one serving it.
+  if (const GrowingThreadPool* pool = pool_.load()) {
+    o << "# HELP gangway_http_threads Threads serving HTTP connections (each agent holds one).\n"
+         "# TYPE gangway_http_threads gauge\n"
+      << "gangway_http_threads " << pool->threads() << "\n"
+      << "# HELP gangway_http_threads_limit The most HTTP connections served at once.\n"
+         "# TYPE gangway_http_threads_limit gauge\n"
+      << "gangway_http_threads_limit " << options_.max_threads << "\n";
   }
   return o.str();
 }

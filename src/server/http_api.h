@@ -17,12 +17,15 @@
 
 #include "server/auth.h"
 #include "server/controller.h"
+#include "server/growing_thread_pool.h"
 
 namespace gangway::server {
 
 struct HttpOptions {
   size_t max_body = 1 << 20;
-  int threads = 64;  // agents' long polls each hold one
+  // The most connections served at once, one thread each; every agent holds one for its
+  // commands long poll. Threads start as connections arrive.
+  size_t max_threads = 16384;
   // Both set: serve HTTPS with this certificate chain and private key (PEM files).
   std::string tls_cert;
   std::string tls_key;
@@ -49,8 +52,9 @@ class HttpApi {
   Controller& controller_;
   AuthConfig auth_;
   HttpOptions options_;
-  std::unique_ptr<httplib::Server> server_;  // an httplib::SSLServer with TLS
-  int listen_fd_ = -1;                       // the socket the last Bind attempt created
+  std::unique_ptr<httplib::Server> server_;              // an httplib::SSLServer with TLS
+  int listen_fd_ = -1;                                   // the socket the last Bind attempt created
+  std::atomic<const GrowingThreadPool*> pool_{nullptr};  // owned by server_ while it serves
 
   struct RouteStats {
     uint64_t count = 0;

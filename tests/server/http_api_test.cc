@@ -41,7 +41,7 @@ class HttpApiTest : public ControllerTest {
     auth.tokens.emplace(kBobToken, Identity{"bob", false});
     auth.tokens.emplace(kAdminToken, Identity{"admin", true});
     auth.join_token = kJoinToken;
-    api_ = std::make_unique<HttpApi>(c(), auth, HttpOptions{.max_body = 64 * 1024, .threads = 8});
+    api_ = std::make_unique<HttpApi>(c(), auth, HttpOptions{.max_body = 64 * 1024});
     port_ = api_->Bind("127.0.0.1", 0);
     ASSERT_GT(port_, 0);
     thread_ = std::thread([this] { api_->Serve(); });
@@ -247,6 +247,60 @@ TEST_F(HttpApiTest, AgentsActOnlyForTheirOwnNode) {
   EXPECT_THAT(nodes->body, Not(HasSubstr(TokenDigest(n1))));
 }
 
+// Every agent holds a connection, and so a server thread, in its commands long poll. With
+// httplib's fixed pool of 64 threads, once 64 agents were polling, reports (so nodes were lost)
+// and every CLI call waited for a poll to end.
+TEST_F(HttpApiTest, AgentsHoldingLongPollsDoNotStarveOtherRequests) {
+  constexpr int kAgents = 100;
+  std::vector<std::string> tokens;
+  std::string epoch;
+  for (int i = 0; i < kAgents; ++i) {
+    auto r =
+        http_->Post("/v1/agents/register", As(kJoinToken),
+                    json{{"node", {{"name", "n" + std::to_string(i)}}}}.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    tokens.push_back(json::parse(r->body)["nodeToken"]);
+    epoch = json::parse(r->body)["controllerEpoch"];
+  }
+  std::vector<int> polled(kAgents, 0);
+  std::vector<std::thread> agents;
+  for (int i = 0; i < kAgents; ++i) {
+    agents.emplace_back([&, i] {
+      httplib::Client poll("127.0.0.1", port_);
+      poll.set_read_timeout(std::chrono::seconds(30));
+      auto r = poll.Get(
+          "/v1/agents/n" + std::to_string(i) + "/commands?epoch=" + epoch + "&after=0&waitMs=20000",
+          As(tokens[static_cast<size_t>(i)].c_str()));
+      polled[static_cast<size_t>(i)] = r ? r->status : -1;
+    });
+  }
+  auto threads = [&] {
+    httplib::Client probe("127.0.0.1", port_);
+    probe.set_read_timeout(std::chrono::seconds(3));
+    auto m = probe.Get("/metrics");
+    if (!m) return -1;
+    const std::string key = "\ngangway_http_threads ";
+    const size_t at = m->body.find(key);
+    return at == std::string::npos ? -1 : std::stoi(m->body.substr(at + key.size()));
+  };
+  EXPECT_TRUE(Eventually([&] { return threads() > kAgents; })) << threads();
+
+  httplib::Client other("127.0.0.1", port_);
+  other.set_read_timeout(std::chrono::seconds(3));
+  auto health = other.Get("/healthz");
+  ASSERT_TRUE(health) << "no answer within 3 s while " << kAgents << " agents poll";
+  EXPECT_EQ(health->status, 200);
+  auto report = other.Post("/v1/agents/n0/report", As(tokens[0].c_str()),
+                           json{{"tasks", json::array()}}.dump(), "application/json");
+  ASSERT_TRUE(report);
+  EXPECT_EQ(report->status, 200) << report->body;
+
+  c().Stop();  // ends the polls
+  for (std::thread& t : agents) t.join();
+  for (int i = 0; i < kAgents; ++i) EXPECT_EQ(polled[static_cast<size_t>(i)], 200) << i;
+}
+
 TEST_F(HttpApiTest, LogsComeBackWithOffsets) {
   auto reg = http_->Post("/v1/agents/register", As(kJoinToken),
                          R"({"node": {"name": "n1", "gpus": [{"index": 0, "model": "H100-80GB",
@@ -294,7 +348,7 @@ TEST_F(HttpApiTest, JobListsArePagedWithLimitAndBefore) {
 TEST_F(HttpApiTest, ASecondServerCannotBindTheSamePort) {
   // With SO_REUSEPORT (httplib's default) this Bind succeeded, and the kernel then split new
   // connections between two controllers with different state.
-  HttpApi second(c(), AuthConfig{}, HttpOptions{.threads = 1});
+  HttpApi second(c(), AuthConfig{}, HttpOptions{.max_threads = 1});
   EXPECT_EQ(second.Bind("127.0.0.1", port_), -1);
   auto r = http_->Get("/healthz");
   ASSERT_TRUE(r);
@@ -305,7 +359,7 @@ TEST_F(HttpApiTest, ManyConnectionsWaitToBeAcceptedRatherThanBeingDropped) {
   // A server bound but not yet serving accepts nothing, so every connection that completes
   // its handshake waits in the listen backlog. With httplib's backlog of 5, the kernel drops
   // the SYNs beyond it and those clients retry only after a second.
-  HttpApi idle(c(), AuthConfig{}, HttpOptions{.threads = 1});
+  HttpApi idle(c(), AuthConfig{}, HttpOptions{.max_threads = 1});
   const int port = idle.Bind("127.0.0.1", 0);
   ASSERT_GT(port, 0);
   constexpr int kClients = 64;
