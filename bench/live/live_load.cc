@@ -561,7 +561,7 @@ int Heartbeats(const Flags& f) {
         http->set_read_timeout(std::chrono::seconds(35));
         const std::string path = "/v1/agents/sim-" + std::to_string(i) +
                                  "/commands?epoch=" + epochs[static_cast<size_t>(i)] +
-                                 "&after=0&waitMs=" + std::getenv("POLLW");
+                                 "&after=0&waitMs=25000";
         while (!stop_polls.load()) {
           auto r = http->Get(path, Auth(tokens[static_cast<size_t>(i)]));
           if (!r || r->status != 200) {
