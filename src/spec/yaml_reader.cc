@@ -1,5 +1,7 @@
 #include "spec/yaml_reader.h"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <algorithm>
 #include <charconv>
 
@@ -94,6 +96,11 @@ std::vector<Diagnostic> Context::TakeErrors() {
 std::optional<Field> LoadDocument(Context& ctx, std::string_view text) {
   try {
     return Field{.node = YAML::Load(std::string(text)), .mark = YAML::Mark(), .path = ""};
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own message for this is "bad file".
+    ctx.Error(e.mark, "",
+              "invalid YAML: nested more than " + std::to_string(e.depth()) + " levels deep");
+    return std::nullopt;
   } catch (const YAML::Exception& e) {
     std::string hint;
     if (Known(e.mark)) {

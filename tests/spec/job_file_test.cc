@@ -246,6 +246,10 @@ INSTANTIATE_TEST_SUITE_P(
                      "jobs:\n  - name: a\n    gpu: [1, 2\n",
                      {"jobs.yaml:4:1", "", "invalid YAML"}},
         MalformedJob{"NotAList", "jobs: {name: a}\n", {"jobs.yaml:1:7", "jobs", "expected a list"}},
+        MalformedJob{"NestedTooDeep",
+                     "jobs:\n  - name: a\n    command: " + std::string(600, '[') +
+                         std::string(600, ']') + "\n",
+                     {"jobs.yaml:3:1214", "", "nested more than 500 levels deep"}},
         MalformedJob{"TabIndentation",
                      "jobs:\n\t- name: a\n",
                      {"jobs.yaml:2:2", "", "indented with a tab"}}),
