@@ -275,6 +275,12 @@ json StreamJob(const ApiClient& api, uint64_t id) {
       if (state == "pending" && job.contains("pending")) {
         std::string msg = Str(job["pending"], "message", Str(job["pending"], "code"));
         if (!msg.empty()) line += ": " + msg;
+        // Unlike srun, which refuses such a request, the job stays: nodes may join later.
+        if (Str(job["pending"], "code") == "Infeasible") {
+          line +=
+              "\ngangway: it cannot start until the cluster changes (nodes that fit join, or "
+              "its queue is fixed); Ctrl-C cancels it";
+        }
       }
       if (line != announced) std::cerr << "gangway: job/" << id << " " << line << "\n";
       announced = line;

@@ -451,6 +451,32 @@ TEST_F(ClientCommandsTest, RunWaitStreamsOutputAndExitsWithTheJobsExitCode) {
       << o.err;
 }
 
+TEST_F(ClientCommandsTest, RunWaitSaysWhenTheJobCannotStartOnTheClusterAsItIs) {
+  json submitted = PendingJob();
+  fake_.Reply("POST /v1/jobs", 201, {{"job", submitted}});
+  auto polls = std::make_shared<std::atomic<int>>(0);
+  fake_.On("GET /v1/jobs/7", [polls](const httplib::Request&, httplib::Response& res) {
+    json job = PendingJob();
+    job["pending"] = {{"code", "Infeasible"},
+                      {"message", "needs 16 GPUs within one node but the largest node has 8"},
+                      {"estimatedStart", nullptr}};
+    if ((*polls)++ > 1) {  // as if someone ran `gangway cancel`
+      job["state"] = "cancelled";
+      job["message"] = "cancelled by alice";
+    }
+    res.set_content(json{{"job", job}}.dump(), "application/json");
+  });
+  Outcome o = Run({"run", "--gpus", "16", "-w", "--", "train"});
+  EXPECT_EQ(o.exit_code, 1) << Show(o);
+  EXPECT_NE(o.err.find("gangway: job/7 pending: needs 16 GPUs within one node but the largest "
+                       "node has 8\ngangway: it cannot start until the cluster changes"),
+            std::string::npos)
+      << o.err;
+  // Said once, though the job was seen pending on several polls.
+  EXPECT_EQ(o.err.find("cannot start", o.err.find("cannot start") + 1), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("gangway: job/7 cancelled: cancelled by alice"), std::string::npos) << o.err;
+}
+
 // ---- logs
 // ----------------------------------------------------------------------------------------
 
