@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -84,7 +85,29 @@ void WriteFileAtomic(const std::filesystem::path& path, const std::string& text,
   std::filesystem::rename(tmp, path);
 }
 
+// Every agent holds a connection, a descriptor each, and systemd and most shells start
+// processes with a soft limit of 1,024 open files: beyond about a thousand agents the
+// controller could accept no more connections and they waited forever. The soft limit goes
+// up to the hard one (as Go's runtime does); a warning says when even that is short.
+void RaiseOpenFileLimit(size_t max_connections) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (rl.rlim_cur != rl.rlim_max) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  constexpr rlim_t kOtherFiles = 64;  // database, logs, listening socket, ...
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < max_connections + kOtherFiles) {
+    std::cerr << "gangway server: warning: at most " << rl.rlim_cur
+              << " open files (ulimit -n), so fewer than " << max_connections
+              << " connections (--max-connections) can be served; every agent holds one. "
+                 "Raise the limit (LimitNOFILE= in a systemd unit)\n";
+  }
+}
+
 void RunServer(const ServerFlags& f) {
+  RaiseOpenFileLimit(f.max_connections);
   server::ControllerOptions opts;
   opts.data_dir = f.data;
   opts.checkpoint_root = f.checkpoint_root;

@@ -9,6 +9,7 @@
 #include <httplib.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -759,6 +760,37 @@ TEST_F(SystemTest, ASecondControllerOrAgentOnTheSameDirectoryRefusesToStart) {
   server_->Stop(SIGKILL, seconds(5));
   ASSERT_NO_FATAL_FAILURE(StartServer());
   EXPECT_TRUE(WaitForState(id, "running", seconds(10), &job)) << job.dump();
+}
+
+// Every agent holds a connection, and so a descriptor. systemd and most shells start processes
+// with a soft limit of 1,024 open files; at that limit the controller accepted no more agents.
+TEST_F(SystemTest, TheControllerRaisesItsOpenFileLimitAndWarnsWhenEvenTheHardOneIsShort) {
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  if (saved.rlim_max == RLIM_INFINITY || saved.rlim_max < 512 ||
+      saved.rlim_max >= (rlim_t{1} << 20)) {
+    GTEST_SKIP() << "needs a finite hard limit of open files between 512 and 2^20";
+  }
+  rlimit low = saved;
+  low.rlim_cur = 256;  // the server inherits it
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  StartServer({"--max-connections", std::to_string(saved.rlim_max)});
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  ASSERT_TRUE(server_->Running());
+
+  std::ifstream limits("/proc/" + std::to_string(server_->pid()) + "/limits");
+  std::string line;
+  while (std::getline(limits, line) && !line.starts_with("Max open files")) {
+  }
+  std::istringstream fields(line.substr(std::string("Max open files").size()));
+  std::string soft;
+  fields >> soft;
+  EXPECT_EQ(soft, std::to_string(saved.rlim_max)) << line;
+  EXPECT_THAT(server_->Stderr(), HasSubstr("warning: at most " + std::to_string(saved.rlim_max) +
+                                           " open files (ulimit -n)"));
+  auto who = api_->WhoAmI();
+  ASSERT_TRUE(who.ok()) << who.error().message;
+  EXPECT_EQ(Str(*who, "role"), "admin");
 }
 
 // ---- TLS -----------------------------------------------------------------------------------
