@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -726,6 +727,13 @@ int main(int argc, char** argv) {
                  .string();
   }
   signal(SIGPIPE, SIG_IGN);
+  // `heartbeats` holds a connection per simulated agent: 10,000 descriptors here, and as many
+  // in the controller, which inherits this limit (and raises it itself too).
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   int rc = 2;
   if (f.mode == "latency")
     rc = Latency(f);
