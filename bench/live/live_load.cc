@@ -9,7 +9,11 @@
 //               closes idle connections after 1 s. `--connections shared` reuses a few instead;
 //               `--tls rsa|ecdsa` serves HTTPS with such a self-signed key, so that each report
 //               costs a TLS handshake. Every simulated agent also holds its commands long poll
-//               open, as a real agent does (`--no-long-polls` leaves them out)
+//               open, as a real agent does (`--no-long-polls` leaves them out).
+//               `--running-jobs N` first places N one-GPU jobs on the simulated nodes; each
+//               agent takes its launches from its poll and reports those tasks running, so
+//               that every report is checked against a cluster that is in use. The run ends
+//               by timing `GET /v1/nodes` and `/metrics` on that cluster
 //   dispatch    as throughput, but the A agents are simulated in this process: each launch is
 //               reported exited at once, so the figure is the controller's own rate, without
 //               the cost of creating processes (which bounds `throughput` on small VMs)
@@ -64,6 +68,7 @@ struct Flags {
   std::string connections = "per-report";  // heartbeats: or "shared"
   std::string tls = "none";                // heartbeats: or "rsa", "ecdsa"
   bool long_polls = true;  // heartbeats: every agent also holds its commands long poll open
+  int running_jobs = 0;    // heartbeats: one-GPU jobs placed on the simulated nodes first
   std::string data;
   bool keep = false;  // leave the controller's state in --data (e.g. to time a restart)
 };
@@ -259,13 +264,18 @@ int Latency(const Flags& f) {
   return 0;
 }
 
-int64_t Succeeded(httplib::Client& http) {
+// The value of the /metrics series named `series` (with its labels), or -1.
+double Metric(httplib::Client& http, const std::string& series) {
   auto r = http.Get("/metrics");
   if (!r) return -1;
-  const std::string key = "gangway_jobs{state=\"succeeded\"} ";
+  const std::string key = series + " ";
   const auto at = r->body.find(key);
   if (at == std::string::npos) return -1;
-  return std::stoll(r->body.substr(at + key.size()));
+  return std::stod(r->body.substr(at + key.size()));
+}
+
+int64_t Succeeded(httplib::Client& http) {
+  return static_cast<int64_t>(Metric(http, "gangway_jobs{state=\"succeeded\"}"));
 }
 
 // Submits f.jobs `/bin/true` jobs from f.submitters connections and waits until all have
@@ -507,6 +517,8 @@ int Heartbeats(const Flags& f) {
     if (!MakeCertificate(f, f.tls, &cert, &key)) return 1;
     tls_args = {"--tls-cert", cert, "--tls-key", key};
   }
+  // Setting up a cluster in use takes longer than the default 15 s a node may stay silent.
+  if (f.running_jobs > 0) tls_args.insert(tls_args.end(), {"--node-timeout", "10m"});
   if (!StartServer(f, c, tls_args)) return 1;
   // As an agent does: verify the controller's certificate and host name.
   auto client = [&] {
@@ -546,6 +558,57 @@ int Heartbeats(const Flags& f) {
       tokens[static_cast<size_t>(i)] = answer["nodeToken"];
     }
   }
+  if (f.running_jobs > 0) {
+    const auto submit_t0 = Clock::now();
+    std::atomic<int> next{0};
+    std::atomic<bool> failed{false};
+    std::vector<std::thread> submitters;
+    for (int s = 0; s < f.submitters; ++s) {
+      submitters.emplace_back([&] {
+        auto http = client();
+        http->set_keep_alive(true);
+        for (int j = next++; j < f.running_jobs; j = next++) {
+          auto r = http->Post(
+              "/v1/jobs", Auth(c.token),
+              "name: r" + std::to_string(j) + "\ngpu: 1\ncommand: [/bin/sleep, infinity]\n",
+              "application/yaml");
+          if (!r || r->status != 201) failed = true;
+        }
+      });
+    }
+    for (auto& t : submitters) t.join();
+    if (failed) {
+      std::cerr << "some submissions failed\n";
+      return 1;
+    }
+    const double submit_s = std::chrono::duration<double>(Clock::now() - submit_t0).count();
+    auto http = client();
+    for (int i = 0;; ++i) {
+      const auto placed = static_cast<int64_t>(Metric(*http, "gangway_jobs{state=\"scheduled\"}"));
+      if (placed == f.running_jobs) {
+        const double cycles = Metric(*http, "gangway_scheduling_cycle_seconds_count");
+        std::printf(
+            "%d jobs submitted in %.1f s, all placed after %.1f s, in %.0f scheduling cycles "
+            "of %.1f ms on average\n",
+            f.running_jobs, submit_s,
+            std::chrono::duration<double>(Clock::now() - submit_t0).count(), cycles,
+            1000 * Metric(*http, "gangway_scheduling_cycle_seconds_sum") / std::max(cycles, 1.0));
+        break;
+      }
+      if (i == 600) {
+        std::cerr << "only " << placed << " of " << f.running_jobs << " jobs were placed\n";
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  // What each simulated agent runs: the launches its poll took, reported running.
+  struct SimNode {
+    std::mutex mu;
+    std::vector<std::string> tasks;
+    uint64_t applied = 0;
+  };
+  std::vector<SimNode> sim(static_cast<size_t>(n));
   // Every agent reports once per 5 s, spread evenly: n / 5 reports per second. A new connection
   // per report costs the sender a round trip (and a handshake), so that mode uses more threads.
   // As the agent's commands loop does: one kept-alive connection per agent, a poll of 25 s after
@@ -560,16 +623,29 @@ int Heartbeats(const Flags& f) {
         auto http = client();
         http->set_keep_alive(true);
         http->set_read_timeout(std::chrono::seconds(35));
-        const std::string path = "/v1/agents/sim-" + std::to_string(i) +
-                                 "/commands?epoch=" + epochs[static_cast<size_t>(i)] +
-                                 "&after=0&waitMs=25000";
+        SimNode& node = sim[static_cast<size_t>(i)];
+        uint64_t after = 0;
         while (!stop_polls.load()) {
+          const std::string path = "/v1/agents/sim-" + std::to_string(i) +
+                                   "/commands?epoch=" + epochs[static_cast<size_t>(i)] +
+                                   "&after=" + std::to_string(after) + "&waitMs=25000";
           auto r = http->Get(path, Auth(tokens[static_cast<size_t>(i)]));
+          polls++;
           if (!r || r->status != 200) {
             poll_errors++;
             std::this_thread::sleep_for(std::chrono::seconds(1));
+            continue;
           }
-          polls++;
+          const json answer = json::parse(r->body, nullptr, false);
+          if (!answer.is_object() || !answer.contains("commands")) continue;
+          std::lock_guard lock(node.mu);
+          for (const json& cmd : answer["commands"]) {
+            after = std::max(after, cmd.value("seq", uint64_t{0}));
+            if (cmd.value("type", std::string()) == "launch") {
+              node.tasks.push_back(cmd["task"].value("taskId", std::string()));
+            }
+          }
+          node.applied = after;
         }
       }));
       if (!pollers.back()->ok()) {
@@ -606,10 +682,20 @@ int Heartbeats(const Flags& f) {
         if (Clock::now() - due > std::chrono::seconds(1)) late++;
         std::this_thread::sleep_until(due);
         const int i = static_cast<int>((k * threads + t) % n);
+        json tasks = json::array();
+        uint64_t applied = 0;
+        {
+          SimNode& node = sim[static_cast<size_t>(i)];
+          std::lock_guard lock(node.mu);
+          for (const std::string& id : node.tasks) {
+            tasks.push_back({{"taskId", id}, {"state", "running"}, {"pid", 1}, {"startedAt", ""}});
+          }
+          applied = node.applied;
+        }
         json body = {{"agentId", "sim"},
                      {"controllerEpoch", epochs[static_cast<size_t>(i)]},
-                     {"appliedSeq", 0},
-                     {"tasks", json::array()},
+                     {"appliedSeq", applied},
+                     {"tasks", std::move(tasks)},
                      {"gpus", json::array()}};
         const auto sent_at = Clock::now();
         auto r = http->Post("/v1/agents/sim-" + std::to_string(i) + "/report",
@@ -650,6 +736,20 @@ int Heartbeats(const Flags& f) {
   if (f.long_polls) {
     std::printf("long polls answered during the run: %lld (%lld errors)\n",
                 static_cast<long long>(polls.load()), static_cast<long long>(poll_errors.load()));
+  }
+  if (f.running_jobs > 0) {
+    auto timed = [&](const std::string& path, const httplib::Headers& auth) {
+      const auto at = Clock::now();
+      auto r = http->Get(path, auth);
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - at).count();
+      return r && r->status == 200 ? ms : -1.0;
+    };
+    std::printf(
+        "%lld of %d jobs running; GET /v1/nodes %.1f ms, GET /metrics %.1f ms, GET /v1/queues "
+        "%.1f ms\n",
+        static_cast<long long>(Metric(*http, "gangway_jobs{state=\"running\"}")), f.running_jobs,
+        timed("/v1/nodes", Auth(c.token)), timed("/metrics", {}),
+        timed("/v1/queues", Auth(c.token)));
   }
   // The pollers stop when their polls end; stopping the controller ends them at once.
   stop_polls = true;
@@ -700,12 +800,14 @@ int main(int argc, char** argv) {
       f.keep = true;
     else if (a == "--no-long-polls")
       f.long_polls = false;
+    else if (a == "--running-jobs")
+      f.running_jobs = std::stoi(value());
     else {
       std::cerr << "usage: gangway_live_load --gangway PATH [--mode "
                    "latency|throughput|heartbeats|dispatch|spawn]"
                    " [--jobs N] [--agents A] [--gpus G] [--samples S] [--simulated-agents K]"
                    " [--seconds T] [--connections per-report|shared] [--tls none|rsa|ecdsa]"
-                   " [--no-long-polls] [--data DIR] [--keep]\n";
+                   " [--no-long-polls] [--running-jobs N] [--data DIR] [--keep]\n";
       return 2;
     }
   }
