@@ -324,7 +324,7 @@ void Controller::MarkNodeLostLocked(NodeEntry& node) {
   EventLocked(0, "node-lost",
               "node " + node.record.node.name + " sent no heartbeat for " +
                   std::to_string(options_.node_timeout.count()) + " ms; its tasks are lost");
-  for (uint64_t id : std::vector<uint64_t>(active_.begin(), active_.end())) {
+  for (uint64_t id : ActiveOnLocked(node.record.node.name)) {
     JobRecord& job = jobs_.at(id);
     bool hit = false;
     for (TaskRecord& t : job.tasks) {
@@ -423,7 +423,7 @@ void Controller::RunCycleLocked() {
     }
     // A master port free on rank 0's node among the jobs holding resources there.
     std::set<int> used;
-    for (uint64_t other_id : active_) {
+    for (uint64_t other_id : ActiveOnLocked(job->tasks.empty() ? "" : job->tasks[0].node)) {
       const JobRecord& other = jobs_.at(other_id);
       if (&other != job && !other.tasks.empty() && other.tasks[0].node == job->tasks[0].node) {
         used.insert(other.master_port);
@@ -650,12 +650,34 @@ void Controller::CountLocked(JobRecord& job, std::optional<JobState> as) {
   job.counted_as = as;
 }
 
+std::vector<uint64_t> Controller::ActiveOnLocked(std::string_view node) const {
+  auto it = active_by_node_.find(node);
+  if (it == active_by_node_.end()) return {};
+  return {it->second.begin(), it->second.end()};
+}
+
 void Controller::IndexLocked(JobRecord& job) {
   CountLocked(job, job.state);
+  std::vector<std::string> on;
   if (job.HoldsResources()) {
     active_.insert(job.id);
+    for (const TaskRecord& t : job.tasks) {
+      if (!t.node.empty()) on.push_back(t.node);
+    }
+    std::sort(on.begin(), on.end());
+    on.erase(std::unique(on.begin(), on.end()), on.end());
   } else {
     active_.erase(job.id);
+  }
+  if (on != job.indexed_on) {
+    for (const std::string& node : job.indexed_on) {
+      auto it = active_by_node_.find(node);
+      if (it != active_by_node_.end() && it->second.erase(job.id) && it->second.empty()) {
+        active_by_node_.erase(it);
+      }
+    }
+    for (const std::string& node : on) active_by_node_[node].insert(job.id);
+    job.indexed_on = std::move(on);
   }
   if (job.state == JobState::kPending && !job.after_stop) {
     waiting_.insert(job.id);

@@ -192,6 +192,8 @@ class Controller {
   void SaveJobLocked(JobRecord& job);
   void IndexLocked(JobRecord& job);
   void CountLocked(JobRecord& job, std::optional<JobState> as);
+  // The jobs of active_ with a task on `node` (a copy: callers may re-index them).
+  std::vector<uint64_t> ActiveOnLocked(std::string_view node) const;
   int64_t PendingIn(std::string_view queue) const {
     auto it = pending_by_queue_.find(queue);
     return it == pending_by_queue_.end() ? 0 : it->second;
@@ -256,6 +258,10 @@ class Controller {
   // tasks hold resources, and jobs waiting to be placed.
   std::set<uint64_t> active_;
   std::set<uint64_t> waiting_;
+  // active_ by node: every job of active_ under each node one of its tasks is on. What an
+  // agent's report, a lost node, a node's view and a master port concern is read from here:
+  // walking active_ for each cost O(running jobs) per report under the lock.
+  std::map<std::string, std::set<uint64_t>, std::less<>> active_by_node_;
   // Jobs per state, and pending jobs per queue, kept by IndexLocked, so that /metrics and
   // /v1/queues need not walk finished jobs.
   std::array<int64_t, kJobStateCount> jobs_by_state_{};

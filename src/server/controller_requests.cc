@@ -119,7 +119,7 @@ json Controller::NodeView(const NodeEntry& e) const {
   const NodeRecord& n = e.record;
   std::vector<json> used(n.node.gpus.size(), json::array());
   bool busy = false;
-  for (uint64_t id : active_) {
+  for (uint64_t id : ActiveOnLocked(n.node.name)) {
     const JobRecord& job = jobs_.at(id);
     for (const TaskRecord& t : job.tasks) {
       if (t.node != n.node.name || !t.Holds()) continue;
@@ -790,7 +790,7 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
         }
       }
       // What the agent no longer lists is gone: running tasks, and launches it has applied.
-      for (uint64_t id : std::vector<uint64_t>(active_.begin(), active_.end())) {
+      for (uint64_t id : ActiveOnLocked(node_name)) {
         JobRecord& job = jobs_.at(id);
         bool changed = false;
         for (TaskRecord& t : job.tasks) {

@@ -84,6 +84,9 @@ struct JobRecord {
   // Not persisted: the state the controller's job counters hold this job under (none before
   // it is first indexed).
   std::optional<JobState> counted_as;
+  // Not persisted: the nodes under which the controller's per-node index lists this job
+  // (sorted; empty unless the job held resources when last indexed).
+  std::vector<std::string> indexed_on;
 
   std::string TaskId(int index) const {
     return std::to_string(id) + "." + std::to_string(attempt) + "." + std::to_string(index);

@@ -393,6 +393,42 @@ TEST_F(ControllerTest, LostNodeRequeuesItsJobElsewhere) {
   EXPECT_EQ(nodes[1]["state"], "ready");
 }
 
+// Reports, node views and lost nodes read the jobs on a node from an index kept as jobs move;
+// a job requeued from one node to another must leave the first's entry and join the second's.
+TEST_F(ControllerTest, WhatANodeHoldsFollowsAJobThatMovedToAnotherNode) {
+  auto o = Options();
+  o.node_timeout = std::chrono::milliseconds(300);
+  Start(o);
+  Register("n1", 1);
+  const uint64_t id = Submit("name: j\ngpu: 1\ncommand: [train]\nrestartLimit: 1\n");
+  Report("n1", {Running(TakeCommands("n1")[0]["task"]["taskId"])});
+  Register("n2", 1);
+  json cmds;
+  ASSERT_TRUE(Eventually([&] {
+    Report("n2", json::array());
+    cmds = TakeCommands("n2", std::chrono::milliseconds(50));
+    return !cmds.empty();
+  }));
+  const std::string moved = cmds[0]["task"]["taskId"];
+  Report("n2", {Running(moved)});
+  ASSERT_EQ(State(id), "running");
+
+  // n1 reports again, holding nothing: the job on n2 is not its concern.
+  Report("n1", json::array());
+  EXPECT_EQ(State(id), "running");
+  json nodes = c().ListNodes()["nodes"];
+  EXPECT_EQ(nodes[0]["gpus"][0]["usedBy"].size(), 0u) << nodes[0];
+  ASSERT_EQ(nodes[1]["gpus"][0]["usedBy"].size(), 1u) << nodes[1];
+  EXPECT_EQ(nodes[1]["gpus"][0]["usedBy"][0]["job"], id);
+
+  // n2's agent no longer runs it: the task is lost, and the job's last restart is spent.
+  Report("n2", json::array());
+  EXPECT_EQ(State(id), "failed");
+  EXPECT_EQ(Job(id)["taskList"][0]["state"], "lost");
+  nodes = c().ListNodes()["nodes"];
+  EXPECT_EQ(nodes[1]["gpus"][0]["usedBy"].size(), 0u) << nodes[1];
+}
+
 TEST_F(ControllerTest, NodeTokensSurviveARestartAndALostNodeMayBeTakenOver) {
   auto o = Options();
   o.node_timeout = std::chrono::milliseconds(300);
