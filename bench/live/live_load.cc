@@ -567,6 +567,7 @@ int Heartbeats(const Flags& f) {
       submitters.emplace_back([&] {
         auto http = client();
         http->set_keep_alive(true);
+        http->set_tcp_nodelay(true);
         for (int j = next++; j < f.running_jobs; j = next++) {
           auto r = http->Post(
               "/v1/jobs", Auth(c.token),

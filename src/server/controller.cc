@@ -351,7 +351,6 @@ void Controller::RunCycleLocked() {
   core::Snapshot& snap = snapshot_;
   snap.now = core::FromSeconds(Now());
   snap.queues = options_.queues;
-  snap.running.clear();
   if (snapshot_nodes_version_ != nodes_version_) {
     // Nodes change rarely next to cycles: copy them only when one did.
     snapshot_nodes_version_ = nodes_version_;
@@ -365,27 +364,16 @@ void Controller::RunCycleLocked() {
       snap.nodes.push_back(std::move(n));
     }
     snap.idle_state = std::make_shared<const core::ClusterState>(snap.nodes);
+    snap.running.clear();
+    running_at_.clear();
+    unstarted_.clear();
+    running_stale_.insert(active_.begin(), active_.end());
   }
-  const auto& index = snapshot_index_;
+  UpdateRunningLocked();
+  for (uint64_t id : unstarted_) snap.running[running_at_.at(id)].started_at = snap.now;
   std::vector<core::Job> pending;
   pending.reserve(waiting_.size());
   for (uint64_t id : waiting_) pending.push_back(jobs_.at(id).live.job);
-  for (uint64_t id : active_) {
-    const JobRecord& job = jobs_.at(id);
-    core::RunningJob r;
-    r.job = job.live.job;
-    r.started_at = core::FromSeconds(job.started_at ? job.started_at : Now());
-    r.terminating = job.after_stop.has_value();
-    for (const TaskRecord& t : job.tasks) {
-      if (!t.Holds()) continue;
-      auto it = index.find(t.node);
-      if (it == index.end()) continue;
-      core::TaskAllocation a = t.alloc;
-      a.node = core::NodeIndex{static_cast<uint32_t>(it->second)};
-      r.tasks.push_back(std::move(a));
-    }
-    if (!r.tasks.empty()) snap.running.push_back(std::move(r));
-  }
   if (pending.empty()) return;
   auto result = scheduler_->RunCycle(snap, pending, cycle_seed_++);
   if (!result.ok()) {
@@ -451,6 +439,53 @@ void Controller::RunCycleLocked() {
   metrics.cycles++;
   metrics.cycle_micros_total += micros;
   metrics.last_cycle_micros = micros;
+}
+
+void Controller::UpdateRunningLocked() {
+  std::vector<core::RunningJob>& running = snapshot_.running;
+  for (uint64_t id : running_stale_) {
+    std::optional<core::RunningJob> entry;
+    auto jit = jobs_.find(id);
+    if (jit != jobs_.end() && jit->second.HoldsResources()) {
+      const JobRecord& job = jit->second;
+      core::RunningJob r;
+      r.job = job.live.job;
+      r.started_at = job.started_at ? core::FromSeconds(job.started_at) : snapshot_.now;
+      r.terminating = job.after_stop.has_value();
+      for (const TaskRecord& t : job.tasks) {
+        if (!t.Holds()) continue;
+        auto it = snapshot_index_.find(t.node);
+        if (it == snapshot_index_.end()) continue;
+        core::TaskAllocation a = t.alloc;
+        a.node = core::NodeIndex{static_cast<uint32_t>(it->second)};
+        r.tasks.push_back(std::move(a));
+      }
+      if (!r.tasks.empty()) entry = std::move(r);
+      if (entry && job.started_at == 0) {
+        unstarted_.insert(id);
+      } else {
+        unstarted_.erase(id);
+      }
+    } else {
+      unstarted_.erase(id);
+    }
+    auto at = running_at_.find(id);
+    if (entry && at != running_at_.end()) {
+      running[at->second] = std::move(*entry);
+    } else if (entry) {
+      running_at_.emplace(id, running.size());
+      running.push_back(std::move(*entry));
+    } else if (at != running_at_.end()) {
+      const size_t pos = at->second;
+      running_at_.erase(at);
+      if (pos + 1 != running.size()) {
+        running[pos] = std::move(running.back());
+        running_at_[running[pos].job.id.value] = pos;
+      }
+      running.pop_back();
+    }
+  }
+  running_stale_.clear();
 }
 
 void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
@@ -658,6 +693,7 @@ std::vector<uint64_t> Controller::ActiveOnLocked(std::string_view node) const {
 
 void Controller::IndexLocked(JobRecord& job) {
   CountLocked(job, job.state);
+  if (job.HoldsResources() || active_.contains(job.id)) running_stale_.insert(job.id);
   std::vector<std::string> on;
   if (job.HoldsResources()) {
     active_.insert(job.id);

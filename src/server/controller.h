@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -275,6 +276,15 @@ class Controller {
   // node change goes through SaveNodeLocked, which bumps it).
   core::Snapshot snapshot_;
   std::map<std::string, size_t, std::less<>> snapshot_index_;
+  // snapshot_.running is kept from cycle to cycle, since copying every running job into it
+  // made a cycle cost O(running jobs) in allocations: running_at_ gives each job's entry;
+  // jobs re-indexed since the last cycle (running_stale_) get theirs rebuilt or dropped at the
+  // next one, and all of them when the nodes change (entries hold node positions). A job not
+  // yet reported running (unstarted_) counts as started at each cycle's time.
+  std::unordered_map<uint64_t, size_t> running_at_;
+  std::set<uint64_t> running_stale_;
+  std::set<uint64_t> unstarted_;
+  void UpdateRunningLocked();
   uint64_t nodes_version_ = 1;
   uint64_t snapshot_nodes_version_ = 0;
   std::thread thread_;

@@ -335,6 +335,67 @@ TEST_F(ControllerTest, CancelStopsTasksWithTheirGraceAndFreesTheGpus) {
   EXPECT_EQ(Err(c().Cancel(kAlice, a)).status, 409);
 }
 
+// Cycles read the GPUs held by running jobs from entries kept from one cycle to the next:
+// jobs that end in any order free exactly their GPUs, and no GPU is given twice.
+TEST_F(ControllerTest, CyclesSeeEveryHeldGpuAsJobsEndInAnyOrder) {
+  Start();
+  Register("n1", 4);
+  std::map<uint64_t, std::pair<std::string, int>> held;  // job -> (task, GPU)
+  auto launches = [&](size_t want) {
+    std::vector<uint64_t> jobs;
+    while (jobs.size() < want) {
+      json cmds = TakeCommands("n1");
+      if (cmds.empty()) break;
+      for (const json& cmd : cmds) {
+        const uint64_t job = cmd["task"]["job"];
+        held[job] = {cmd["task"]["taskId"], cmd["task"]["gpus"][0]["index"].get<int>()};
+        jobs.push_back(job);
+      }
+    }
+    return jobs;
+  };
+  // Every held task running, and `ended` exited with code 0.
+  auto report = [&](const std::vector<uint64_t>& ended) {
+    json tasks = json::array();
+    for (const auto& [job, task] : held) {
+      const bool exited = std::find(ended.begin(), ended.end(), job) != ended.end();
+      tasks.push_back(exited ? Exited(task.first, 0) : Running(task.first));
+    }
+    Report("n1", tasks);
+    for (uint64_t job : ended) held.erase(job);
+  };
+  const std::string yaml = "gpu: 1\ncommand: [sleep, '100']\n";
+  const uint64_t ja = Submit("name: a\n" + yaml);
+  const uint64_t jb = Submit("name: b\n" + yaml);
+  const uint64_t jc = Submit("name: c\n" + yaml);
+  Submit("name: d\n" + yaml);
+  ASSERT_EQ(launches(4).size(), 4u);
+  report({});
+  const uint64_t je = Submit("name: e\n" + yaml);
+  EXPECT_EQ(State(je), "pending") << "4 of 4 GPUs are held";
+
+  const int gpu_b = held[jb].second;
+  report({jb});  // one in the middle ends
+  ASSERT_EQ(launches(1), std::vector<uint64_t>{je});
+  EXPECT_EQ(held[je].second, gpu_b);
+  report({});
+
+  const std::set<int> freed = {held[ja].second, held[jc].second};
+  report({ja, jc});  // the first and another
+  const uint64_t jf = Submit("name: f\n" + yaml);
+  const uint64_t jg = Submit("name: g\n" + yaml);
+  const uint64_t jh = Submit("name: h\n" + yaml);
+  const std::vector<uint64_t> started = launches(2);
+  ASSERT_EQ(started.size(), 2u);
+  EXPECT_EQ((std::set<int>{held[jf].second, held[jg].second}), freed);
+  report({});
+  EXPECT_EQ(State(jh), "pending");
+  EXPECT_TRUE(TakeCommands("n1", std::chrono::milliseconds(200)).empty());
+  for (const json& gpu : c().ListNodes()["nodes"][0]["gpus"]) {
+    EXPECT_EQ(gpu["usedBy"].size(), 1u) << gpu;
+  }
+}
+
 TEST_F(ControllerTest, PreemptedJobIsRequeuedAndResumesWithTheSameCheckpointDir) {
   auto o = Options();
   o.priority_classes = {{"low", 0}, {"high", 100}};
