@@ -210,7 +210,23 @@ class Controller {
   bool WaitDurable(std::unique_lock<std::mutex>& lock);
 
   nlohmann::json JobView(const JobRecord& job, bool detail);
-  nlohmann::json NodeView(const NodeEntry& node) const;
+  // A node as GET /v1/nodes shows it: the facts are copied under the lock, the JSON is
+  // built without it.
+  struct GpuUse {
+    int gpu = 0;
+    uint64_t job = 0;
+    std::string user;
+    int task = 0;
+    int64_t milli = 0;
+    std::string mig_profile;
+  };
+  struct NodeFacts {
+    NodeRecord record;
+    std::vector<GpuUse> uses;
+    bool busy = false;  // a task holds resources there
+  };
+  NodeFacts NodeFactsLocked(const NodeEntry& node) const;
+  static nlohmann::json NodeView(const NodeFacts& facts);
   std::filesystem::path LogPath(uint64_t job, const std::string& task_id) const;
   // Whether a stored log of `size` bytes has reached max_task_log_bytes (and ends with the line
   // saying so); the controller then takes and drops the task's further output.

@@ -115,32 +115,45 @@ json Controller::JobView(const JobRecord& j, bool detail) {
   return out;
 }
 
-json Controller::NodeView(const NodeEntry& e) const {
-  const NodeRecord& n = e.record;
-  std::vector<json> used(n.node.gpus.size(), json::array());
-  bool busy = false;
-  for (uint64_t id : ActiveOnLocked(n.node.name)) {
+Controller::NodeFacts Controller::NodeFactsLocked(const NodeEntry& e) const {
+  NodeFacts out{.record = e.record, .uses = {}};
+  const std::string& name = e.record.node.name;
+  for (uint64_t id : ActiveOnLocked(name)) {
     const JobRecord& job = jobs_.at(id);
     for (const TaskRecord& t : job.tasks) {
-      if (t.node != n.node.name || !t.Holds()) continue;
-      busy = true;
+      if (t.node != name || !t.Holds()) continue;
+      out.busy = true;
       for (const auto& g : t.alloc.gpus) {
-        if (g.gpu >= 0 && static_cast<size_t>(g.gpu) < used.size()) {
-          used[static_cast<size_t>(g.gpu)].push_back(
-              {{"job", id},
-               {"user", job.live.job.user},
-               {"task", t.index},
-               {"milli", g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile)},
-               {"migProfile", g.mig_profile}});
-        }
+        out.uses.push_back(
+            {.gpu = g.gpu,
+             .job = id,
+             .user = job.live.job.user,
+             .task = t.index,
+             .milli = g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile),
+             .mig_profile = g.mig_profile});
       }
+    }
+  }
+  return out;
+}
+
+json Controller::NodeView(const NodeFacts& facts) {
+  const NodeRecord& n = facts.record;
+  std::vector<json> used(n.node.gpus.size(), json::array());
+  for (const GpuUse& u : facts.uses) {
+    if (u.gpu >= 0 && static_cast<size_t>(u.gpu) < used.size()) {
+      used[static_cast<size_t>(u.gpu)].push_back({{"job", u.job},
+                                                  {"user", u.user},
+                                                  {"task", u.task},
+                                                  {"milli", u.milli},
+                                                  {"migProfile", u.mig_profile}});
     }
   }
   std::string state = "ready";
   if (n.lost) {
     state = "lost";
   } else if (n.draining) {
-    state = busy ? "draining" : "drained";
+    state = facts.busy ? "draining" : "drained";
   } else if (n.cordoned) {
     state = "cordoned";
   }
@@ -369,18 +382,27 @@ Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id
 }
 
 json Controller::ListNodes() {
-  std::lock_guard lock(mu_);
+  // Gathered under the lock, shown after it: building the JSON of thousands of nodes took
+  // longer than agents' reports may wait.
+  std::vector<NodeFacts> facts;
+  {
+    std::lock_guard lock(mu_);
+    facts.reserve(nodes_.size());
+    for (const auto& [name, e] : nodes_) facts.push_back(NodeFactsLocked(e));
+  }
   json out = json::array();
-  for (const auto& [name, e] : nodes_) out.push_back(NodeView(e));
+  for (const NodeFacts& f : facts) out.push_back(NodeView(f));
   return {{"nodes", out}};
 }
 
 Outcome<json> Controller::GetNode(std::string_view name) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   auto it = nodes_.find(name);
   if (it == nodes_.end())
     return Error(404, "not_found", "node " + std::string(name) + " is unknown");
-  return json{{"node", NodeView(it->second)}};
+  const NodeFacts facts = NodeFactsLocked(it->second);
+  lock.unlock();
+  return json{{"node", NodeView(facts)}};
 }
 
 Outcome<json> Controller::NodeAction(const Caller& caller, std::string_view name,
@@ -388,7 +410,7 @@ Outcome<json> Controller::NodeAction(const Caller& caller, std::string_view name
   if (!caller.admin) {
     return Error(403, "forbidden", "only admins may " + std::string(action) + " nodes");
   }
-  json view;
+  NodeFacts facts;
   {
     std::lock_guard lock(mu_);
     auto it = nodes_.find(name);
@@ -406,11 +428,11 @@ Outcome<json> Controller::NodeAction(const Caller& caller, std::string_view name
     SaveNodeLocked(n);
     EventLocked(0, "node-" + std::string(action),
                 std::string(action) + " " + n.node.name + " by " + caller.user);
-    view = NodeView(it->second);
+    facts = NodeFactsLocked(it->second);
     dirty_ = true;
   }
   wake_.notify_one();
-  return json{{"node", view}};
+  return json{{"node", NodeView(facts)}};
 }
 
 json Controller::ListQueues() {
