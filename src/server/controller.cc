@@ -275,7 +275,7 @@ void Controller::Loop() {
       if (dirty_) {
         last_cycle_ = Clock::now();
         dirty_ = false;
-        RunCycleLocked();
+        RunCycle(lock);
       }
     } catch (const std::exception& e) {
       fprintf(stderr, "gangway server: scheduling cycle failed: %s\n", e.what());
@@ -345,7 +345,7 @@ void Controller::MarkNodeLostLocked(NodeEntry& node) {
   dirty_ = true;
 }
 
-void Controller::RunCycleLocked() {
+void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   if (waiting_.empty()) return;
   const auto t0 = Clock::now();
   core::Snapshot& snap = snapshot_;
@@ -375,22 +375,46 @@ void Controller::RunCycleLocked() {
   pending.reserve(waiting_.size());
   for (uint64_t id : waiting_) pending.push_back(jobs_.at(id).live.job);
   if (pending.empty()) return;
-  auto result = scheduler_->RunCycle(snap, pending, cycle_seed_++);
+  // Only this thread changes snapshot_, and it reads nothing else while unlocked.
+  const uint64_t planned_nodes_version = nodes_version_;
+  const uint64_t seed = cycle_seed_++;
+  lock.unlock();
+  // Loop expects the lock back, also when planning throws.
+  struct Relock {
+    std::unique_lock<std::mutex>& lock;
+    ~Relock() {
+      if (!lock.owns_lock()) lock.lock();
+    }
+  } relock{lock};
+  auto result = scheduler_->RunCycle(snap, pending, seed);
+  if (options_.after_plan_for_tests) options_.after_plan_for_tests();
+  lock.lock();
   if (!result.ok()) {
     fprintf(stderr, "gangway server: cycle failed: %s\n", result.status().message().c_str());
     return;
   }
+  if (stopping_) return;
+  if (nodes_version_ != planned_nodes_version) {
+    // A node joined, left, was drained or changed health: plan again on the new list.
+    dirty_ = true;
+    return;
+  }
   for (const core::PendingJob& p : result->pending) {
+    if (!waiting_.contains(p.job.value)) continue;
     if (JobRecord* job = FindJob(p.job.value)) job->pending = p;
   }
   for (const core::PreemptDecision& d : result->preemptions) {
     JobRecord* victim = FindJob(d.job.value);
-    if (!victim || victim->after_stop) continue;
+    // It may have ended, or been cancelled, while the cycle was planned.
+    if (!victim || victim->after_stop || !victim->HoldsResources()) continue;
     metrics.preemptions++;
     StopTasksLocked(*victim, JobState::kPending, static_cast<int>(d.grace.count()),
                     "preempted for job " + std::to_string(d.for_job.value) + ": " + d.reason);
   }
   for (const core::StartDecision& d : result->starts) {
+    // A job cancelled while the cycle was planned is not started; the GPUs it would have
+    // taken stay free for the next cycle.
+    if (!waiting_.contains(d.job.value)) continue;
     JobRecord* job = FindJob(d.job.value);
     if (!job) continue;
     metrics.starts++;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -80,6 +81,9 @@ struct ControllerOptions {
   // (after a line saying so), so that a runaway task cannot fill the controller's disk. Zero:
   // no limit.
   int64_t max_task_log_bytes = int64_t{256} << 20;
+  // Tests only: runs after the core has planned a cycle and before its decisions are applied,
+  // without the controller lock, to change the state the plan was made from.
+  std::function<void()> after_plan_for_tests;
 };
 
 struct Metrics {
@@ -169,7 +173,11 @@ class Controller {
 
   void Load();
   void Loop();
-  void RunCycleLocked();
+  // Called with `lock` held. The core plans without it (a cycle over tens of thousands of
+  // running jobs takes tens of milliseconds, which every request would otherwise wait for);
+  // decisions are then applied under it, each only if what it was planned from still holds:
+  // the nodes unchanged, the job still waiting, the victim still holding resources.
+  void RunCycle(std::unique_lock<std::mutex>& lock);
   void CheckNodesLocked();
   // Forgets up to a batch of jobs that finished more than job_retention ago.
   void ForgetFinishedJobsLocked();

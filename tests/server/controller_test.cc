@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <set>
@@ -428,6 +429,88 @@ TEST_F(ControllerTest, PreemptedJobIsRequeuedAndResumesWithTheSameCheckpointDir)
   EXPECT_EQ(cmds[0]["task"]["job"], low);
   EXPECT_EQ(cmds[0]["task"]["attempt"], 1);
   EXPECT_EQ(cmds[0]["task"]["env"]["GANGWAY_CHECKPOINT_DIR"], ckpt);
+}
+
+// The core plans a cycle without the controller lock; what changes meanwhile must hold.
+TEST_F(ControllerTest, AJobCancelledWhileItsCycleIsPlannedNeverStarts) {
+  std::atomic<bool> armed{true};
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> target{0};
+  auto o = Options();
+  o.after_plan_for_tests = [&] {
+    if (!armed.exchange(false)) return;
+    // The first cycle with a pending job plans this one; its submitter learns the id meanwhile.
+    for (int i = 0; i < 1000 && target.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    Ok(c().Cancel(kAlice, target.load()));
+    done = true;
+  };
+  Start(o);
+  Register("n1", 1);
+  target = Submit("name: soon-cancelled\ngpu: 1\ncommand: [sleep, '100']\n");
+  ASSERT_TRUE(Eventually([&] { return done.load(); }));
+  EXPECT_EQ(State(target), "cancelled");
+  EXPECT_TRUE(TakeCommands("n1", std::chrono::milliseconds(300)).empty()) << "no launch";
+  const uint64_t next = Submit("name: next\ngpu: 1\ncommand: [sleep, '100']\n");
+  json cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 1u) << "the GPU stayed free";
+  EXPECT_EQ(cmds[0]["task"]["job"], next);
+}
+
+TEST_F(ControllerTest, ANodeDrainedWhileACycleIsPlannedGetsNothingFromIt) {
+  std::atomic<bool> armed{true};
+  std::atomic<bool> done{false};
+  auto o = Options();
+  o.after_plan_for_tests = [&] {
+    if (!armed.exchange(false)) return;
+    Ok(c().NodeAction(kAdmin, "n1", "drain"));
+    done = true;
+  };
+  Start(o);
+  Register("n1", 1);
+  const uint64_t id = Submit("name: j\ngpu: 1\ncommand: [sleep, '100']\n");
+  ASSERT_TRUE(Eventually([&] { return done.load(); }));
+  EXPECT_TRUE(TakeCommands("n1", std::chrono::milliseconds(300)).empty())
+      << "planned before the drain, not started after it";
+  EXPECT_EQ(State(id), "pending");
+  Ok(c().NodeAction(kAdmin, "n1", "undrain"));
+  json cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(cmds[0]["task"]["job"], id);
+}
+
+TEST_F(ControllerTest, AVictimThatEndedWhileItsPreemptionWasPlannedIsNotPreempted) {
+  std::atomic<bool> armed{false};
+  std::atomic<bool> done{false};
+  std::string epoch;
+  std::string victim_task;
+  auto o = Options();
+  o.priority_classes = {{"low", 0}, {"high", 100}};
+  o.after_plan_for_tests = [&] {
+    if (!armed.exchange(false)) return;
+    // The victim's agent reports it exited, on its own, before the plan is applied.
+    Ok(c().Report("n1", {{"agentId", "n1-agent"},
+                         {"controllerEpoch", epoch},
+                         {"tasks", json::array({Exited(victim_task, 0)})}}));
+    done = true;
+  };
+  Start(o);
+  Register("n1", 1);
+  const uint64_t low = Submit("name: low\npriorityClass: low\ngpu: 1\ncommand: [train]\n");
+  victim_task = TakeCommands("n1")[0]["task"]["taskId"];
+  Report("n1", {Running(victim_task)});
+  epoch = epoch_;
+  // A job that started in the same second as a cycle is no candidate for it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  armed = true;
+  const uint64_t high = Submit("name: high\npriorityClass: high\ngpu: 1\ncommand: [eval]\n");
+  ASSERT_TRUE(Eventually([&] { return done.load(); }));
+  json cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(cmds[0]["type"], "launch") << "no stop for a task that has exited";
+  EXPECT_EQ(cmds[0]["task"]["job"], high);
+  EXPECT_EQ(State(low), "succeeded");
 }
 
 TEST_F(ControllerTest, LostNodeRequeuesItsJobElsewhere) {
