@@ -12,7 +12,8 @@
 //               open, as a real agent does (`--no-long-polls` leaves them out).
 //               `--running-jobs N` first places N one-GPU jobs on the simulated nodes; each
 //               agent takes its launches from its poll and reports those tasks running, so
-//               that every report is checked against a cluster that is in use. The run ends
+//               that every report is checked against a cluster that is in use (past 8 per
+//               node, the rest stay pending and every cycle plans them again). The run ends
 //               by timing `GET /v1/nodes` and `/metrics` on that cluster
 //   dispatch    as throughput, but the A agents are simulated in this process: each launch is
 //               reported exited at once, so the figure is the controller's own rate, without
@@ -584,20 +585,22 @@ int Heartbeats(const Flags& f) {
     }
     const double submit_s = std::chrono::duration<double>(Clock::now() - submit_t0).count();
     auto http = client();
+    // Past the cluster's GPUs, the rest stay pending: every cycle then plans them again.
+    const int64_t fit = std::min<int64_t>(f.running_jobs, int64_t{8} * n);
     for (int i = 0;; ++i) {
       const auto placed = static_cast<int64_t>(Metric(*http, "gangway_jobs{state=\"scheduled\"}"));
-      if (placed == f.running_jobs) {
+      if (placed == fit) {
         const double cycles = Metric(*http, "gangway_scheduling_cycle_seconds_count");
         std::printf(
-            "%d jobs submitted in %.1f s, all placed after %.1f s, in %.0f scheduling cycles "
+            "%d jobs submitted in %.1f s, %lld placed after %.1f s, in %.0f scheduling cycles "
             "of %.1f ms on average\n",
-            f.running_jobs, submit_s,
+            f.running_jobs, submit_s, static_cast<long long>(fit),
             std::chrono::duration<double>(Clock::now() - submit_t0).count(), cycles,
             1000 * Metric(*http, "gangway_scheduling_cycle_seconds_sum") / std::max(cycles, 1.0));
         break;
       }
       if (i == 600) {
-        std::cerr << "only " << placed << " of " << f.running_jobs << " jobs were placed\n";
+        std::cerr << "only " << placed << " of " << fit << " jobs were placed\n";
         return 1;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -746,9 +749,10 @@ int Heartbeats(const Flags& f) {
       return r && r->status == 200 ? ms : -1.0;
     };
     std::printf(
-        "%lld of %d jobs running; GET /v1/nodes %.1f ms, GET /metrics %.1f ms, GET /v1/queues "
-        "%.1f ms\n",
+        "%lld of %d jobs running, %lld pending; GET /v1/nodes %.1f ms, GET /metrics %.1f ms, GET "
+        "/v1/queues %.1f ms\n",
         static_cast<long long>(Metric(*http, "gangway_jobs{state=\"running\"}")), f.running_jobs,
+        static_cast<long long>(Metric(*http, "gangway_jobs{state=\"pending\"}")),
         timed("/v1/nodes", Auth(c.token)), timed("/metrics", {}),
         timed("/v1/queues", Auth(c.token)));
   }

@@ -371,11 +371,11 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   }
   UpdateRunningLocked();
   for (uint64_t id : unstarted_) snap.running[running_at_.at(id)].started_at = snap.now;
-  std::vector<core::Job> pending;
-  pending.reserve(waiting_.size());
-  for (uint64_t id : waiting_) pending.push_back(jobs_.at(id).live.job);
+  UpdatePendingLocked();
+  const std::vector<core::Job>& pending = pending_jobs_;
   if (pending.empty()) return;
-  // Only this thread changes snapshot_, and it reads nothing else while unlocked.
+  // Only this thread changes snapshot_ and pending_jobs_, and it reads nothing else while
+  // unlocked.
   const uint64_t planned_nodes_version = nodes_version_;
   const uint64_t seed = cycle_seed_++;
   lock.unlock();
@@ -510,6 +510,27 @@ void Controller::UpdateRunningLocked() {
     }
   }
   running_stale_.clear();
+}
+
+void Controller::UpdatePendingLocked() {
+  for (uint64_t id : pending_stale_) {
+    auto at = pending_at_.find(id);
+    if (waiting_.contains(id)) {
+      if (at == pending_at_.end()) {
+        pending_at_.emplace(id, pending_jobs_.size());
+        pending_jobs_.push_back(jobs_.at(id).live.job);
+      }
+    } else if (at != pending_at_.end()) {
+      const size_t pos = at->second;
+      pending_at_.erase(at);
+      if (pos + 1 != pending_jobs_.size()) {
+        pending_jobs_[pos] = std::move(pending_jobs_.back());
+        pending_at_[pending_jobs_[pos].id.value] = pos;
+      }
+      pending_jobs_.pop_back();
+    }
+  }
+  pending_stale_.clear();
 }
 
 void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
@@ -740,9 +761,9 @@ void Controller::IndexLocked(JobRecord& job) {
     job.indexed_on = std::move(on);
   }
   if (job.state == JobState::kPending && !job.after_stop) {
-    waiting_.insert(job.id);
-  } else {
-    waiting_.erase(job.id);
+    if (waiting_.insert(job.id).second) pending_stale_.insert(job.id);
+  } else if (waiting_.erase(job.id) > 0) {
+    pending_stale_.insert(job.id);
   }
   // A cancelled job is finished before its tasks have stopped; it counts from when they have.
   // A finished job stays finished; ForgetFinishedJobsLocked skips entries it no longer matches.

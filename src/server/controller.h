@@ -309,6 +309,13 @@ class Controller {
   std::set<uint64_t> running_stale_;
   std::set<uint64_t> unstarted_;
   void UpdateRunningLocked();
+  // The same for the jobs of waiting_ (whose specs do not change while they wait): the
+  // pending jobs a cycle plans, kept in pending_jobs_ and updated at each cycle from
+  // pending_stale_, the jobs that joined or left waiting_ since the last.
+  std::vector<core::Job> pending_jobs_;
+  std::unordered_map<uint64_t, size_t> pending_at_;
+  std::set<uint64_t> pending_stale_;
+  void UpdatePendingLocked();
   uint64_t nodes_version_ = 1;
   uint64_t snapshot_nodes_version_ = 0;
   std::thread thread_;

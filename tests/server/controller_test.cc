@@ -392,7 +392,8 @@ TEST_F(ControllerTest, CyclesSeeEveryHeldGpuAsJobsEndInAnyOrder) {
   report({});
   EXPECT_EQ(State(jh), "pending");
   EXPECT_TRUE(TakeCommands("n1", std::chrono::milliseconds(200)).empty());
-  for (const json& gpu : c().ListNodes()["nodes"][0]["gpus"]) {
+  const json nodes = c().ListNodes()["nodes"];
+  for (const json& gpu : nodes[0]["gpus"]) {
     EXPECT_EQ(gpu["usedBy"].size(), 1u) << gpu;
   }
 }
@@ -429,6 +430,36 @@ TEST_F(ControllerTest, PreemptedJobIsRequeuedAndResumesWithTheSameCheckpointDir)
   EXPECT_EQ(cmds[0]["task"]["job"], low);
   EXPECT_EQ(cmds[0]["task"]["attempt"], 1);
   EXPECT_EQ(cmds[0]["task"]["env"]["GANGWAY_CHECKPOINT_DIR"], ckpt);
+}
+
+// Cycles plan from a list of pending jobs kept from one cycle to the next; jobs leave it from
+// the front, the middle and the end as they start.
+TEST_F(ControllerTest, WaitingJobsStartInTheirOrderAsTheGpuFrees) {
+  auto o = Options();
+  o.priority_classes = {{"low", -10}, {"high", 100}};  // jobs without a class have 0
+  Start(o);
+  Register("n1", 1);
+  // Not preemptible, so that the high-priority jobs wait rather than stop it.
+  const std::string yaml = "gpu: 1\ncommand: [sleep, '100']\npreemptible: false\n";
+  Submit("name: first\n" + yaml);
+  std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  Report("n1", {Running(task)});
+  const uint64_t p1 = Submit("name: p1\n" + yaml);
+  const uint64_t p2 = Submit("name: p2\n" + yaml);
+  const uint64_t high1 = Submit("name: high1\npriorityClass: high\n" + yaml);
+  const uint64_t low = Submit("name: low\npriorityClass: low\n" + yaml);
+  const uint64_t high2 = Submit("name: high2\npriorityClass: high\n" + yaml);
+  const uint64_t p3 = Submit("name: p3\n" + yaml);
+  for (uint64_t want : {high1, high2, p1, p2, p3, low}) {
+    Report("n1", {Exited(task, 0)});
+    json cmds = TakeCommands("n1");
+    ASSERT_EQ(cmds.size(), 1u);
+    ASSERT_EQ(cmds[0]["task"]["job"], want);
+    task = cmds[0]["task"]["taskId"];
+    Report("n1", {Running(task)});
+  }
+  Report("n1", {Exited(task, 0)});
+  EXPECT_TRUE(TakeCommands("n1", std::chrono::milliseconds(200)).empty());
 }
 
 // The core plans a cycle without the controller lock; what changes meanwhile must hold.
