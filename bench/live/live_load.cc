@@ -279,32 +279,40 @@ int64_t Succeeded(httplib::Client& http) {
   return static_cast<int64_t>(Metric(http, "gangway_jobs{state=\"succeeded\"}"));
 }
 
-// Submits f.jobs `/bin/true` jobs from f.submitters connections and waits until all have
-// succeeded. Returns false (and says why) on a failed submission or a stall.
-bool SubmitAndDrain(const Flags& f, const Cluster& c, double* submit_s) {
-  const auto t0 = Clock::now();
+// Submits `count` jobs, the i-th as `yaml(i)`, from `submitters` kept-alive connections that
+// `connect` opens; false if any submission failed.
+bool SubmitJobs(int count, int submitters, const std::string& token,
+                const std::function<std::unique_ptr<httplib::Client>()>& connect,
+                const std::function<std::string(int)>& yaml) {
   std::atomic<int> next{0};
   std::atomic<bool> failed{false};
-  std::vector<std::thread> submitters;
-  for (int s = 0; s < f.submitters; ++s) {
-    submitters.emplace_back([&] {
-      httplib::Client http(c.host, c.port);
-      http.set_keep_alive(true);
-      http.set_tcp_nodelay(true);
-      for (int i = next++; i < f.jobs; i = next++) {
-        auto r = http.Post("/v1/jobs", Auth(c.token),
-                           "name: t" + std::to_string(i) + "\ngpu: 1\ncommand: [/bin/true]\n",
-                           "application/yaml");
+  std::vector<std::thread> threads;
+  for (int s = 0; s < submitters; ++s) {
+    threads.emplace_back([&] {
+      auto http = connect();
+      http->set_keep_alive(true);
+      http->set_tcp_nodelay(true);
+      for (int i = next++; i < count; i = next++) {
+        auto r = http->Post("/v1/jobs", Auth(token), yaml(i), "application/yaml");
         if (!r || r->status != 201) failed = true;
       }
     });
   }
-  for (auto& t : submitters) t.join();
+  for (auto& t : threads) t.join();
+  if (failed) std::cerr << "some submissions failed\n";
+  return !failed;
+}
+
+// Submits f.jobs `/bin/true` jobs from f.submitters connections and waits until all have
+// succeeded. Returns false (and says why) on a failed submission or a stall.
+bool SubmitAndDrain(const Flags& f, const Cluster& c, double* submit_s) {
+  const auto t0 = Clock::now();
+  const bool submitted = SubmitJobs(
+      f.jobs, f.submitters, c.token,
+      [&] { return std::make_unique<httplib::Client>(c.host, c.port); },
+      [](int i) { return "name: t" + std::to_string(i) + "\ngpu: 1\ncommand: [/bin/true]\n"; });
   *submit_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (failed) {
-    std::cerr << "some submissions failed\n";
-    return false;
-  }
+  if (!submitted) return false;
   httplib::Client http(c.host, c.port);
   int64_t done = 0;
   auto last_progress = Clock::now();
@@ -561,26 +569,9 @@ int Heartbeats(const Flags& f) {
   }
   if (f.running_jobs > 0) {
     const auto submit_t0 = Clock::now();
-    std::atomic<int> next{0};
-    std::atomic<bool> failed{false};
-    std::vector<std::thread> submitters;
-    for (int s = 0; s < f.submitters; ++s) {
-      submitters.emplace_back([&] {
-        auto http = client();
-        http->set_keep_alive(true);
-        http->set_tcp_nodelay(true);
-        for (int j = next++; j < f.running_jobs; j = next++) {
-          auto r = http->Post(
-              "/v1/jobs", Auth(c.token),
-              "name: r" + std::to_string(j) + "\ngpu: 1\ncommand: [/bin/sleep, infinity]\n",
-              "application/yaml");
-          if (!r || r->status != 201) failed = true;
-        }
-      });
-    }
-    for (auto& t : submitters) t.join();
-    if (failed) {
-      std::cerr << "some submissions failed\n";
+    if (!SubmitJobs(f.running_jobs, f.submitters, c.token, client, [](int i) {
+          return "name: r" + std::to_string(i) + "\ngpu: 1\ncommand: [/bin/sleep, infinity]\n";
+        })) {
       return 1;
     }
     const double submit_s = std::chrono::duration<double>(Clock::now() - submit_t0).count();
