@@ -656,6 +656,9 @@ int Heartbeats(const Flags& f) {
   std::atomic<int64_t> sent{0};
   std::atomic<int64_t> errors{0};
   std::atomic<int64_t> late{0};
+  // Late reports by the 5 s window they were due in: a burst and a steady rate look alike in
+  // the total.
+  std::vector<std::atomic<int64_t>> late_by_window(static_cast<size_t>(f.seconds / 5 + 1));
   std::mutex rtt_mu;
   std::vector<double> rtts;  // ms from sending a report to its answer
   const double cpu0 = CpuSeconds(c.server);
@@ -674,7 +677,11 @@ int Heartbeats(const Flags& f) {
             t0 + std::chrono::duration_cast<Clock::duration>(
                      std::chrono::duration<double>(static_cast<double>(k) / per_thread));
         if (due - t0 > std::chrono::seconds(f.seconds)) break;
-        if (Clock::now() - due > std::chrono::seconds(1)) late++;
+        if (Clock::now() - due > std::chrono::seconds(1)) {
+          late++;
+          const auto window = static_cast<size_t>((due - t0) / std::chrono::seconds(5));
+          late_by_window[std::min(window, late_by_window.size() - 1)]++;
+        }
         std::this_thread::sleep_until(due);
         const int i = static_cast<int>((k * threads + t) % n);
         json tasks = json::array();
@@ -728,6 +735,11 @@ int Heartbeats(const Flags& f) {
       static_cast<long long>(errors.load()), static_cast<long long>(lost), Percentile(rtts, 0.5),
       Percentile(rtts, 0.99), rtts.empty() ? 0.0 : *std::max_element(rtts.begin(), rtts.end()), cpu,
       cpu / wall, server_threads.c_str(), server_rss.c_str());
+  if (late > 0) {
+    std::printf("late reports by 5 s window:");
+    for (const auto& w : late_by_window) std::printf(" %lld", static_cast<long long>(w.load()));
+    std::printf("\n");
+  }
   if (f.long_polls) {
     std::printf("long polls answered during the run: %lld (%lld errors)\n",
                 static_cast<long long>(polls.load()), static_cast<long long>(poll_errors.load()));
