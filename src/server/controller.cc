@@ -736,8 +736,48 @@ std::vector<uint64_t> Controller::ActiveOnLocked(std::string_view node) const {
   return {it->second.begin(), it->second.end()};
 }
 
+void Controller::CountUsageLocked(JobRecord& job) {
+  if (!job.counted_active && !job.HoldsResources()) return;  // pending or finished: no change
+  auto drop = [](auto& counters, const std::string& key, int64_t n) {
+    auto it = counters.find(key);
+    if (it != counters.end() && (it->second -= n) == 0) counters.erase(it);
+  };
+  const std::string& queue = job.live.job.queue;
+  for (const auto& [model, milli] : job.counted_gpus) drop(allocated_by_model_, model, milli);
+  if (job.counted_queue_milli != 0) drop(usage_by_queue_, queue, job.counted_queue_milli);
+  if (job.counted_active) drop(active_by_queue_, queue, 1);
+  job.counted_gpus.clear();
+  job.counted_queue_milli = 0;
+  job.counted_active = job.HoldsResources();
+  if (!job.counted_active) return;
+  ++active_by_queue_[queue];
+  for (const TaskRecord& t : job.tasks) {
+    if (!t.Holds()) continue;
+    // A task on a lost node is about to be marked lost; the GPU counts leave its node out.
+    auto nit = nodes_.find(t.node);
+    const auto* gpus =
+        nit != nodes_.end() && !nit->second.record.lost ? &nit->second.record.node.gpus : nullptr;
+    for (const auto& g : t.alloc.gpus) {
+      const int64_t milli = g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile);
+      job.counted_queue_milli += milli;
+      if (!gpus || g.gpu < 0 || static_cast<size_t>(g.gpu) >= gpus->size()) continue;
+      const std::string& model = (*gpus)[static_cast<size_t>(g.gpu)].model;
+      auto same = std::find_if(job.counted_gpus.begin(), job.counted_gpus.end(),
+                               [&](const auto& e) { return e.first == model; });
+      if (same == job.counted_gpus.end()) {
+        job.counted_gpus.emplace_back(model, milli);
+      } else {
+        same->second += milli;
+      }
+    }
+  }
+  for (const auto& [model, milli] : job.counted_gpus) allocated_by_model_[model] += milli;
+  if (job.counted_queue_milli != 0) usage_by_queue_[queue] += job.counted_queue_milli;
+}
+
 void Controller::IndexLocked(JobRecord& job) {
   CountLocked(job, job.state);
+  CountUsageLocked(job);
   if (job.HoldsResources() || active_.contains(job.id)) running_stale_.insert(job.id);
   std::vector<std::string> on;
   if (job.HoldsResources()) {

@@ -201,12 +201,16 @@ class Controller {
   void SaveJobLocked(JobRecord& job);
   void IndexLocked(JobRecord& job);
   void CountLocked(JobRecord& job, std::optional<JobState> as);
+  // Replaces the job's share of the usage counters with what its tasks hold now.
+  void CountUsageLocked(JobRecord& job);
   // The jobs of active_ with a task on `node` (a copy: callers may re-index them).
   std::vector<uint64_t> ActiveOnLocked(std::string_view node) const;
-  int64_t PendingIn(std::string_view queue) const {
-    auto it = pending_by_queue_.find(queue);
-    return it == pending_by_queue_.end() ? 0 : it->second;
+  static int64_t CountIn(const std::map<std::string, int64_t, std::less<>>& counters,
+                         std::string_view key) {
+    auto it = counters.find(key);
+    return it == counters.end() ? 0 : it->second;
   }
+  int64_t PendingIn(std::string_view queue) const { return CountIn(pending_by_queue_, queue); }
   void SaveNodeLocked(const NodeRecord& node);
   void EventLocked(uint64_t job, std::string type, std::string message);
   // Group commit: Save*/Event* queue writes; the writer thread commits everything queued in
@@ -291,6 +295,12 @@ class Controller {
   // /v1/queues need not walk finished jobs.
   std::array<int64_t, kJobStateCount> jobs_by_state_{};
   std::map<std::string, int64_t, std::less<>> pending_by_queue_;
+  // The resources held, kept by CountUsageLocked for the same reason: GPU milli allocated per
+  // model (tasks on lost nodes excluded), and per queue (its own jobs, not its children's) the
+  // GPU milli held and the jobs holding any.
+  std::map<std::string, int64_t, std::less<>> allocated_by_model_;
+  std::map<std::string, int64_t, std::less<>> usage_by_queue_;
+  std::map<std::string, int64_t, std::less<>> active_by_queue_;
   std::set<std::pair<int64_t, uint64_t>> finished_;  // (finished_at, id) of finished jobs
   std::map<std::string, NodeEntry, std::less<>> nodes_;
   uint64_t next_job_id_ = 1;

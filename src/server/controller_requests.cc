@@ -438,17 +438,9 @@ Outcome<json> Controller::NodeAction(const Caller& caller, std::string_view name
 json Controller::ListQueues() {
   std::lock_guard lock(mu_);
   std::map<std::string, int64_t> usage;
-  std::map<std::string, int> running;
   std::map<std::string, std::string> parent;
   for (const auto& q : options_.queues) parent[q.name] = q.parent;
-  for (uint64_t id : active_) {
-    const JobRecord& j = jobs_.at(id);
-    const std::string& q = j.live.job.queue;
-    running[q]++;
-    int64_t m = 0;
-    for (const TaskRecord& t : j.tasks) {
-      if (t.Holds()) m += GpuMilli(t.alloc);
-    }
+  for (const auto& [q, m] : usage_by_queue_) {
     for (std::string at = q; !at.empty(); at = parent[at]) usage[at] += m;
   }
   int64_t total = 0;
@@ -486,7 +478,7 @@ json Controller::ListQueues() {
          {"fairShare", fair},
          {"fairShareGpuMilli", static_cast<int64_t>(fair * static_cast<double>(total))},
          {"pending", PendingIn(q.name)},
-         {"running", running[q.name]}});
+         {"running", CountIn(active_by_queue_, q.name)}});
   }
   return {{"queues", out}};
 }
@@ -877,21 +869,7 @@ std::string Controller::MetricsText() {
     if (e.record.lost) continue;
     for (const auto& g : e.record.node.gpus) gpus[g.model].first += core::kGpuMilli;
   }
-  for (uint64_t id : active_) {
-    const JobRecord& j = jobs_.at(id);
-    for (const TaskRecord& t : j.tasks) {
-      if (!t.Holds()) continue;
-      auto nit = nodes_.find(t.node);
-      if (nit == nodes_.end() || nit->second.record.lost) continue;
-      for (const auto& g : t.alloc.gpus) {
-        if (g.gpu < 0 || static_cast<size_t>(g.gpu) >= nit->second.record.node.gpus.size()) {
-          continue;
-        }
-        gpus[nit->second.record.node.gpus[static_cast<size_t>(g.gpu)].model].second +=
-            g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile);
-      }
-    }
-  }
+  for (const auto& [model, milli] : allocated_by_model_) gpus[model].second += milli;
   o << "# HELP gangway_gpus GPUs by model and state (fractions count their share).\n"
        "# TYPE gangway_gpus gauge\n";
   for (const auto& [model, tot] : gpus) {

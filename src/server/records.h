@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/model/job.h"
@@ -87,6 +88,12 @@ struct JobRecord {
   // Not persisted: the nodes under which the controller's per-node index lists this job
   // (sorted; empty unless the job held resources when last indexed).
   std::vector<std::string> indexed_on;
+  // Not persisted: what the controller's usage counters hold for this job (see
+  // Controller::CountUsageLocked): GPU milli per model, and in its queue, of the tasks that held
+  // resources when it was last indexed.
+  std::vector<std::pair<std::string, int64_t>> counted_gpus;
+  int64_t counted_queue_milli = 0;
+  bool counted_active = false;
 
   std::string TaskId(int index) const {
     return std::to_string(id) + "." + std::to_string(attempt) + "." + std::to_string(index);

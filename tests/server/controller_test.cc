@@ -188,6 +188,95 @@ TEST_F(ControllerTest, JobCountsFollowTransitionsRestartsAndForgetting) {
   EXPECT_EQ(queue("batch")["running"], 1);
 }
 
+// GPUs allocated per model and usage per queue are counters kept as tasks start and stop; they
+// must match what is held after jobs of two models end, move off a lost node and survive a
+// restart.
+TEST_F(ControllerTest, GpuCountsFollowJobsAcrossModelsLostNodesAndRestarts) {
+  auto o = Options();
+  o.node_timeout = std::chrono::milliseconds(300);
+  o.queues = {{.name = "default"}, {.name = "research"}, {.name = "nlp", .parent = "research"}};
+  Start(o);
+  auto gpus = [&](const std::string& model, const std::string& state) {
+    const std::string text = c().MetricsText();
+    const std::string series = "gangway_gpus{model=\"" + model + "\",state=\"" + state + "\"} ";
+    const size_t at = text.find(series);
+    if (at == std::string::npos) return -1.0;
+    return std::stod(text.substr(at + series.size()));
+  };
+  auto usage = [&](const std::string& name) {
+    const json queues = c().ListQueues();
+    for (const json& q : queues["queues"]) {
+      if (q["name"] == name) return q["usage"]["gpuMilli"].get<int64_t>();
+    }
+    return int64_t{-1};
+  };
+  Register("h", 2, "H100-80GB");
+  Register("a", 2, "A100-40GB");
+  const uint64_t big = Submit("name: big\nqueue: nlp\ngpu: 2\ngpuModel: H100-80GB\ncommand: [x]\n");
+  const uint64_t part = Submit(
+      "name: part\nqueue: nlp\nreplicas: 3\ngpu: 0.25\ngpuModel: A100-40GB\nrestartLimit: 0\n"
+      "command: [x]\n");
+  const uint64_t one =
+      Submit("name: one\ngpu: 1\ngpuModel: A100-40GB\nrestartLimit: 1\ncommand: [x]\n");
+  json on_a = TakeCommands("a");
+  ASSERT_TRUE(Eventually([&] {
+    for (const json& cmd : TakeCommands("a", std::chrono::milliseconds(20))) on_a.push_back(cmd);
+    return on_a.size() == 4;
+  }));
+  const json on_h = TakeCommands("h");
+  ASSERT_EQ(on_h.size(), 1u);
+  EXPECT_EQ(gpus("H100-80GB", "allocated"), 2.0);
+  EXPECT_EQ(gpus("A100-40GB", "allocated"), 1.75);
+  EXPECT_EQ(gpus("A100-40GB", "free"), 0.25);
+  EXPECT_EQ(usage("nlp"), 2750);
+  EXPECT_EQ(usage("research"), 2750) << "a parent counts its children";
+  EXPECT_EQ(usage("default"), 1000);
+
+  // One replica of `part` exits: a quarter GPU comes back, the job still holds the rest.
+  json reports = json::array();
+  std::string one_task;
+  for (const json& cmd : on_a) {
+    const std::string id = cmd["task"]["taskId"];
+    if (cmd["task"]["job"] == one) one_task = id;
+    reports.push_back(cmd["task"]["job"] == part && reports.size() == 0 ? Exited(id, 0)
+                                                                        : Running(id));
+  }
+  Report("a", reports);
+  EXPECT_EQ(gpus("A100-40GB", "allocated"), 1.5);
+  EXPECT_EQ(usage("nlp"), 2500);
+  Report("h", {Exited(on_h[0]["task"]["taskId"], 0)});
+  ASSERT_TRUE(WaitState(big, "succeeded"));
+  EXPECT_EQ(gpus("H100-80GB", "allocated"), 0.0);
+  EXPECT_EQ(gpus("H100-80GB", "free"), 2.0);
+
+  // The restart rebuilds the counters from the stored jobs.
+  Restart(o);
+  EXPECT_EQ(gpus("A100-40GB", "allocated"), 1.5);
+  EXPECT_EQ(usage("research"), 500);
+  EXPECT_EQ(usage("default"), 1000);
+
+  // Node a goes silent: its GPUs leave the counts, and `one` moves to a node of its model.
+  Register("b", 1, "A100-40GB");
+  json cmds;
+  ASSERT_TRUE(Eventually([&] {
+    Report("b", json::array());
+    Report("h", json::array());
+    cmds = TakeCommands("b", std::chrono::milliseconds(50));
+    return !cmds.empty();
+  }));
+  ASSERT_EQ(cmds[0]["task"]["job"], one);
+  EXPECT_EQ(gpus("A100-40GB", "allocated"), 1.0);
+  EXPECT_EQ(gpus("A100-40GB", "free"), 0.0);
+  EXPECT_EQ(usage("default"), 1000);
+  EXPECT_EQ(State(part), "failed") << "its replicas were lost with the node, no restarts left";
+  EXPECT_EQ(usage("nlp"), 0);
+  Report("b", {Exited(cmds[0]["task"]["taskId"], 0)});
+  ASSERT_TRUE(WaitState(one, "succeeded"));
+  EXPECT_EQ(gpus("A100-40GB", "allocated"), 0.0);
+  EXPECT_EQ(usage("default"), 0);
+  EXPECT_EQ(c().ListQueues()["queues"][0]["running"], 0);
+}
+
 TEST_F(ControllerTest, ExitIsNotAcknowledgedUntilTheWholeLogArrived) {
   Start();
   Register("n1", 1);
