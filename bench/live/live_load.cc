@@ -567,37 +567,8 @@ int Heartbeats(const Flags& f) {
       tokens[static_cast<size_t>(i)] = answer["nodeToken"];
     }
   }
-  if (f.running_jobs > 0) {
-    const auto submit_t0 = Clock::now();
-    if (!SubmitJobs(f.running_jobs, f.submitters, c.token, client, [](int i) {
-          return "name: r" + std::to_string(i) + "\ngpu: 1\ncommand: [/bin/sleep, infinity]\n";
-        })) {
-      return 1;
-    }
-    const double submit_s = std::chrono::duration<double>(Clock::now() - submit_t0).count();
-    auto http = client();
-    // Past the cluster's GPUs, the rest stay pending: every cycle then plans them again.
-    const int64_t fit = std::min<int64_t>(f.running_jobs, int64_t{8} * n);
-    for (int i = 0;; ++i) {
-      const auto placed = static_cast<int64_t>(Metric(*http, "gangway_jobs{state=\"scheduled\"}"));
-      if (placed == fit) {
-        const double cycles = Metric(*http, "gangway_scheduling_cycle_seconds_count");
-        std::printf(
-            "%d jobs submitted in %.1f s, %lld placed after %.1f s, in %.0f scheduling cycles "
-            "of %.1f ms on average\n",
-            f.running_jobs, submit_s, static_cast<long long>(fit),
-            std::chrono::duration<double>(Clock::now() - submit_t0).count(), cycles,
-            1000 * Metric(*http, "gangway_scheduling_cycle_seconds_sum") / std::max(cycles, 1.0));
-        break;
-      }
-      if (i == 600) {
-        std::cerr << "only " << placed << " of " << fit << " jobs were placed\n";
-        return 1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  // What each simulated agent runs: the launches its poll took, reported running.
+  // What each simulated agent runs: the launches its poll took, reported running. The polls
+  // start before any job is submitted, as agents' do, so launches are taken as jobs are placed.
   struct SimNode {
     std::mutex mu;
     std::vector<std::string> tasks;
@@ -612,6 +583,19 @@ int Heartbeats(const Flags& f) {
   std::atomic<int64_t> polls{0};
   std::atomic<int64_t> poll_errors{0};
   std::vector<std::unique_ptr<SmallThread>> pollers;
+  // On an early return too: the pollers are joined before the controller is stopped, so stop
+  // it first (their polls then fail at once) and let them end.
+  struct StopPolls {
+    std::atomic<bool>& stop;
+    Cluster& c;
+    std::vector<std::unique_ptr<SmallThread>>& pollers;
+    ~StopPolls() {
+      stop = true;
+      if (c.server > 0) Stop(c.server);
+      c.server = -1;
+      pollers.clear();
+    }
+  } stop_polls_on_return{stop_polls, c, pollers};
   if (f.long_polls) {
     for (int i = 0; i < n; ++i) {
       pollers.push_back(std::make_unique<SmallThread>([&, i] {
@@ -650,6 +634,36 @@ int Heartbeats(const Flags& f) {
     }
     std::this_thread::sleep_for(std::chrono::seconds(2));  // let them connect
   }
+  if (f.running_jobs > 0) {
+    const auto submit_t0 = Clock::now();
+    if (!SubmitJobs(f.running_jobs, f.submitters, c.token, client, [](int i) {
+          return "name: r" + std::to_string(i) + "\ngpu: 1\ncommand: [/bin/sleep, infinity]\n";
+        })) {
+      return 1;
+    }
+    const double submit_s = std::chrono::duration<double>(Clock::now() - submit_t0).count();
+    auto http = client();
+    // Past the cluster's GPUs, the rest stay pending: every cycle then plans them again.
+    const int64_t fit = std::min<int64_t>(f.running_jobs, int64_t{8} * n);
+    for (int i = 0;; ++i) {
+      const auto placed = static_cast<int64_t>(Metric(*http, "gangway_jobs{state=\"scheduled\"}"));
+      if (placed == fit) {
+        const double cycles = Metric(*http, "gangway_scheduling_cycle_seconds_count");
+        std::printf(
+            "%d jobs submitted in %.1f s, %lld placed after %.1f s, in %.0f scheduling cycles "
+            "of %.1f ms on average\n",
+            f.running_jobs, submit_s, static_cast<long long>(fit),
+            std::chrono::duration<double>(Clock::now() - submit_t0).count(), cycles,
+            1000 * Metric(*http, "gangway_scheduling_cycle_seconds_sum") / std::max(cycles, 1.0));
+        break;
+      }
+      if (i == 600) {
+        std::cerr << "only " << placed << " of " << fit << " jobs were placed\n";
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
   const bool shared = f.connections == "shared";
   const double rate = n / 5.0;
   const int threads = shared ? 4 : 16;
@@ -661,6 +675,8 @@ int Heartbeats(const Flags& f) {
   std::vector<std::atomic<int64_t>> late_by_window(static_cast<size_t>(f.seconds / 5 + 1));
   std::mutex rtt_mu;
   std::vector<double> rtts;  // ms from sending a report to its answer
+  const int64_t polls0 = polls.load();
+  const int64_t poll_errors0 = poll_errors.load();
   const double cpu0 = CpuSeconds(c.server);
   const auto t0 = Clock::now();
   std::vector<std::thread> pool;
@@ -742,7 +758,8 @@ int Heartbeats(const Flags& f) {
   }
   if (f.long_polls) {
     std::printf("long polls answered during the run: %lld (%lld errors)\n",
-                static_cast<long long>(polls.load()), static_cast<long long>(poll_errors.load()));
+                static_cast<long long>(polls.load() - polls0),
+                static_cast<long long>(poll_errors.load() - poll_errors0));
   }
   if (f.running_jobs > 0) {
     auto timed = [&](const std::string& path, const httplib::Headers& auth) {
@@ -759,12 +776,7 @@ int Heartbeats(const Flags& f) {
         timed("/v1/nodes", Auth(c.token)), timed("/metrics", {}),
         timed("/v1/queues", Auth(c.token)));
   }
-  // The pollers stop when their polls end; stopping the controller ends them at once.
-  stop_polls = true;
-  Stop(c.server);
-  c.server = -1;
-  pollers.clear();
-  return 0;
+  return 0;  // stop_polls_on_return stops the controller and the pollers
 }
 
 }  // namespace
