@@ -14,7 +14,9 @@
 //               agent takes its launches from its poll and reports those tasks running, so
 //               that every report is checked against a cluster that is in use (past 8 per
 //               node, the rest stay pending and every cycle plans them again). The run ends
-//               by timing `GET /v1/nodes` and `/metrics` on that cluster
+//               by timing `GET /v1/nodes` and `/metrics` on that cluster. `--log-bytes B`
+//               makes every running task print B bytes between two reports, which then carry
+//               them, as an agent ships output; `--report-ms` sets how often each agent reports
 //   dispatch    as throughput, but the A agents are simulated in this process: each launch is
 //               reported exited at once, so the figure is the controller's own rate, without
 //               the cost of creating processes (which bounds `throughput` on small VMs)
@@ -70,6 +72,8 @@ struct Flags {
   std::string tls = "none";                // heartbeats: or "rsa", "ecdsa"
   bool long_polls = true;  // heartbeats: every agent also holds its commands long poll open
   int running_jobs = 0;    // heartbeats: one-GPU jobs placed on the simulated nodes first
+  int report_ms = 5000;    // heartbeats: each simulated agent's report interval
+  int log_bytes = 0;       // heartbeats: output each running task adds to every report
   std::string data;
   bool keep = false;  // leave the controller's state in --data (e.g. to time a restart)
 };
@@ -572,10 +576,11 @@ int Heartbeats(const Flags& f) {
   struct SimNode {
     std::mutex mu;
     std::vector<std::string> tasks;
+    std::map<std::string, uint64_t> log_sent;  // per task: output the controller has taken
     uint64_t applied = 0;
   };
   std::vector<SimNode> sim(static_cast<size_t>(n));
-  // Every agent reports once per 5 s, spread evenly: n / 5 reports per second. A new connection
+  // Every agent reports once per --report-ms, spread evenly. A new connection
   // per report costs the sender a round trip (and a handshake), so that mode uses more threads.
   // As the agent's commands loop does: one kept-alive connection per agent, a poll of 25 s after
   // the other. Nothing is submitted, so every poll waits its full time.
@@ -665,7 +670,7 @@ int Heartbeats(const Flags& f) {
     }
   }
   const bool shared = f.connections == "shared";
-  const double rate = n / 5.0;
+  const double rate = n * 1000.0 / f.report_ms;
   const int threads = shared ? 4 : 16;
   std::atomic<int64_t> sent{0};
   std::atomic<int64_t> errors{0};
@@ -701,25 +706,41 @@ int Heartbeats(const Flags& f) {
         std::this_thread::sleep_until(due);
         const int i = static_cast<int>((k * threads + t) % n);
         json tasks = json::array();
+        json logs = json::array();
         uint64_t applied = 0;
+        SimNode& node = sim[static_cast<size_t>(i)];
         {
-          SimNode& node = sim[static_cast<size_t>(i)];
           std::lock_guard lock(node.mu);
           for (const std::string& id : node.tasks) {
             tasks.push_back({{"taskId", id}, {"state", "running"}, {"pid", 1}, {"startedAt", ""}});
+            if (f.log_bytes > 0) {
+              logs.push_back(
+                  {{"taskId", id},
+                   {"offset", node.log_sent[id]},
+                   {"data", std::string(static_cast<size_t>(f.log_bytes - 1), 'x') + "\n"}});
+            }
           }
           applied = node.applied;
         }
-        json body = {{"agentId", "sim"},
-                     {"controllerEpoch", epochs[static_cast<size_t>(i)]},
-                     {"appliedSeq", applied},
-                     {"tasks", std::move(tasks)},
-                     {"gpus", json::array()}};
+        json body = {{"agentId", "sim"},        {"controllerEpoch", epochs[static_cast<size_t>(i)]},
+                     {"appliedSeq", applied},   {"tasks", std::move(tasks)},
+                     {"logs", std::move(logs)}, {"gpus", json::array()}};
         const auto sent_at = Clock::now();
         auto r = http->Post("/v1/agents/sim-" + std::to_string(i) + "/report",
                             Auth(tokens[static_cast<size_t>(i)]), body.dump(), "application/json");
         mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent_at).count());
-        if (!r || r->status != 200) errors++;
+        if (!r || r->status != 200) {
+          errors++;
+        } else if (f.log_bytes > 0) {
+          // Where the controller's copy of each output now ends: the next chunk starts there.
+          const json answer = json::parse(r->body, nullptr, false);
+          if (answer.is_object() && answer.contains("logOffsets")) {
+            std::lock_guard lock(node.mu);
+            for (const auto& [id, offset] : answer["logOffsets"].items()) {
+              node.log_sent[id] = offset.get<uint64_t>();
+            }
+          }
+        }
         sent++;
         ++k;
       }
@@ -742,15 +763,16 @@ int Heartbeats(const Flags& f) {
     if (at != std::string::npos) lost = std::stoll(nodes->body.substr(at + key.size()));
   }
   std::printf(
-      "%d simulated agents, one report per 5 s each (%.0f/s) for %.1f s, %s connections, TLS %s, "
+      "%d simulated agents, one report per %d ms each (%.0f/s) for %.1f s, %s connections, TLS %s, "
       "long polls %s: %lld reports (%lld over 1 s late), %lld errors, %lld nodes lost; report "
       "round trip p50 %.2f ms, p99 %.2f ms, max %.0f ms; controller CPU %.2f s = %.3f cores, "
       "%s threads, RSS %s\n",
-      n, rate, wall, f.connections.c_str(), f.tls.c_str(), f.long_polls ? "held" : "none",
-      static_cast<long long>(sent.load()), static_cast<long long>(late.load()),
-      static_cast<long long>(errors.load()), static_cast<long long>(lost), Percentile(rtts, 0.5),
-      Percentile(rtts, 0.99), rtts.empty() ? 0.0 : *std::max_element(rtts.begin(), rtts.end()), cpu,
-      cpu / wall, server_threads.c_str(), server_rss.c_str());
+      n, f.report_ms, rate, wall, f.connections.c_str(), f.tls.c_str(),
+      f.long_polls ? "held" : "none", static_cast<long long>(sent.load()),
+      static_cast<long long>(late.load()), static_cast<long long>(errors.load()),
+      static_cast<long long>(lost), Percentile(rtts, 0.5), Percentile(rtts, 0.99),
+      rtts.empty() ? 0.0 : *std::max_element(rtts.begin(), rtts.end()), cpu, cpu / wall,
+      server_threads.c_str(), server_rss.c_str());
   if (late > 0) {
     std::printf("late reports by 5 s window:");
     for (const auto& w : late_by_window) std::printf(" %lld", static_cast<long long>(w.load()));
@@ -822,12 +844,17 @@ int main(int argc, char** argv) {
       f.long_polls = false;
     else if (a == "--running-jobs")
       f.running_jobs = std::stoi(value());
+    else if (a == "--report-ms")
+      f.report_ms = std::stoi(value());
+    else if (a == "--log-bytes")
+      f.log_bytes = std::stoi(value());
     else {
       std::cerr << "usage: gangway_live_load --gangway PATH [--mode "
                    "latency|throughput|heartbeats|dispatch|spawn]"
                    " [--jobs N] [--agents A] [--gpus G] [--samples S] [--simulated-agents K]"
                    " [--seconds T] [--connections per-report|shared] [--tls none|rsa|ecdsa]"
-                   " [--no-long-polls] [--running-jobs N] [--data DIR] [--keep]\n";
+                   " [--no-long-polls] [--running-jobs N] [--report-ms MS] [--log-bytes B]"
+                   " [--data DIR] [--keep]\n";
       return 2;
     }
   }

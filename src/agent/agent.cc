@@ -185,7 +185,8 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuSource> gpus)
     : options_(std::move(options)),
       gpus_(std::move(gpus)),
       agent_id_(RandomId()),
-      heartbeat_(options_.heartbeat) {
+      heartbeat_(options_.heartbeat),
+      log_interval_(options_.log_interval) {
   options_.inventory.gpus = gpus_->Gpus();
 }
 
@@ -454,19 +455,20 @@ void Agent::CommandsLoop() {
     }
     std::sort(commands.begin(), commands.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
-    bool applied = false;
+    bool report_now = false;
     {
       std::lock_guard lock(mu_);
       if (commands_stopped_ || epoch != epoch_) continue;  // re-registered meanwhile
+      report_now = TakeLogInterval(answer);
       for (const auto& [seq, command] : commands) {
         if (seq <= applied_seq_) continue;
         Apply(*command);
         applied_seq_ = seq;
-        applied = true;
+        report_now = true;
       }
-      if (applied) report_due_ = true;
+      if (report_now) report_due_ = true;
     }
-    if (applied) cv_.notify_all();
+    if (report_now) cv_.notify_all();
   }
   {
     std::lock_guard lock(poll_client_mu_);
@@ -627,7 +629,7 @@ void Agent::ReportLoop() {
       std::unique_lock lock(mu_);
       // Wake for events, the heartbeat, and every log_interval to ship new output.
       for (;;) {
-        const auto deadline = std::min(last + heartbeat_, Clock::now() + options_.log_interval);
+        const auto deadline = std::min(last + heartbeat_, Clock::now() + log_interval_);
         if (cv_.wait_until(lock, deadline, [&] { return report_due_ || stopping_; })) break;
         if (Clock::now() >= last + heartbeat_ || HasUnsentLogs()) break;
       }
@@ -653,6 +655,18 @@ void Agent::ReportLoop() {
       backoff = std::min(backoff * 2, options_.max_backoff);
     }
   }
+}
+
+bool Agent::TakeLogInterval(const json& answer) {
+  auto it = answer.find("logIntervalMs");
+  if (it == answer.end() || !it->is_number()) return false;
+  const auto asked = milliseconds(static_cast<int64_t>(it->get<double>()));
+  const auto interval =
+      std::clamp(asked, options_.log_interval, std::max(options_.log_interval, heartbeat_));
+  const bool shorter = interval < log_interval_;
+  log_interval_ = interval;
+  if (shorter) report_due_ = true;  // output held back for the longer interval goes now
+  return shorter;
 }
 
 bool Agent::HasUnsentLogs() const {
@@ -786,6 +800,7 @@ bool Agent::SendReport(httplib::Client& client) {
         t.log_freed = t.log_sent;
       }
     }
+    if (TakeLogInterval(answer)) more = true;
     std::vector<std::string> done;
     for (const auto& [id, t] : tasks_) {
       if (!t.acked) continue;

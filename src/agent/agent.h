@@ -8,7 +8,9 @@
 //             sequence order (idempotently: a task the agent runs or ran is not launched
 //             twice; a stop of an unknown task is reported as exited);
 //   report    POSTs /v1/agents/{node}/report at once when a task starts or exits, and at
-//             least every heartbeat, and within `log_interval` of new task output; carries
+//             least every heartbeat, and within the log interval of new task output (the
+//             controller's logIntervalMs, from its last answer to either thread, never below
+//             `log_interval` nor above the heartbeat; a shorter one sends at once); carries
 //             log chunks (at most 256 KiB per report, resent
 //             from the controller's logOffsets) and GPU samples; forgets acknowledged exits
 //             once their whole log has been delivered;
@@ -64,7 +66,8 @@ struct AgentOptions {
   std::chrono::milliseconds poll_wait{25000};  // waitMs of the commands long poll
   std::chrono::milliseconds shutdown_grace{10000};
   std::chrono::milliseconds max_backoff{5000};
-  // New output of a task is reported within this interval (sooner with any other report).
+  // New output of a task is reported within this interval (sooner with any other report), or
+  // the longer one the controller asks for.
   std::chrono::milliseconds log_interval{500};
   size_t max_log_bytes_per_report = 256 * 1024;
   bool use_cgroups = true;
@@ -115,6 +118,9 @@ class Agent {
   void Forget(const std::string& task_id);
   bool Known(const std::string& task_id) const;
   bool HasUnsentLogs() const;  // mu_ held
+  // Takes the controller's logIntervalMs from an answer, if it names one; mu_ held. True if
+  // the interval shortened (a report is then due at once, and cv_ is to be notified).
+  bool TakeLogInterval(const nlohmann::json& answer);
   // Waits `d` unless `flag` (a member guarded by mu_) becomes true; returns the flag.
   bool SleepUnless(std::chrono::milliseconds d, const bool& flag);
 
@@ -134,6 +140,7 @@ class Agent {
   std::string epoch_;
   uint64_t applied_seq_ = 0;
   std::chrono::milliseconds heartbeat_;
+  std::chrono::milliseconds log_interval_;  // what the controller asks for, within bounds
   bool report_due_ = false;
   bool stopping_ = false;
   bool commands_stopped_ = false;

@@ -42,6 +42,7 @@ struct ServerFlags {
   std::string batch = "2ms";
   std::string job_retention = "7d";
   std::string max_task_log = "256Mi";
+  double log_report_rate = 2000;
   int64_t max_body = 1 << 20;
   size_t max_connections = 16384;
   std::string tls_cert;
@@ -115,6 +116,7 @@ void RunServer(const ServerFlags& f) {
   opts.node_timeout =
       f.node_timeout.empty() ? 3 * opts.heartbeat : ParseMillis("--node-timeout", f.node_timeout);
   opts.batch = ParseMillis("--batch", f.batch);
+  opts.log_report_rate = f.log_report_rate;
   if (auto bytes = spec::ParseBytes(f.max_task_log); bytes.ok() && bytes.value() >= 0) {
     opts.max_task_log_bytes = bytes.value();
   } else {
@@ -272,6 +274,12 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--max-task-log", f->max_task_log,
                   "Keep at most this much of one task's output; the rest is discarded (0: all)")
       ->capture_default_str();
+  cmd->add_option("--log-report-rate", f->log_report_rate,
+                  "Reports per second that task output may cause, cluster-wide: each agent ships "
+                  "output every nodes/RATE seconds at most, or every 0.5 s while someone reads "
+                  "its job's logs (0: always every 0.5 s)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-body", f->max_body, "Largest request body in bytes")
       ->capture_default_str();
   cmd->add_option("--max-connections", f->max_connections,

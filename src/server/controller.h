@@ -81,6 +81,11 @@ struct ControllerOptions {
   // (after a line saying so), so that a runaway task cannot fill the controller's disk. Zero:
   // no limit.
   int64_t max_task_log_bytes = int64_t{256} << 20;
+  // Reports per second that task output may cause across the cluster. Each agent ships new
+  // output at most every nodes / log_report_rate seconds (it also rides every other report),
+  // and at the agent's own pace (0.5 s) for a node whose job's logs someone read in the last
+  // kFollowWindow: output-driven reports then grow with the readers, not with the cluster.
+  double log_report_rate = 2000;
   // Tests only: runs after the core has planned a cycle and before its decisions are applied,
   // without the controller lock, to change the state the plan was made from.
   std::function<void()> after_plan_for_tests;
@@ -169,7 +174,14 @@ class Controller {
     // Its agent's commands long poll waits here, so that a command wakes only that agent
     // rather than every connected one.
     std::condition_variable poll;
+    // Someone reads the logs of a task here until then; follow_news: the agent has not been
+    // told yet (its long poll is woken to tell it).
+    std::chrono::steady_clock::time_point followed_until{};
+    bool follow_news = false;
   };
+  static constexpr std::chrono::seconds kFollowWindow{15};
+  // The logIntervalMs an agent is told in each answer: 0 (its own pace) while followed.
+  int64_t LogIntervalMsLocked(const NodeEntry& node) const;
 
   void Load();
   void Loop();

@@ -348,6 +348,18 @@ Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id
     }
     if (static_cast<size_t>(task) < j->tasks.size()) {
       const TaskRecord& t = j->tasks[static_cast<size_t>(task)];
+      if (t.Holds()) {
+        // Someone reads this task's output: its agent ships it at its own pace for a while.
+        if (auto nit = nodes_.find(t.node); nit != nodes_.end()) {
+          NodeEntry& e = nit->second;
+          const auto now = Clock::now();
+          if (now >= e.followed_until && LogIntervalMsLocked(e) > 0) {
+            e.follow_news = true;
+            e.poll.notify_all();
+          }
+          e.followed_until = now + kFollowWindow;
+        }
+      }
       path = LogPath(id, j->TaskId(task));
       ended = t.state == TaskState::kExited || t.state == TaskState::kLost;
       final_bytes = t.state == TaskState::kLost ? 0 : t.log_bytes;
@@ -652,14 +664,23 @@ Outcome<json> Controller::Commands(std::string_view node, std::string_view epoch
   if (epoch != epoch_) after = 0;
   while (!e.commands.empty() && e.commands.front().seq <= after) e.commands.pop_front();
   auto ready = [&](const Command& c) { return c.gen <= durable_gen_; };
-  e.poll.wait_for(lock, wait,
-                  [&] { return stopping_ || (!e.commands.empty() && ready(e.commands.front())); });
+  e.poll.wait_for(lock, wait, [&] {
+    return stopping_ || e.follow_news || (!e.commands.empty() && ready(e.commands.front()));
+  });
+  e.follow_news = false;
   json out = json::array();
   for (const Command& c : e.commands) {
     if (out.size() >= kMaxCommandBatch || !ready(c)) break;
     out.push_back(c.body);
   }
-  return json{{"controllerEpoch", epoch_}, {"commands", out}};
+  return json{
+      {"controllerEpoch", epoch_}, {"commands", out}, {"logIntervalMs", LogIntervalMsLocked(e)}};
+}
+
+int64_t Controller::LogIntervalMsLocked(const NodeEntry& node) const {
+  if (Clock::now() < node.followed_until || options_.log_report_rate <= 0) return 0;
+  return static_cast<int64_t>(static_cast<double>(nodes_.size()) * 1000.0 /
+                              options_.log_report_rate);
 }
 
 Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
@@ -669,6 +690,7 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
   json ack = json::array();
   json offsets = json::object();
   json capped = json::array();  // tasks whose output is past the limit: the agent may drop it
+  int64_t log_interval_ms = 0;
   {
     std::unique_lock lock(mu_);
     auto nit = nodes_.find(node_name);
@@ -833,6 +855,7 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
         }
       }
     }
+    log_interval_ms = LogIntervalMsLocked(node);
     if (wake) {
       dirty_ = true;
       wake_.notify_one();
@@ -840,7 +863,10 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
     // An acknowledged exit is forgotten by the agent: it must be on disk first.
     if (!ack.empty() && !WaitDurable(lock)) ack = json::array();
   }
-  return json{{"ack", ack}, {"logOffsets", offsets}, {"logCapped", capped}};
+  return json{{"ack", ack},
+              {"logOffsets", offsets},
+              {"logCapped", capped},
+              {"logIntervalMs", log_interval_ms}};
 }
 
 // ---------------------------------------------------------------- metrics

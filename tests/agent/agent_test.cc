@@ -122,6 +122,11 @@ class FakeController {
     std::lock_guard lock(mu_);
     heartbeat_ms_ = ms;
   }
+  // Every answer to a poll or a report names this logIntervalMs (none if negative).
+  void SetLogIntervalMs(int ms) {
+    std::lock_guard lock(mu_);
+    log_interval_ms_ = ms;
+  }
   // Output past `bytes` is taken, dropped and answered with logCapped, as the controller does.
   void SetLogCap(size_t bytes) {
     std::lock_guard lock(mu_);
@@ -220,6 +225,7 @@ class FakeController {
     for (const json& c : commands_) {
       if (epoch != epoch_ || c["seq"].get<uint64_t>() > after) out["commands"].push_back(c);
     }
+    if (log_interval_ms_ >= 0) out["logIntervalMs"] = log_interval_ms_;
     res.set_content(out.dump(), "application/json");
   }
 
@@ -249,6 +255,7 @@ class FakeController {
     for (const json& t : report["tasks"]) {
       if (t["state"] == "exited" && auto_ack_) answer["ack"].push_back(t["taskId"]);
     }
+    if (log_interval_ms_ >= 0) answer["logIntervalMs"] = log_interval_ms_;
     reports_.push_back(std::move(report));
     res.set_content(answer.dump(), "application/json");
     cv_.notify_all();
@@ -270,6 +277,7 @@ class FakeController {
   bool closing_ = false;
   std::map<std::string, bool> drop_next_chunk_;
   size_t log_cap_ = 0;
+  int log_interval_ms_ = -1;
 };
 
 class AgentTest : public ::testing::Test {
@@ -532,6 +540,23 @@ TEST_F(AgentTest, LostLogChunksAreResentFromTheControllersOffset) {
   ASSERT_TRUE(controller_.WaitUntil([&] {
     return controller_.logs_["2.0.0"] == "first\nsecond\n";
   })) << controller_.LogOf("2.0.0");
+}
+
+// A large cluster's controller asks for output less often than the agent's own 20 ms; when
+// someone reads the logs it asks for it again, and what was held back goes at once.
+TEST_F(AgentTest, OutputWaitsForTheControllersIntervalAndGoesAtOnceWhenItShortens) {
+  controller_.SetLogIntervalMs(60000);  // the heartbeat's length in these tests
+  StartAgent();
+  controller_.Launch("t1", Waiting("sleep 0.3; echo early", "release"));
+  ASSERT_TRUE(HasState("t1", "running"));
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(controller_.LogOf("t1"), "") << "output shipped before the controller's interval";
+  const size_t reports = controller_.Reports().size();
+  controller_.SetLogIntervalMs(0);  // the agent's next poll answer says so
+  EXPECT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["t1"] == "early\n"; }));
+  EXPECT_GT(controller_.Reports().size(), reports);
+  Release("release");
+  EXPECT_TRUE(HasState("t1", "exited"));
 }
 
 TEST_F(AgentTest, LogsTravelInChunksNoLargerThanTheLimit) {

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <future>
 #include <map>
 #include <set>
 
@@ -275,6 +276,34 @@ TEST_F(ControllerTest, GpuCountsFollowJobsAcrossModelsLostNodesAndRestarts) {
   EXPECT_EQ(gpus("A100-40GB", "allocated"), 0.0);
   EXPECT_EQ(usage("default"), 0);
   EXPECT_EQ(c().ListQueues()["queues"][0]["running"], 0);
+}
+
+// Agents ship output every nodes / log_report_rate seconds; a node whose task's logs someone
+// reads goes back to the agent's own pace, and its waiting poll is woken to say so.
+TEST_F(ControllerTest, ReadingATasksLogsSpeedsUpItsNodesOutputAndNoOther) {
+  auto o = Options();
+  o.log_report_rate = 2;  // four nodes: every 2 s
+  Start(o);
+  Register("n1", 1);
+  const uint64_t id = Submit("name: j\ngpu: 1\ncommand: [x]\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  for (const char* n : {"n2", "n3", "n4"}) Register(n, 1);
+  EXPECT_EQ(Report("n1", {Running(task)})["logIntervalMs"], 2000);
+  EXPECT_EQ(Report("n2", json::array())["logIntervalMs"], 2000);
+
+  auto poll = std::async(std::launch::async, [&] {
+    return Ok(c().Commands("n1", epoch_, applied_["n1"], std::chrono::seconds(30)));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Ok(c().Logs(kAlice, id, 0, 0, 100));
+  ASSERT_EQ(poll.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "the poll was not woken";
+  const json answer = poll.get();
+  EXPECT_EQ(answer["commands"].size(), 0u);
+  EXPECT_EQ(answer["logIntervalMs"], 0);
+  EXPECT_EQ(Report("n1", {Running(task)})["logIntervalMs"], 0);
+  EXPECT_EQ(Report("n2", json::array())["logIntervalMs"], 2000);
+  EXPECT_EQ(Ok(c().Commands("n3", epoch_, 0, std::chrono::milliseconds(1)))["logIntervalMs"], 2000);
 }
 
 TEST_F(ControllerTest, ExitIsNotAcknowledgedUntilTheWholeLogArrived) {
