@@ -7,6 +7,8 @@
 //   heartbeats  K simulated agents reporting every 5 s; the controller's CPU (target <= 1 core).
 //               Each report opens its own connection, as a real agent's does: the controller
 //               closes idle connections after 1 s. `--connections shared` reuses a few instead;
+//               `--connections poll` sends each report with the agent's commands poll, as
+//               gangway agents send their heartbeats (one kept-alive connection per agent);
 //               `--tls rsa|ecdsa` serves HTTPS with such a self-signed key, so that each report
 //               costs a TLS handshake. Every simulated agent also holds its commands long poll
 //               open, as a real agent does (`--no-long-polls` leaves them out).
@@ -68,7 +70,7 @@ struct Flags {
   int simulated_agents = 10000;
   int seconds = 20;
   int submitters = 4;
-  std::string connections = "per-report";  // heartbeats: or "shared"
+  std::string connections = "per-report";  // heartbeats: or "shared", or "poll"
   std::string tls = "none";                // heartbeats: or "rsa", "ecdsa"
   bool long_polls = true;  // heartbeats: every agent also holds its commands long poll open
   int running_jobs = 0;    // heartbeats: one-GPU jobs placed on the simulated nodes first
@@ -584,6 +586,44 @@ int Heartbeats(const Flags& f) {
   // per report costs the sender a round trip (and a handshake), so that mode uses more threads.
   // As the agent's commands loop does: one kept-alive connection per agent, a poll of 25 s after
   // the other. Nothing is submitted, so every poll waits its full time.
+  // A simulated agent's report: its tasks running, and --log-bytes of new output for each.
+  auto build_report = [&](int i) {
+    json tasks = json::array();
+    json logs = json::array();
+    SimNode& node = sim[static_cast<size_t>(i)];
+    std::lock_guard lock(node.mu);
+    for (const std::string& id : node.tasks) {
+      tasks.push_back({{"taskId", id}, {"state", "running"}, {"pid", 1}, {"startedAt", ""}});
+      if (f.log_bytes > 0) {
+        logs.push_back({{"taskId", id},
+                        {"offset", node.log_sent[id]},
+                        {"data", std::string(static_cast<size_t>(f.log_bytes - 1), 'x') + "\n"}});
+      }
+    }
+    return json{{"agentId", "sim"},           {"controllerEpoch", epochs[static_cast<size_t>(i)]},
+                {"appliedSeq", node.applied}, {"tasks", std::move(tasks)},
+                {"logs", std::move(logs)},    {"gpus", json::array()}};
+  };
+  // Where the controller's copy of each output now ends: the next chunk starts there.
+  auto take_offsets = [&](int i, const json& answer) {
+    if (!answer.is_object() || !answer.contains("logOffsets")) return;
+    SimNode& node = sim[static_cast<size_t>(i)];
+    std::lock_guard lock(node.mu);
+    for (const auto& [id, offset] : answer["logOffsets"].items()) {
+      node.log_sent[id] = offset.get<uint64_t>();
+    }
+  };
+  // --connections poll: each agent's report rides its commands poll, as gangway agents send
+  // their heartbeats. From poll_reports_from (steady-clock ticks; 0 until the report phase)
+  // each poll carries a report and waits --report-ms; the first is staggered by agent.
+  const bool reports_ride_polls = f.connections == "poll";
+  std::atomic<Clock::rep> poll_reports_from{0};
+  std::atomic<bool> poll_reports_over{false};
+  std::atomic<int64_t> poll_reports{0};
+  std::atomic<int64_t> poll_reports_late{0};  // answered over 1 s after their wait
+  std::atomic<int64_t> poll_report_errors{0};
+  std::mutex overrun_mu;
+  std::vector<double> overruns;  // ms a carried poll was answered past its wait
   std::atomic<bool> stop_polls{false};
   std::atomic<int64_t> polls{0};
   std::atomic<int64_t> poll_errors{0};
@@ -609,18 +649,45 @@ int Heartbeats(const Flags& f) {
         http->set_read_timeout(std::chrono::seconds(35));
         SimNode& node = sim[static_cast<size_t>(i)];
         uint64_t after = 0;
+        bool staggered = false;
         while (!stop_polls.load()) {
+          const Clock::rep from = poll_reports_from.load();
+          const bool carry = reports_ride_polls && from != 0 && !poll_reports_over.load();
+          if (carry && !staggered) {
+            staggered = true;
+            std::this_thread::sleep_until(Clock::time_point(Clock::duration(from)) +
+                                          std::chrono::milliseconds(f.report_ms) * i / n);
+          }
+          const int wait_ms = reports_ride_polls ? f.report_ms : 25000;
           const std::string path = "/v1/agents/sim-" + std::to_string(i) +
                                    "/commands?epoch=" + epochs[static_cast<size_t>(i)] +
-                                   "&after=" + std::to_string(after) + "&waitMs=25000";
-          auto r = http->Get(path, Auth(tokens[static_cast<size_t>(i)]));
+                                   "&after=" + std::to_string(after) +
+                                   "&waitMs=" + std::to_string(wait_ms);
+          const auto sent_at = Clock::now();
+          auto r = carry ? http->Post(path, Auth(tokens[static_cast<size_t>(i)]),
+                                      build_report(i).dump(), "application/json")
+                         : http->Get(path, Auth(tokens[static_cast<size_t>(i)]));
           polls++;
+          if (carry) {
+            poll_reports++;
+            if (!r || r->status != 200) {
+              poll_report_errors++;
+            } else {
+              const auto over = Clock::now() - sent_at - std::chrono::milliseconds(wait_ms);
+              if (over > std::chrono::seconds(1)) poll_reports_late++;
+              if (!poll_reports_over.load()) {
+                std::lock_guard lock(overrun_mu);
+                overruns.push_back(std::chrono::duration<double, std::milli>(over).count());
+              }
+            }
+          }
           if (!r || r->status != 200) {
             poll_errors++;
             std::this_thread::sleep_for(std::chrono::seconds(1));
             continue;
           }
           const json answer = json::parse(r->body, nullptr, false);
+          if (carry) take_offsets(i, answer);
           if (!answer.is_object() || !answer.contains("commands")) continue;
           std::lock_guard lock(node.mu);
           for (const json& cmd : answer["commands"]) {
@@ -671,7 +738,7 @@ int Heartbeats(const Flags& f) {
   }
   const bool shared = f.connections == "shared";
   const double rate = n * 1000.0 / f.report_ms;
-  const int threads = shared ? 4 : 16;
+  const int threads = reports_ride_polls ? 0 : shared ? 4 : 16;
   std::atomic<int64_t> sent{0};
   std::atomic<int64_t> errors{0};
   std::atomic<int64_t> late{0};
@@ -680,6 +747,15 @@ int Heartbeats(const Flags& f) {
   std::vector<std::atomic<int64_t>> late_by_window(static_cast<size_t>(f.seconds / 5 + 1));
   std::mutex rtt_mu;
   std::vector<double> rtts;  // ms from sending a report to its answer
+  if (reports_ride_polls) {
+    // Every poller first finishes the poll it holds, then carries a report in each: measure
+    // from the second round on.
+    poll_reports_from = Clock::now().time_since_epoch().count();
+    std::this_thread::sleep_for(std::chrono::milliseconds(f.report_ms) * 2);
+  }
+  const int64_t poll_reports0 = poll_reports.load();
+  const int64_t poll_reports_late0 = poll_reports_late.load();
+  const int64_t poll_report_errors0 = poll_report_errors.load();
   const int64_t polls0 = polls.load();
   const int64_t poll_errors0 = poll_errors.load();
   const double cpu0 = CpuSeconds(c.server);
@@ -705,26 +781,7 @@ int Heartbeats(const Flags& f) {
         }
         std::this_thread::sleep_until(due);
         const int i = static_cast<int>((k * threads + t) % n);
-        json tasks = json::array();
-        json logs = json::array();
-        uint64_t applied = 0;
-        SimNode& node = sim[static_cast<size_t>(i)];
-        {
-          std::lock_guard lock(node.mu);
-          for (const std::string& id : node.tasks) {
-            tasks.push_back({{"taskId", id}, {"state", "running"}, {"pid", 1}, {"startedAt", ""}});
-            if (f.log_bytes > 0) {
-              logs.push_back(
-                  {{"taskId", id},
-                   {"offset", node.log_sent[id]},
-                   {"data", std::string(static_cast<size_t>(f.log_bytes - 1), 'x') + "\n"}});
-            }
-          }
-          applied = node.applied;
-        }
-        json body = {{"agentId", "sim"},        {"controllerEpoch", epochs[static_cast<size_t>(i)]},
-                     {"appliedSeq", applied},   {"tasks", std::move(tasks)},
-                     {"logs", std::move(logs)}, {"gpus", json::array()}};
+        const json body = build_report(i);
         const auto sent_at = Clock::now();
         auto r = http->Post("/v1/agents/sim-" + std::to_string(i) + "/report",
                             Auth(tokens[static_cast<size_t>(i)]), body.dump(), "application/json");
@@ -732,14 +789,7 @@ int Heartbeats(const Flags& f) {
         if (!r || r->status != 200) {
           errors++;
         } else if (f.log_bytes > 0) {
-          // Where the controller's copy of each output now ends: the next chunk starts there.
-          const json answer = json::parse(r->body, nullptr, false);
-          if (answer.is_object() && answer.contains("logOffsets")) {
-            std::lock_guard lock(node.mu);
-            for (const auto& [id, offset] : answer["logOffsets"].items()) {
-              node.log_sent[id] = offset.get<uint64_t>();
-            }
-          }
+          take_offsets(i, json::parse(r->body, nullptr, false));
         }
         sent++;
         ++k;
@@ -748,9 +798,20 @@ int Heartbeats(const Flags& f) {
       rtts.insert(rtts.end(), mine.begin(), mine.end());
     });
   }
+  if (reports_ride_polls) {
+    std::this_thread::sleep_until(t0 + std::chrono::seconds(f.seconds));
+    sent += poll_reports.load() - poll_reports0;
+    late += poll_reports_late.load() - poll_reports_late0;
+    errors += poll_report_errors.load() - poll_report_errors0;
+  }
   for (auto& t : pool) t.join();
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   const double cpu = CpuSeconds(c.server) - cpu0;
+  poll_reports_over = true;
+  if (reports_ride_polls) {
+    std::lock_guard lock(overrun_mu);
+    rtts = overruns;  // for polls that carry a report, the time past its wait
+  }
   if (rtts.empty()) rtts.push_back(0);
   const std::string server_threads = ProcStatus(c.server, "Threads");
   const std::string server_rss = ProcStatus(c.server, "VmRSS");
@@ -764,13 +825,15 @@ int Heartbeats(const Flags& f) {
   }
   std::printf(
       "%d simulated agents, one report per %d ms each (%.0f/s) for %.1f s, %s connections, TLS %s, "
-      "long polls %s: %lld reports (%lld over 1 s late), %lld errors, %lld nodes lost; report "
-      "round trip p50 %.2f ms, p99 %.2f ms, max %.0f ms; controller CPU %.2f s = %.3f cores, "
+      "long polls %s: %lld reports (%lld over 1 s late), %lld errors, %lld nodes lost; %s "
+      "p50 %.2f ms, p99 %.2f ms, max %.0f ms; controller CPU %.2f s = %.3f cores, "
       "%s threads, RSS %s\n",
       n, f.report_ms, rate, wall, f.connections.c_str(), f.tls.c_str(),
       f.long_polls ? "held" : "none", static_cast<long long>(sent.load()),
       static_cast<long long>(late.load()), static_cast<long long>(errors.load()),
-      static_cast<long long>(lost), Percentile(rtts, 0.5), Percentile(rtts, 0.99),
+      static_cast<long long>(lost),
+      reports_ride_polls ? "a poll answered past its wait" : "report round trip",
+      Percentile(rtts, 0.5), Percentile(rtts, 0.99),
       rtts.empty() ? 0.0 : *std::max_element(rtts.begin(), rtts.end()), cpu, cpu / wall,
       server_threads.c_str(), server_rss.c_str());
   if (late > 0) {
@@ -852,7 +915,7 @@ int main(int argc, char** argv) {
       std::cerr << "usage: gangway_live_load --gangway PATH [--mode "
                    "latency|throughput|heartbeats|dispatch|spawn]"
                    " [--jobs N] [--agents A] [--gpus G] [--samples S] [--simulated-agents K]"
-                   " [--seconds T] [--connections per-report|shared] [--tls none|rsa|ecdsa]"
+                   " [--seconds T] [--connections per-report|shared|poll] [--tls none|rsa|ecdsa]"
                    " [--no-long-polls] [--running-jobs N] [--report-ms MS] [--log-bytes B]"
                    " [--data DIR] [--keep]\n";
       return 2;
@@ -862,9 +925,13 @@ int main(int argc, char** argv) {
     std::cerr << "--gangway PATH is required\n";
     return 2;
   }
-  if ((f.connections != "per-report" && f.connections != "shared") ||
+  if ((f.connections != "per-report" && f.connections != "shared" && f.connections != "poll") ||
       (f.tls != "none" && f.tls != "rsa" && f.tls != "ecdsa")) {
-    std::cerr << "--connections is per-report or shared; --tls is none, rsa or ecdsa\n";
+    std::cerr << "--connections is per-report, shared or poll; --tls is none, rsa or ecdsa\n";
+    return 2;
+  }
+  if (f.connections == "poll" && !f.long_polls) {
+    std::cerr << "--connections poll sends the reports with the long polls: drop --no-long-polls\n";
     return 2;
   }
   if (f.tls != "none" && f.mode != "heartbeats") {

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 
 #include "agent/leftover_tasks.h"
@@ -186,7 +187,8 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuSource> gpus)
       gpus_(std::move(gpus)),
       agent_id_(RandomId()),
       heartbeat_(options_.heartbeat),
-      log_interval_(options_.log_interval) {
+      log_interval_(options_.log_interval),
+      last_report_(Clock::now() - options_.heartbeat) {  // the first poll carries a report
   options_.inventory.gpus = gpus_->Gpus();
 }
 
@@ -399,19 +401,51 @@ void Agent::CommandsLoop() {
     }
     std::string epoch;
     uint64_t after = 0;
+    // The heartbeat rides the poll when due; the poll then ends by the next one.
+    std::optional<json> report;
+    std::vector<SentLog> sent;
+    milliseconds wait = options_.poll_wait;
     {
       std::lock_guard lock(mu_);
       epoch = epoch_;
       after = applied_seq_;
+      const auto now = Clock::now();
+      bool answer_now = false;
+      if (now >= last_report_ + heartbeat_) {
+        report = BuildReportLocked(&sent);
+        // An answer that lets the agent forget exits, or send the output left over, is wanted
+        // at once rather than when the poll ends.
+        answer_now =
+            report_due_ || std::any_of((*report)["tasks"].begin(), (*report)["tasks"].end(),
+                                       [](const json& t) { return t["state"] == "exited"; });
+      }
+      // Carried: the next heartbeat is one away; else the poll ends just after it is due.
+      if (answer_now) {
+        wait = milliseconds(0);
+      } else if (report) {
+        wait = std::min(heartbeat_, options_.poll_wait);
+      } else {
+        wait = std::clamp(std::chrono::ceil<milliseconds>(last_report_ + heartbeat_ - now),
+                          milliseconds(0), options_.poll_wait);
+      }
     }
-    const std::string path = fmt::format("/v1/agents/{}/commands?epoch={}&after={}&waitMs={}",
-                                         UrlEncode(options_.inventory.name), UrlEncode(epoch),
-                                         after, options_.poll_wait.count());
+    const std::string path =
+        fmt::format("/v1/agents/{}/commands?epoch={}&after={}&waitMs={}",
+                    UrlEncode(options_.inventory.name), UrlEncode(epoch), after, wait.count());
     client->set_bearer_token_auth(Credential());
-    auto res = Resend([&] { return client->Get(path); });
+    auto res = Resend([&] {
+      return report ? client->Post(path, report->dump(), "application/json") : client->Get(path);
+    });
     {
       std::lock_guard lock(mu_);
       if (commands_stopped_) break;
+    }
+    if (report && (!res || res->status != 200)) {
+      {
+        std::lock_guard lock(mu_);
+        report_due_ = true;  // what the report carried is still to be said
+      }
+      cv_.notify_all();
     }
     if (!res) {
       spdlog::warn("commands from {}: {}", options_.server, TransportError(res.error()));
@@ -459,7 +493,7 @@ void Agent::CommandsLoop() {
     {
       std::lock_guard lock(mu_);
       if (commands_stopped_ || epoch != epoch_) continue;  // re-registered meanwhile
-      report_now = TakeLogInterval(answer);
+      report_now = report ? TakeReportAnswerLocked(answer, sent) : TakeLogInterval(answer);
       for (const auto& [seq, command] : commands) {
         if (seq <= applied_seq_) continue;
         Apply(*command);
@@ -622,16 +656,20 @@ void Agent::Forget(const std::string& task_id) {
 void Agent::ReportLoop() {
   auto client = MakeClient(milliseconds(10000));
   milliseconds backoff = kFirstBackoff;
-  auto last = Clock::now() - std::chrono::hours(1);
   for (;;) {
     bool final = false;
     {
       std::unique_lock lock(mu_);
-      // Wake for events, the heartbeat, and every log_interval to ship new output.
+      // Wake for events; every log interval to ship new output, when that is shorter than the
+      // heartbeat (else the output rides the heartbeat); and for a heartbeat the commands
+      // thread has not carried (the controller unreachable on its connection, say).
       for (;;) {
-        const auto deadline = std::min(last + heartbeat_, Clock::now() + log_interval_);
+        const auto missed = last_report_ + heartbeat_ * 3 / 2;
+        const bool output_here = log_interval_ < heartbeat_;
+        const auto deadline = output_here ? std::min(missed, Clock::now() + log_interval_) : missed;
         if (cv_.wait_until(lock, deadline, [&] { return report_due_ || stopping_; })) break;
-        if (Clock::now() >= last + heartbeat_ || HasUnsentLogs()) break;
+        if (Clock::now() >= last_report_ + heartbeat_ * 3 / 2) break;
+        if (output_here && HasUnsentLogs()) break;
       }
       final = stopping_;
     }
@@ -642,7 +680,6 @@ void Agent::ReportLoop() {
       continue;
     }
     const bool ok = SendReport(*client);
-    last = Clock::now();
     if (final) break;
     if (ok) {
       backoff = kFirstBackoff;
@@ -676,63 +713,124 @@ bool Agent::HasUnsentLogs() const {
   return false;
 }
 
+json Agent::BuildReportLocked(std::vector<SentLog>* sent) {
+  report_due_ = false;
+  const auto now = Clock::now();
+  last_report_ = now;
+  if (gpu_samples_.empty() || now - last_sample_ >= heartbeat_) {
+    gpu_samples_ = gpus_->Sample();
+    last_sample_ = now;
+  }
+  json body;
+  body["agentId"] = agent_id_;
+  body["controllerEpoch"] = epoch_;
+  body["appliedSeq"] = applied_seq_;
+  body["reportSeq"] = ++report_seq_;
+  json tasks = json::array();
+  json logs = json::array();
+  size_t budget = options_.max_log_bytes_per_report;
+  for (auto& [id, t] : tasks_) {
+    const uint64_t size = t.log_path.empty() ? 0 : FileSize(t.log_path);
+    if (!t.exited) {
+      tasks.push_back(
+          {{"taskId", id}, {"state", "running"}, {"pid", t.pid}, {"startedAt", t.started_at}});
+    } else if (!t.acked) {
+      tasks.push_back({{"taskId", id},
+                       {"state", "exited"},
+                       {"exitCode", t.exit.exit_code},
+                       {"signal", t.exit.signal},
+                       {"finishedAt", t.finished_at},
+                       {"message", t.message},
+                       {"logBytes", size}});
+    }
+    if (t.log_capped) {
+      t.log_sent = size;  // dropped by the controller anyway: not read, not sent
+    } else if (size > t.log_sent && budget > 0) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(size - t.log_sent, budget));
+      std::string text =
+          LogChunkText(ReadAt(t.log_path, t.log_sent, want), t.exited && want == size - t.log_sent);
+      if (!text.empty()) {
+        budget -= text.size();
+        sent->push_back({id, t.log_sent, text.size()});
+        logs.push_back({{"taskId", id}, {"offset", t.log_sent}, {"data", std::move(text)}});
+      }
+      if (budget == 0) report_due_ = true;  // more to send at once
+    }
+  }
+  body["tasks"] = std::move(tasks);
+  body["logs"] = std::move(logs);
+  json gpus = json::array();
+  for (const GpuSample& s : gpu_samples_) {
+    gpus.push_back({{"index", s.index}, {"healthy", s.healthy}, {"utilization", s.utilization}});
+  }
+  body["gpus"] = std::move(gpus);
+  return body;
+}
+
+bool Agent::TakeReportAnswerLocked(const json& answer, const std::vector<SentLog>& sent) {
+  bool more = false;
+  for (const SentLog& s : sent) {
+    auto it = tasks_.find(s.id);
+    if (it != tasks_.end() && it->second.log_sent == s.offset) {
+      it->second.log_sent = s.offset + s.length;
+    }
+  }
+  try {
+    if (answer.contains("logOffsets") && answer["logOffsets"].is_object()) {
+      for (const auto& [id, offset] : answer["logOffsets"].items()) {
+        auto it = tasks_.find(id);
+        if (it != tasks_.end() && offset.is_number_unsigned()) {
+          it->second.log_sent = offset.get<uint64_t>();
+        }
+      }
+    }
+    if (answer.contains("logCapped") && answer["logCapped"].is_array()) {
+      for (const json& id : answer["logCapped"]) {
+        auto it = tasks_.find(id.get<std::string>());
+        if (it != tasks_.end()) it->second.log_capped = true;
+      }
+    }
+    if (answer.contains("ack") && answer["ack"].is_array()) {
+      for (const json& id : answer["ack"]) {
+        auto it = tasks_.find(id.get<std::string>());
+        if (it != tasks_.end() && it->second.exited) it->second.acked = true;
+      }
+    }
+  } catch (const json::exception& e) {
+    spdlog::warn("report to {}: bad answer: {}", options_.server, e.what());
+  }
+  // Output the controller has is not needed here again: a long job's log then takes only
+  // what is still to send, not all it ever wrote.
+  constexpr uint64_t kFreeStep = 1 << 20;
+  for (auto& [id, t] : tasks_) {
+    if (!t.log_path.empty() && t.log_sent >= t.log_freed + kFreeStep) {
+      FreeLogPrefix(t.log_path, t.log_sent);
+      t.log_freed = t.log_sent;
+    }
+  }
+  if (TakeLogInterval(answer)) more = true;
+  std::vector<std::string> done;
+  for (const auto& [id, t] : tasks_) {
+    if (!t.acked) continue;
+    if (t.log_path.empty() || t.log_sent >= FileSize(t.log_path)) {
+      done.push_back(id);
+    } else {
+      // Acknowledged, output still to deliver: send it now if this report made progress.
+      more |= std::any_of(sent.begin(), sent.end(),
+                          [&](const SentLog& s) { return s.id == id && t.log_sent > s.offset; });
+    }
+  }
+  for (const std::string& id : done) Forget(id);
+  if (more) report_due_ = true;
+  return more;
+}
+
 bool Agent::SendReport(httplib::Client& client) {
-  struct SentLog {
-    std::string id;
-    uint64_t offset;
-    uint64_t length;
-  };
   std::vector<SentLog> sent;
   json body;
   {
     std::lock_guard lock(mu_);
-    report_due_ = false;
-    const auto now = Clock::now();
-    if (gpu_samples_.empty() || now - last_sample_ >= heartbeat_) {
-      gpu_samples_ = gpus_->Sample();
-      last_sample_ = now;
-    }
-    body["agentId"] = agent_id_;
-    body["controllerEpoch"] = epoch_;
-    body["appliedSeq"] = applied_seq_;
-    json tasks = json::array();
-    json logs = json::array();
-    size_t budget = options_.max_log_bytes_per_report;
-    for (auto& [id, t] : tasks_) {
-      const uint64_t size = t.log_path.empty() ? 0 : FileSize(t.log_path);
-      if (!t.exited) {
-        tasks.push_back(
-            {{"taskId", id}, {"state", "running"}, {"pid", t.pid}, {"startedAt", t.started_at}});
-      } else if (!t.acked) {
-        tasks.push_back({{"taskId", id},
-                         {"state", "exited"},
-                         {"exitCode", t.exit.exit_code},
-                         {"signal", t.exit.signal},
-                         {"finishedAt", t.finished_at},
-                         {"message", t.message},
-                         {"logBytes", size}});
-      }
-      if (t.log_capped) {
-        t.log_sent = size;  // dropped by the controller anyway: not read, not sent
-      } else if (size > t.log_sent && budget > 0) {
-        const size_t want = static_cast<size_t>(std::min<uint64_t>(size - t.log_sent, budget));
-        std::string text = LogChunkText(ReadAt(t.log_path, t.log_sent, want),
-                                        t.exited && want == size - t.log_sent);
-        if (!text.empty()) {
-          budget -= text.size();
-          sent.push_back({id, t.log_sent, text.size()});
-          logs.push_back({{"taskId", id}, {"offset", t.log_sent}, {"data", std::move(text)}});
-        }
-        if (budget == 0) report_due_ = true;  // more to send at once
-      }
-    }
-    body["tasks"] = std::move(tasks);
-    body["logs"] = std::move(logs);
-    json gpus = json::array();
-    for (const GpuSample& s : gpu_samples_) {
-      gpus.push_back({{"index", s.index}, {"healthy", s.healthy}, {"utilization", s.utilization}});
-    }
-    body["gpus"] = std::move(gpus);
+    body = BuildReportLocked(&sent);
   }
   const std::string path = fmt::format("/v1/agents/{}/report", UrlEncode(options_.inventory.name));
   client.set_bearer_token_auth(Credential());
@@ -758,63 +856,8 @@ bool Agent::SendReport(httplib::Client& client) {
     spdlog::warn("report to {}: bad answer: {}", options_.server, e.what());
     return false;
   }
-  bool more = false;
-  {
-    std::lock_guard lock(mu_);
-    for (const SentLog& s : sent) {
-      auto it = tasks_.find(s.id);
-      if (it != tasks_.end() && it->second.log_sent == s.offset) {
-        it->second.log_sent = s.offset + s.length;
-      }
-    }
-    try {
-      if (answer.contains("logOffsets") && answer["logOffsets"].is_object()) {
-        for (const auto& [id, offset] : answer["logOffsets"].items()) {
-          auto it = tasks_.find(id);
-          if (it != tasks_.end() && offset.is_number_unsigned()) {
-            it->second.log_sent = offset.get<uint64_t>();
-          }
-        }
-      }
-      if (answer.contains("logCapped") && answer["logCapped"].is_array()) {
-        for (const json& id : answer["logCapped"]) {
-          auto it = tasks_.find(id.get<std::string>());
-          if (it != tasks_.end()) it->second.log_capped = true;
-        }
-      }
-      if (answer.contains("ack") && answer["ack"].is_array()) {
-        for (const json& id : answer["ack"]) {
-          auto it = tasks_.find(id.get<std::string>());
-          if (it != tasks_.end() && it->second.exited) it->second.acked = true;
-        }
-      }
-    } catch (const json::exception& e) {
-      spdlog::warn("report to {}: bad answer: {}", options_.server, e.what());
-    }
-    // Output the controller has is not needed here again: a long job's log then takes only
-    // what is still to send, not all it ever wrote.
-    constexpr uint64_t kFreeStep = 1 << 20;
-    for (auto& [id, t] : tasks_) {
-      if (!t.log_path.empty() && t.log_sent >= t.log_freed + kFreeStep) {
-        FreeLogPrefix(t.log_path, t.log_sent);
-        t.log_freed = t.log_sent;
-      }
-    }
-    if (TakeLogInterval(answer)) more = true;
-    std::vector<std::string> done;
-    for (const auto& [id, t] : tasks_) {
-      if (!t.acked) continue;
-      if (t.log_path.empty() || t.log_sent >= FileSize(t.log_path)) {
-        done.push_back(id);
-      } else {
-        // Acknowledged, output still to deliver: send it now if this report made progress.
-        more |= std::any_of(sent.begin(), sent.end(),
-                            [&](const SentLog& s) { return s.id == id && t.log_sent > s.offset; });
-      }
-    }
-    for (const std::string& id : done) Forget(id);
-    if (more) report_due_ = true;
-  }
+  std::lock_guard lock(mu_);
+  TakeReportAnswerLocked(answer, sent);
   return true;
 }
 

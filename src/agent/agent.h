@@ -4,13 +4,17 @@
 // The node agent's protocol loop (docs/design/live-system.md, "Agent protocol").
 //
 // Three threads:
-//   commands  long-polls GET /v1/agents/{node}/commands and applies launches and stops in
+//   commands  long-polls /v1/agents/{node}/commands and applies launches and stops in
 //             sequence order (idempotently: a task the agent runs or ran is not launched
-//             twice; a stop of an unknown task is reported as exited);
-//   report    POSTs /v1/agents/{node}/report at once when a task starts or exits, and at
-//             least every heartbeat, and within the log interval of new task output (the
+//             twice; a stop of an unknown task is reported as exited). It carries the
+//             heartbeat: when one is due, the poll is a POST with the report as its body, and
+//             a poll lasts no longer than the next heartbeat is away. So an idle agent sends
+//             one request per heartbeat on one kept-alive connection (one TLS handshake);
+//   report    POSTs /v1/agents/{node}/report at once when a task starts or exits, for
+//             output within the log interval when that is shorter than the heartbeat (the
 //             controller's logIntervalMs, from its last answer to either thread, never below
-//             `log_interval` nor above the heartbeat; a shorter one sends at once); carries
+//             `log_interval` nor above the heartbeat; a shorter one sends at once), and the
+//             heartbeat if the commands thread has not sent one for 1.5 heartbeats. Carries
 //             log chunks (at most 256 KiB per report, resent
 //             from the controller's logOffsets) and GPU samples; forgets acknowledged exits
 //             once their whole log has been delivered;
@@ -109,6 +113,18 @@ class Agent {
   std::string Credential();
   void CommandsLoop();
   void ReportLoop();
+  // A log chunk a report carries: its answer's offsets are applied past it.
+  struct SentLog {
+    std::string id;
+    uint64_t offset;
+    uint64_t length;
+  };
+  // The report of everything the agent knows (tasks, output up to the per-report budget, GPU
+  // samples); clears report_due_ and stamps last_report_. mu_ held.
+  nlohmann::json BuildReportLocked(std::vector<SentLog>* sent);
+  // Applies a report's answer: log offsets, capped logs, acknowledged exits (forgotten once
+  // their output is delivered), logIntervalMs. True if another report is due at once. mu_ held.
+  bool TakeReportAnswerLocked(const nlohmann::json& answer, const std::vector<SentLog>& sent);
   // Sends one report; false on failure (network, 5xx, 404).
   bool SendReport(httplib::Client& client);
   void Apply(const nlohmann::json& command);
@@ -141,6 +157,10 @@ class Agent {
   uint64_t applied_seq_ = 0;
   std::chrono::milliseconds heartbeat_;
   std::chrono::milliseconds log_interval_;  // what the controller asks for, within bounds
+  // When the last report (from either thread) was built, and its number: reports from the
+  // two threads may cross, and the controller draws no conclusion from an older one.
+  std::chrono::steady_clock::time_point last_report_{};
+  uint64_t report_seq_ = 0;
   bool report_due_ = false;
   bool stopping_ = false;
   bool commands_stopped_ = false;

@@ -170,6 +170,10 @@ class Controller {
     NodeRecord record;
     std::deque<Command> commands;
     uint64_t next_seq = 1;
+    // The newest reportSeq taken from the agent process report_agent (an agent's reports are
+    // numbered from 1 when it starts).
+    std::string report_agent;
+    uint64_t report_seq = 0;
     std::chrono::steady_clock::time_point last_seen;
     // Its agent's commands long poll waits here, so that a command wakes only that agent
     // rather than every connected one.

@@ -699,6 +699,19 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
     }
     NodeEntry& node = nit->second;
     node.last_seen = Clock::now();
+    // An agent sends reports from two threads (its heartbeat with its commands poll), so one
+    // may overtake another. An older one still brings exits, output and starts, but what it
+    // does not list is no evidence that a task is gone.
+    bool newest = true;
+    if (const uint64_t seq = body.value("reportSeq", uint64_t{0}); seq > 0) {
+      const std::string agent = body.value("agentId", std::string());
+      if (agent != node.report_agent) {
+        node.report_agent = agent;
+        node.report_seq = 0;
+      }
+      newest = seq > node.report_seq;
+      node.report_seq = std::max(node.report_seq, seq);
+    }
     node.record.last_report = Now();
     {
       if (node.record.lost) {
@@ -826,7 +839,7 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
         }
       }
       // What the agent no longer lists is gone: running tasks, and launches it has applied.
-      for (uint64_t id : ActiveOnLocked(node_name)) {
+      for (uint64_t id : newest ? ActiveOnLocked(node_name) : std::vector<uint64_t>{}) {
         JobRecord& job = jobs_.at(id);
         bool changed = false;
         for (TaskRecord& t : job.tasks) {

@@ -369,6 +369,33 @@ void HttpApi::Routes() {
                                            static_cast<uint64_t>(*after),
                                            std::chrono::milliseconds(*wait)));
         });
+  // A report and the next commands poll in one request: the report is taken first, then the
+  // poll waits. An agent sends its heartbeat this way, so that one kept-alive connection (and,
+  // over TLS, one handshake) serves it for as long as it runs.
+  route("POST", R"(/v1/agents/([A-Za-z0-9._-]+)/commands)", "agent_report_commands", Who::kNode,
+        [this, body_json](const Request& req, Response& res, const Identity&) {
+          auto after = IntParam(req, res, "after", 0, 0, INT64_MAX);
+          if (!after) return;
+          auto wait = IntParam(req, res, "waitMs", 0, 0, kMaxWaitMs);
+          if (!wait) return;
+          auto body = body_json(req, res);
+          if (!body) return;
+          const std::string node = req.matches[1].str();
+          Outcome<json> report = controller_.Report(node, *body);
+          if (std::holds_alternative<ApiError>(report)) {
+            Answer(res, report);
+            return;
+          }
+          Outcome<json> commands =
+              controller_.Commands(node, req.get_param_value("epoch"),
+                                   static_cast<uint64_t>(*after), std::chrono::milliseconds(*wait));
+          if (json* out = std::get_if<json>(&commands)) {
+            json merged = std::move(std::get<json>(report));
+            merged.update(*out);  // the poll's logIntervalMs is the later one
+            commands = std::move(merged);
+          }
+          Answer(res, commands);
+        });
   route("POST", R"(/v1/agents/([A-Za-z0-9._-]+)/report)", "agent_report", Who::kNode,
         [this, body_json](const Request& req, Response& res, const Identity&) {
           if (auto body = body_json(req, res)) {

@@ -60,6 +60,10 @@ class FakeController {
         [this](const httplib::Request& req, httplib::Response& res) { Commands(req, res); });
     server_.Post(R"(/v1/agents/([^/]+)/report)",
                  [this](const httplib::Request& req, httplib::Response& res) { Report(req, res); });
+    // A report carried by a commands poll: taken first, then the poll waits.
+    server_.Post(
+        R"(/v1/agents/([^/]+)/commands)",
+        [this](const httplib::Request& req, httplib::Response& res) { Commands(req, res); });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }
@@ -154,6 +158,8 @@ class FakeController {
   std::vector<std::string> register_auth_;  // Authorization header of every registration
   std::vector<std::string> request_auth_;   // and of every command poll and report
   std::string node_token_;                  // the one last issued; empty once revoked
+  int carried_reports_ = 0;                 // reports that came with a commands poll
+  std::vector<json> polls_;                 // every poll: {"waitMs", "report": carried one}
 
   std::vector<json> Reports() {
     std::lock_guard lock(mu_);
@@ -213,6 +219,9 @@ class FakeController {
     std::unique_lock lock(mu_);
     if (down_) return Down(res);
     if (unknown_node_) return NotFound(res);
+    json out = req.method == "POST" ? TakeReport(json::parse(req.body)) : json::object();
+    if (req.method == "POST") ++carried_reports_;
+    polls_.push_back({{"waitMs", wait.count()}, {"report", req.method == "POST"}});
     auto ready = [&] {
       if (closing_ || epoch != epoch_) return true;
       for (const json& c : commands_) {
@@ -221,7 +230,8 @@ class FakeController {
       return false;
     };
     cv_.wait_for(lock, std::min<std::chrono::milliseconds>(wait, 2s), ready);
-    json out = {{"controllerEpoch", epoch_}, {"commands", json::array()}};
+    out["controllerEpoch"] = epoch_;
+    out["commands"] = json::array();
     for (const json& c : commands_) {
       if (epoch != epoch_ || c["seq"].get<uint64_t>() > after) out["commands"].push_back(c);
     }
@@ -234,7 +244,12 @@ class FakeController {
     std::lock_guard lock(mu_);
     if (down_) return Down(res);
     if (unknown_node_) return NotFound(res);
-    json report = json::parse(req.body);
+    res.set_content(TakeReport(json::parse(req.body)).dump(), "application/json");
+    cv_.notify_all();
+  }
+
+  // Records a report and returns its answer; mu_ held.
+  json TakeReport(json report) {
     json answer = {{"ack", json::array()}, {"logOffsets", json::object()}};
     for (const json& chunk : report["logs"]) {
       const std::string id = chunk["taskId"];
@@ -257,8 +272,8 @@ class FakeController {
     }
     if (log_interval_ms_ >= 0) answer["logIntervalMs"] = log_interval_ms_;
     reports_.push_back(std::move(report));
-    res.set_content(answer.dump(), "application/json");
     cv_.notify_all();
+    return answer;
   }
 
   httplib::Server server_;
@@ -349,6 +364,20 @@ TEST_F(AgentTest, RegistersTheInventoryWithTheJoinTokenAndHeartbeats) {
   ASSERT_EQ(report["gpus"].size(), 2u);
   EXPECT_EQ(report["gpus"][0]["healthy"], true);
   EXPECT_EQ(unauthorized, 0);
+}
+
+// An idle agent's heartbeat rides its commands poll (one request per heartbeat on one
+// connection), and no poll outlasts the next heartbeat; the report thread stays quiet.
+TEST_F(AgentTest, HeartbeatsRideTheCommandsPollAndPollsEndByTheNextOne) {
+  controller_.SetHeartbeatMs(200);
+  StartAgent();  // polls wait up to 500 ms
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.carried_reports_ >= 6; }));
+  controller_.WaitUntil([&] {
+    EXPECT_LE(controller_.reports_.size(), static_cast<size_t>(controller_.carried_reports_) + 2)
+        << "heartbeats sent on their own as well";
+    for (const json& poll : controller_.polls_) EXPECT_LE(poll["waitMs"].get<int>(), 200) << poll;
+    return true;
+  });
 }
 
 TEST_F(AgentTest, LaunchReportsRunningThenExitedWithLogAndForgetsTheTaskAfterAck) {

@@ -755,6 +755,30 @@ TEST_F(ControllerTest, NodeTokensSurviveARestartAndALostNodeMayBeTakenOver) {
   EXPECT_EQ(Err(c().Register(node, {.token = first, .join = false})).status, 401);
 }
 
+// An agent's heartbeat rides its commands poll while other reports go on their own, so an
+// older report can arrive after a newer one: what it does not list is not lost.
+TEST_F(ControllerTest, AnOlderReportArrivingLateLosesNoTask) {
+  Start();
+  Register("n1", 1);
+  const uint64_t id = Submit("name: j\ngpu: 1\ncommand: [train]\nrestartLimit: 0\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  auto report = [&](uint64_t seq, json tasks, const std::string& agent = "n1-agent") {
+    return Ok(c().Report("n1", {{"agentId", agent},
+                                {"controllerEpoch", epoch_},
+                                {"appliedSeq", applied_["n1"]},
+                                {"reportSeq", seq},
+                                {"tasks", std::move(tasks)}}));
+  };
+  report(2, {Running(task)});
+  ASSERT_EQ(State(id), "running");
+  report(1, json::array());  // built before the launch was applied, taken after report 2
+  EXPECT_EQ(State(id), "running");
+  EXPECT_EQ(Job(id)["taskList"][0]["state"], "running");
+  report(3, json::array());  // the newest says it is gone: it is
+  EXPECT_EQ(State(id), "failed");
+  EXPECT_EQ(Job(id)["taskList"][0]["state"], "lost");
+}
+
 TEST_F(ControllerTest, TaskMissingFromTheAgentsReportIsLost) {
   Start();
   Register("n1", 2);

@@ -226,6 +226,25 @@ TEST_F(HttpApiTest, AgentsActOnlyForTheirOwnNode) {
   EXPECT_EQ(
       ErrorOf(http_->Get("/v1/agents/n1/commands?waitMs=99999999", As(n1.c_str())), 400)["field"],
       "waitMs");
+  // A report carried by the poll: one answer holds the report's (an exit the controller does
+  // not know is acknowledged) and the poll's.
+  const std::string exited =
+      json{{"tasks", {{{"taskId", "9.0.0"}, {"state", "exited"}, {"exitCode", 0}}}}}.dump();
+  auto both =
+      http_->Post("/v1/agents/n1/commands?waitMs=10", As(n1.c_str()), exited, "application/json");
+  ASSERT_TRUE(both);
+  ASSERT_EQ(both->status, 200) << both->body;
+  const json answer = json::parse(both->body);
+  EXPECT_EQ(answer["ack"], json({"9.0.0"}));
+  EXPECT_TRUE(answer["commands"].is_array());
+  EXPECT_TRUE(answer.contains("controllerEpoch"));
+  EXPECT_TRUE(answer.contains("logIntervalMs"));
+  ErrorOf(
+      http_->Post("/v1/agents/n1/commands?waitMs=10", As(n2.c_str()), exited, "application/json"),
+      401);
+  ErrorOf(
+      http_->Post("/v1/agents/n1/commands?waitMs=10", As(n1.c_str()), "[1]", "application/json"),
+      400);
 
   // The join token cannot take over a node whose agent reports; the node's token re-registers
   // it (after a controller restart, say) and keeps its token.
