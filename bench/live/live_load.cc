@@ -76,6 +76,9 @@ struct Flags {
   int running_jobs = 0;    // heartbeats: one-GPU jobs placed on the simulated nodes first
   int report_ms = 5000;    // heartbeats: each simulated agent's report interval
   int log_bytes = 0;       // heartbeats: output each running task adds to every report
+  // heartbeats: while --running-jobs are submitted and placed, every simulated agent
+  // registers again, one after the other, as all agents do when the controller restarts
+  bool register_again = false;
   std::string data;
   bool keep = false;  // leave the controller's state in --data (e.g. to time a restart)
 };
@@ -547,22 +550,25 @@ int Heartbeats(const Flags& f) {
   const int n = f.simulated_agents;
   std::vector<std::string> epochs(static_cast<size_t>(n));
   std::vector<std::string> tokens(static_cast<size_t>(n));
+  auto registration = [](int i) {
+    json gpus = json::array();
+    for (int g = 0; g < 8; ++g) {
+      gpus.push_back({{"index", g}, {"model", "H100-80GB"}, {"memoryBytes", 85899345920LL}});
+    }
+    return json{{"node",
+                 {{"name", "sim-" + std::to_string(i)},
+                  {"cpuMilli", 224000},
+                  {"memoryBytes", 2199023255552LL},
+                  {"gpus", gpus}}},
+                {"agentId", "sim"}};
+  };
   {
     auto http = client();
     http->set_keep_alive(true);
     http->set_tcp_nodelay(true);
     for (int i = 0; i < n; ++i) {
-      json gpus = json::array();
-      for (int g = 0; g < 8; ++g) {
-        gpus.push_back({{"index", g}, {"model", "H100-80GB"}, {"memoryBytes", 85899345920LL}});
-      }
-      json body = {{"node",
-                    {{"name", "sim-" + std::to_string(i)},
-                     {"cpuMilli", 224000},
-                     {"memoryBytes", 2199023255552LL},
-                     {"gpus", gpus}}},
-                   {"agentId", "sim"}};
-      auto r = http->Post("/v1/agents/register", Auth(c.join), body.dump(), "application/json");
+      auto r = http->Post("/v1/agents/register", Auth(c.join), registration(i).dump(),
+                          "application/json");
       if (!r || r->status != 200) {
         std::cerr << "registration failed: "
                   << (r ? std::to_string(r->status) : to_string(r.error())) << "\n";
@@ -708,6 +714,32 @@ int Heartbeats(const Flags& f) {
   }
   if (f.running_jobs > 0) {
     const auto submit_t0 = Clock::now();
+    // --register-again: each agent registers again with its node token, as after a
+    // controller restart, until every job is placed.
+    std::atomic<bool> placed_all{false};
+    std::atomic<int64_t> registered_again{0};
+    std::atomic<int64_t> register_errors{0};
+    std::thread registrar;
+    if (f.register_again) {
+      registrar = std::thread([&] {
+        auto http = client();
+        http->set_keep_alive(true);
+        http->set_tcp_nodelay(true);
+        for (int i = 0; !placed_all.load(); i = (i + 1) % n) {
+          auto r = http->Post("/v1/agents/register", Auth(tokens[static_cast<size_t>(i)]),
+                              registration(i).dump(), "application/json");
+          (r && r->status == 200 ? registered_again : register_errors)++;
+        }
+      });
+    }
+    struct JoinRegistrar {
+      std::atomic<bool>& done;
+      std::thread& t;
+      ~JoinRegistrar() {
+        done = true;
+        if (t.joinable()) t.join();
+      }
+    } join_registrar{placed_all, registrar};
     if (!SubmitJobs(f.running_jobs, f.submitters, c.token, client, [](int i) {
           return "name: r" + std::to_string(i) + "\ngpu: 1\ncommand: [/bin/sleep, infinity]\n";
         })) {
@@ -720,6 +752,13 @@ int Heartbeats(const Flags& f) {
     for (int i = 0;; ++i) {
       const auto placed = static_cast<int64_t>(Metric(*http, "gangway_jobs{state=\"scheduled\"}"));
       if (placed == fit) {
+        placed_all = true;
+        if (registrar.joinable()) registrar.join();
+        if (f.register_again) {
+          std::printf("meanwhile %lld registrations again (%lld errors)\n",
+                      static_cast<long long>(registered_again.load()),
+                      static_cast<long long>(register_errors.load()));
+        }
         const double cycles = Metric(*http, "gangway_scheduling_cycle_seconds_count");
         std::printf(
             "%d jobs submitted in %.1f s, %lld placed after %.1f s, in %.0f scheduling cycles "
@@ -911,12 +950,15 @@ int main(int argc, char** argv) {
       f.report_ms = std::stoi(value());
     else if (a == "--log-bytes")
       f.log_bytes = std::stoi(value());
+    else if (a == "--register-again")
+      f.register_again = true;
     else {
       std::cerr << "usage: gangway_live_load --gangway PATH [--mode "
                    "latency|throughput|heartbeats|dispatch|spawn]"
                    " [--jobs N] [--agents A] [--gpus G] [--samples S] [--simulated-agents K]"
                    " [--seconds T] [--connections per-report|shared|poll] [--tls none|rsa|ecdsa]"
                    " [--no-long-polls] [--running-jobs N] [--report-ms MS] [--log-bytes B]"
+                   " [--register-again]"
                    " [--data DIR] [--keep]\n";
       return 2;
     }
@@ -932,6 +974,10 @@ int main(int argc, char** argv) {
   }
   if (f.connections == "poll" && !f.long_polls) {
     std::cerr << "--connections poll sends the reports with the long polls: drop --no-long-polls\n";
+    return 2;
+  }
+  if (f.register_again && (f.mode != "heartbeats" || f.running_jobs == 0)) {
+    std::cerr << "--register-again applies to --mode heartbeats with --running-jobs\n";
     return 2;
   }
   if (f.tls != "none" && f.mode != "heartbeats") {

@@ -98,6 +98,7 @@ void Controller::Load() {
     if (!rec) continue;
     NodeEntry& e = nodes_[name];
     e.record = std::move(*rec);
+    if (!e.record.token_digest.empty()) node_by_digest_[e.record.token_digest] = name;
     e.last_seen = now;  // every node gets a full timeout to report to this controller
   }
   next_job_id_ = store_->MaxJobId() + 1;
@@ -320,7 +321,7 @@ void Controller::ForgetFinishedJobsLocked() {
 void Controller::MarkNodeLostLocked(NodeEntry& node) {
   node.record.lost = true;
   node.commands.clear();
-  SaveNodeLocked(node.record);
+  SaveNodeLocked(node.record, NodeChange::kMayShrink);
   EventLocked(0, "node-lost",
               "node " + node.record.node.name + " sent no heartbeat for " +
                   std::to_string(options_.node_timeout.count()) + " ms; its tasks are lost");
@@ -377,6 +378,7 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   // Only this thread changes snapshot_ and pending_jobs_, and it reads nothing else while
   // unlocked.
   const uint64_t planned_nodes_version = nodes_version_;
+  const uint64_t planned_shrink_version = shrink_version_;
   const uint64_t seed = cycle_seed_++;
   lock.unlock();
   // Loop expects the lock back, also when planning throws.
@@ -394,19 +396,26 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
     return;
   }
   if (stopping_) return;
-  if (nodes_version_ != planned_nodes_version) {
-    // A node joined, left, was drained or changed health: plan again on the new list.
+  if (shrink_version_ != planned_shrink_version) {
+    // A node left, was drained or lost a GPU: what the plan placed there may no longer fit.
     dirty_ = true;
     return;
   }
+  // Capacity that only grew (nodes joining one after another when a cluster starts or the
+  // controller restarts) leaves the starts valid; the next cycle plans with it. Preemptions
+  // wait for that cycle: the new capacity may make them needless.
+  const bool grown = nodes_version_ != planned_nodes_version;
+  if (grown) dirty_ = true;
   for (const core::PendingJob& p : result->pending) {
     if (!waiting_.contains(p.job.value)) continue;
     if (JobRecord* job = FindJob(p.job.value)) job->pending = p;
   }
+  // The core keeps a victim's resources held for the rest of its cycle: no start relies on a
+  // preemption, so leaving them out keeps the starts valid.
   for (const core::PreemptDecision& d : result->preemptions) {
     JobRecord* victim = FindJob(d.job.value);
     // It may have ended, or been cancelled, while the cycle was planned.
-    if (!victim || victim->after_stop || !victim->HoldsResources()) continue;
+    if (grown || !victim || victim->after_stop || !victim->HoldsResources()) continue;
     metrics.preemptions++;
     StopTasksLocked(*victim, JobState::kPending, static_cast<int>(d.grace.count()),
                     "preempted for job " + std::to_string(d.for_job.value) + ": " + d.reason);
@@ -823,8 +832,9 @@ void Controller::SaveJobLocked(JobRecord& job) {
   writer_wake_.notify_one();
 }
 
-void Controller::SaveNodeLocked(const NodeRecord& node) {
-  ++nodes_version_;
+void Controller::SaveNodeLocked(const NodeRecord& node, NodeChange change) {
+  if (change != NodeChange::kNone) ++nodes_version_;
+  if (change == NodeChange::kMayShrink) ++shrink_version_;
   writes_.push_back(
       {.kind = Write::Kind::kNode, .key = node.node.name, .doc = NodeDoc(node).dump()});
   ++queued_gen_;

@@ -227,7 +227,13 @@ class Controller {
     return it == counters.end() ? 0 : it->second;
   }
   int64_t PendingIn(std::string_view queue) const { return CountIn(pending_by_queue_, queue); }
-  void SaveNodeLocked(const NodeRecord& node);
+  // How a node change bears on a cycle planned before it. kNone: nothing a cycle plans with
+  // changed (an agent registering again the same inventory after a restart). kGrows only
+  // adds capacity the plan did not count on (a node joins or returns, is undrained or
+  // uncordoned, a GPU heals): the plan's starts still hold. kMayShrink (lost, drained,
+  // cordoned, a GPU fault, a node registered again with another inventory) voids the plan.
+  enum class NodeChange { kNone, kGrows, kMayShrink };
+  void SaveNodeLocked(const NodeRecord& node, NodeChange change);
   void EventLocked(uint64_t job, std::string type, std::string message);
   // Group commit: Save*/Event* queue writes; the writer thread commits everything queued in
   // one transaction (one fsync) and advances durable_gen_. Whatever must be durable before
@@ -319,11 +325,16 @@ class Controller {
   std::map<std::string, int64_t, std::less<>> active_by_queue_;
   std::set<std::pair<int64_t, uint64_t>> finished_;  // (finished_at, id) of finished jobs
   std::map<std::string, NodeEntry, std::less<>> nodes_;
+  // Each node's token digest -> its name, so that IsNodeToken is a lookup, not a scan of
+  // every node for each registration (a registration storm at 10,000 nodes made that 10^8
+  // comparisons under the lock). Hashing a SHA-256 digest leaks nothing about the token.
+  std::unordered_map<std::string, std::string> node_by_digest_;
   uint64_t next_job_id_ = 1;
   uint64_t cycle_seed_ = 1;
   std::chrono::steady_clock::time_point last_cycle_{};
   // The last cycle's snapshot; its nodes are rebuilt only when nodes_version_ moved (every
-  // node change goes through SaveNodeLocked, which bumps it).
+  // node change goes through SaveNodeLocked, which bumps it, and shrink_version_ too unless
+  // the change is kGrows).
   core::Snapshot snapshot_;
   std::map<std::string, size_t, std::less<>> snapshot_index_;
   // snapshot_.running is kept from cycle to cycle, since copying every running job into it
@@ -343,6 +354,7 @@ class Controller {
   std::set<uint64_t> pending_stale_;
   void UpdatePendingLocked();
   uint64_t nodes_version_ = 1;
+  uint64_t shrink_version_ = 1;
   uint64_t snapshot_nodes_version_ = 0;
   std::thread thread_;
 

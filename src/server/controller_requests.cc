@@ -437,7 +437,8 @@ Outcome<json> Controller::NodeAction(const Caller& caller, std::string_view name
     if (action == "undrain") n.draining = false;
     if (action == "cordon") n.cordoned = true;
     if (action == "uncordon") n.cordoned = false;
-    SaveNodeLocked(n);
+    SaveNodeLocked(n, action == "undrain" || action == "uncordon" ? NodeChange::kGrows
+                                                                  : NodeChange::kMayShrink);
     EventLocked(0, "node-" + std::string(action),
                 std::string(action) + " " + n.node.name + " by " + caller.user);
     facts = NodeFactsLocked(it->second);
@@ -515,11 +516,12 @@ Outcome<json> Controller::Events(const Caller& caller, int64_t after, int limit)
 // ---------------------------------------------------------------- agent protocol
 
 Controller::NodeAccess Controller::AuthorizeNode(std::string_view node, std::string_view token) {
+  const std::string presented = token.empty() ? std::string() : TokenDigest(token);
   std::lock_guard lock(mu_);
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return NodeAccess::kUnknownNode;
   const std::string& digest = it->second.record.token_digest;
-  return !digest.empty() && !token.empty() && SameToken(digest, TokenDigest(token))
+  return !digest.empty() && !presented.empty() && SameToken(digest, presented)
              ? NodeAccess::kAllowed
              : NodeAccess::kDenied;
 }
@@ -528,9 +530,10 @@ bool Controller::IsNodeToken(std::string_view token) {
   if (token.empty()) return false;
   const std::string digest = TokenDigest(token);
   std::lock_guard lock(mu_);
-  bool found = false;
-  for (const auto& [name, e] : nodes_) found |= SameToken(e.record.token_digest, digest);
-  return found;
+  auto it = node_by_digest_.find(digest);
+  if (it == node_by_digest_.end()) return false;
+  auto node = nodes_.find(it->second);
+  return node != nodes_.end() && SameToken(node->second.record.token_digest, digest);
 }
 
 Outcome<json> Controller::Register(const json& body, const AgentCredential& who) {
@@ -630,16 +633,27 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
       }
       issued = NewToken();
       rec.token_digest = TokenDigest(issued);
+      node_by_digest_.erase(e.record.token_digest);
+      node_by_digest_[rec.token_digest] = rec.node.name;
     }
     rec.draining = e.record.draining;
     rec.cordoned = e.record.cordoned;
+    // A node no cycle plans with (new, or lost) only adds capacity by registering. Agents
+    // register again after a restart of theirs or of the controller's, all at once in the
+    // latter case, mostly with the same inventory.
+    NodeChange change = NodeChange::kMayShrink;
+    if (!known || e.record.lost) {
+      change = NodeChange::kGrows;
+    } else if (rec.node == e.record.node) {
+      change = NodeChange::kNone;
+    }
     e.record = std::move(rec);
     e.last_seen = Clock::now();
-    SaveNodeLocked(e.record);
+    SaveNodeLocked(e.record, change);
     EventLocked(0, "node-registered",
                 "node " + e.record.node.name + (known ? " registered again" : " joined") +
                     " with " + std::to_string(e.record.node.gpus.size()) + " GPUs");
-    dirty_ = true;
+    if (change != NodeChange::kNone) dirty_ = true;
     // The agent keeps the token only if the controller does: a restart must still know it.
     if (!issued.empty() && !WaitDurable(lock)) {
       return Error(503, "unavailable",
@@ -716,7 +730,7 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
     {
       if (node.record.lost) {
         node.record.lost = false;
-        SaveNodeLocked(node.record);
+        SaveNodeLocked(node.record, NodeChange::kGrows);
         EventLocked(0, "node-recovered", "node " + node.record.node.name + " reports again");
         wake = true;
       }
@@ -728,7 +742,7 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
         core::GpuDevice& d = node.record.node.gpus[static_cast<size_t>(i)];
         if (d.healthy != healthy) {
           d.healthy = healthy;
-          SaveNodeLocked(node.record);
+          SaveNodeLocked(node.record, healthy ? NodeChange::kGrows : NodeChange::kMayShrink);
           EventLocked(0, healthy ? "gpu-healthy" : "gpu-unhealthy",
                       "GPU " + std::to_string(i) + " of " + node.record.node.name +
                           (healthy ? " is healthy again" : " reports a fault"));

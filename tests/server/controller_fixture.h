@@ -79,6 +79,18 @@ class ControllerTest : public ::testing::Test {
   // join token.
   void Register(const std::string& name, int gpus, const std::string& model = "H100-80GB",
                 const std::string& address = "127.0.0.1") {
+    json out = Ok(c().Register(RegisterBody(name, gpus, model, address),
+                               {.token = node_tokens_[name].empty() ? "join" : node_tokens_[name],
+                                .join = node_tokens_[name].empty()}));
+    epoch_ = out.value("controllerEpoch", "");
+    if (out.contains("nodeToken")) node_tokens_[name] = out["nodeToken"];
+  }
+
+  // What an agent sends to register `name`; touches no fixture state, so that a test may
+  // register from the controller's own threads.
+  static json RegisterBody(const std::string& name, int gpus,
+                           const std::string& model = "H100-80GB",
+                           const std::string& address = "127.0.0.1") {
     json g = json::array();
     for (int i = 0; i < gpus; ++i) {
       g.push_back({{"index", i},
@@ -87,17 +99,13 @@ class ControllerTest : public ::testing::Test {
                    {"uuid", "GPU-" + name + "-" + std::to_string(i)},
                    {"domain", 0}});
     }
-    json out = Ok(c().Register({{"node",
-                                 {{"name", name},
-                                  {"address", address},
-                                  {"cpuMilli", 64000},
-                                  {"memoryBytes", int64_t{512} << 30},
-                                  {"gpus", g}}},
-                                {"agentId", name + "-agent"}},
-                               {.token = node_tokens_[name].empty() ? "join" : node_tokens_[name],
-                                .join = node_tokens_[name].empty()}));
-    epoch_ = out.value("controllerEpoch", "");
-    if (out.contains("nodeToken")) node_tokens_[name] = out["nodeToken"];
+    return {{"node",
+             {{"name", name},
+              {"address", address},
+              {"cpuMilli", 64000},
+              {"memoryBytes", int64_t{512} << 30},
+              {"gpus", g}}},
+            {"agentId", name + "-agent"}};
   }
 
   uint64_t Submit(const std::string& yaml, const Caller& who) {

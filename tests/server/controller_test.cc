@@ -629,6 +629,103 @@ TEST_F(ControllerTest, ANodeDrainedWhileACycleIsPlannedGetsNothingFromIt) {
   EXPECT_EQ(cmds[0]["task"]["job"], id);
 }
 
+// Nodes join one after another when a cluster starts or the controller restarts; a cycle
+// planned meanwhile stays valid, or a steady stream of joins would hold every job back.
+TEST_F(ControllerTest, ANodeJoiningWhileACycleIsPlannedKeepsItsStarts) {
+  std::atomic<int> plans{0};
+  std::atomic<bool> joined{false};
+  auto o = Options();
+  o.after_plan_for_tests = [&] {
+    if (plans.fetch_add(1) > 0) return;
+    Ok(c().Register(RegisterBody("n2", 1), {.token = "join", .join = true}));
+    joined = true;
+  };
+  Start(o);
+  Register("n1", 1);
+  const uint64_t id = Submit("name: j\ngpu: 1\ncommand: [sleep, '100']\n");
+  json cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(cmds[0]["task"]["job"], id);
+  EXPECT_TRUE(joined.load());
+  // Nothing is left to plan once the first cycle's start is applied.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(plans.load(), 1) << "the cycle was planned again";
+  // The next cycle plans with the node that joined.
+  const uint64_t second = Submit("name: k\ngpu: 1\ncommand: [sleep, '100']\n");
+  cmds = TakeCommands("n2");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(cmds[0]["task"]["job"], second);
+}
+
+// Every agent registers again when the controller restarts. The same inventory changes
+// nothing a cycle plans with; another one (a GPU gone) voids the plan.
+TEST_F(ControllerTest, ANodeRegisteredAgainVoidsACyclePlannedMeanwhileOnlyIfItChanged) {
+  struct Case {
+    const char* name;
+    int gpus_again;
+    bool starts;
+  };
+  for (const Case& k : {Case{"same inventory", 2, true}, Case{"a GPU gone", 1, false}}) {
+    SCOPED_TRACE(k.name);
+    std::atomic<int> plans{0};
+    std::string token;
+    auto o = Options();
+    o.data_dir = dir_.path() / ("data-" + std::to_string(k.gpus_again));
+    o.after_plan_for_tests = [&] {
+      if (plans.fetch_add(1) > 0) return;
+      Ok(c().Register(RegisterBody("n1", k.gpus_again), {.token = token, .join = false}));
+    };
+    Start(o);
+    node_tokens_.clear();
+    applied_.clear();
+    Register("n1", 2);
+    token = node_tokens_["n1"];
+    const uint64_t id = Submit("name: j\ngpu: 2\ncommand: [sleep, '100']\n");
+    json cmds = TakeCommands("n1", std::chrono::milliseconds(k.starts ? 5000 : 300));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (k.starts) {
+      ASSERT_EQ(cmds.size(), 1u);
+      EXPECT_EQ(cmds[0]["task"]["job"], id);
+      EXPECT_EQ(plans.load(), 1) << "the cycle was planned again";
+    } else {
+      EXPECT_TRUE(cmds.empty()) << "2 GPUs placed on a node that has 1";
+      EXPECT_EQ(State(id), "pending");
+      EXPECT_GE(plans.load(), 2) << "planned again on the node as it registered";
+    }
+    controller_.reset();  // before the hook's captures go
+  }
+}
+
+// A preemption planned on the old capacity may be needless on the new: it waits for the
+// next cycle, which here starts the high job on the node that joined instead.
+TEST_F(ControllerTest, APreemptionPlannedBeforeANodeJoinedWaitsForTheNextCycle) {
+  std::atomic<bool> armed{false};
+  std::atomic<bool> joined{false};
+  auto o = Options();
+  o.priority_classes = {{"low", 0}, {"high", 100}};
+  o.after_plan_for_tests = [&] {
+    if (!armed.exchange(false)) return;
+    Ok(c().Register(RegisterBody("n2", 1), {.token = "join", .join = true}));
+    joined = true;
+  };
+  Start(o);
+  Register("n1", 1);
+  const uint64_t low = Submit("name: low\npriorityClass: low\ngpu: 1\ncommand: [train]\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  Report("n1", {Running(task)});
+  // A job that started in the same second as a cycle is no candidate for it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  armed = true;
+  const uint64_t high = Submit("name: high\npriorityClass: high\ngpu: 1\ncommand: [eval]\n");
+  ASSERT_TRUE(Eventually([&] { return joined.load(); }));
+  json cmds = TakeCommands("n2");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(cmds[0]["task"]["job"], high);
+  EXPECT_TRUE(TakeCommands("n1", std::chrono::milliseconds(300)).empty()) << "no stop for low";
+  EXPECT_EQ(State(low), "running");
+  EXPECT_EQ(c().metrics.preemptions.load(), 0);
+}
+
 TEST_F(ControllerTest, AVictimThatEndedWhileItsPreemptionWasPlannedIsNotPreempted) {
   std::atomic<bool> armed{false};
   std::atomic<bool> done{false};

@@ -36,6 +36,18 @@ class HttpApiTest : public ControllerTest {
     auto o = Options();
     o.queues = {{.name = "default"}, {.name = "research"}};
     Start(o);
+    StartApi();
+  }
+  void TearDown() override { StopApi(); }
+
+  // The controller and its API restarted on the same state, with `o`.
+  void RestartAll(ControllerOptions o) {
+    StopApi();
+    Restart(std::move(o));
+    StartApi();
+  }
+
+  void StartApi() {
     AuthConfig auth;
     auth.tokens.emplace(kAliceToken, Identity{"alice", false});
     auth.tokens.emplace(kBobToken, Identity{"bob", false});
@@ -48,7 +60,7 @@ class HttpApiTest : public ControllerTest {
     http_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
     ASSERT_TRUE(Eventually([&] { return static_cast<bool>(http_->Get("/healthz")); }));
   }
-  void TearDown() override {
+  void StopApi() {
     api_->Stop();
     thread_.join();
   }
@@ -264,6 +276,30 @@ TEST_F(HttpApiTest, AgentsActOnlyForTheirOwnNode) {
   ASSERT_TRUE(nodes);
   EXPECT_THAT(nodes->body, Not(HasSubstr(n1)));
   EXPECT_THAT(nodes->body, Not(HasSubstr(TokenDigest(n1))));
+}
+
+// Every agent registers again with its node token when the controller restarts; a token the
+// join token replaced (the node was lost and joined anew) is refused.
+TEST_F(HttpApiTest, ANodeTokenOutlivesARestartUntilTheNodeJoinsAnew) {
+  auto register_node = [&](const std::string& token) {
+    return http_->Post("/v1/agents/register", As(token.c_str()),
+                       json{{"node", {{"name", "n1"}}}}.dump(), "application/json");
+  };
+  auto first = register_node(kJoinToken);
+  ASSERT_EQ(first->status, 200) << first->body;
+  const std::string old_token = json::parse(first->body)["nodeToken"];
+  auto o = Options();
+  o.node_timeout = std::chrono::milliseconds(300);
+  RestartAll(o);
+  auto again = register_node(old_token);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200) << again->body;
+  ASSERT_TRUE(Eventually([&] { return Ok(c().GetNode("n1"))["node"]["state"] == "lost"; }));
+  auto anew = register_node(kJoinToken);
+  ASSERT_EQ(anew->status, 200) << anew->body;
+  EXPECT_NE(json::parse(anew->body)["nodeToken"], old_token);
+  EXPECT_THAT(ErrorOf(register_node(old_token), 401)["message"].get<std::string>(),
+              HasSubstr("not valid"));
 }
 
 // Every agent holds a connection, and so a server thread, in its commands long poll. With

@@ -21,6 +21,7 @@ struct GpuDevice {
   int domain = 0;
   bool mig_enabled = false;  // partitioned into MIG instances: only MIG requests land here
   bool healthy = true;
+  friend bool operator==(const GpuDevice&, const GpuDevice&) = default;
 };
 
 struct Node {
@@ -34,6 +35,7 @@ struct Node {
   ResourceList extras;  // named extra resources, e.g. {"rdma", 4}
   std::vector<GpuDevice> gpus;
   NodeLocation location;
+  friend bool operator==(const Node&, const Node&) = default;
 };
 
 }  // namespace gangway::core

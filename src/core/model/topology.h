@@ -40,6 +40,7 @@ struct NodeLocation {
   std::string rack;
   std::string leaf;
   std::string spine;
+  friend bool operator==(const NodeLocation&, const NodeLocation&) = default;
 };
 
 // What a job asks of the GPUs of all its tasks together. `required` rejects any placement
