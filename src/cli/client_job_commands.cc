@@ -543,8 +543,16 @@ void RunDescribe(const DescribeFlags& f) {
     add("Reason", Str(p, "code", "-") + ": " + Str(p, "message"));
     std::string est = Str(p, "estimatedStart");
     auto t = client::ParseRfc3339(est);
-    add("Estimated start", t ? est + " (" + client::FormatUntil(*t, now) + ")"
-                             : "unknown (no running job's time limit frees enough resources)");
+    if (t) {
+      add("Estimated start", est + " (" + client::FormatUntil(*t, now) + ")");
+    } else if (Str(p, "code") == "Infeasible") {
+      // No job ending frees what it needs: only a change of the cluster or its queues does.
+      add("Estimated start",
+          "never, as the cluster is (nodes that fit must join, or its queue "
+          "be changed)");
+    } else {
+      add("Estimated start", "unknown (no running job's time limit frees enough resources)");
+    }
   }
   // The two-column table has an empty header line; print it without.
   std::string text = fields.ToString();

@@ -546,6 +546,27 @@ TEST_F(ClientCommandsTest, DescribeOfAPendingJobSaysWhyAndWhen) {
   EXPECT_NE(o.out.find("Tasks:\n  <none placed>\n"), std::string::npos) << o.out;
 }
 
+TEST_F(ClientCommandsTest, DescribeOfAJobThatCannotRunSaysNeverRatherThanUnknown) {
+  json job = PendingJob();
+  job["pending"] = {{"code", "Infeasible"},
+                    {"message",
+                     "group worker needs 2 tasks of 8 GPUs but the whole cluster "
+                     "could hold only 1"}};
+  fake_.Reply("GET /v1/jobs/7", 200, {{"job", job}});
+  Outcome o = Run({"describe", "7"});
+  ASSERT_EQ(o.exit_code, 0) << Show(o);
+  EXPECT_NE(o.out.find("\nEstimated start:   never, as the cluster is (nodes that fit must "
+                       "join, or its queue be changed)\n"),
+            std::string::npos)
+      << o.out;
+  job["pending"] = {{"code", "resources"}, {"message", "waiting for 16 free GPUs"}};
+  fake_.Reply("GET /v1/jobs/7", 200, {{"job", job}});
+  o = Run({"describe", "7"});
+  EXPECT_NE(o.out.find("\nEstimated start:   unknown (no running job's time limit"),
+            std::string::npos)
+      << o.out;
+}
+
 TEST_F(ClientCommandsTest, DescribeShowsPlacementPerTaskAndEvents) {
   fake_.Reply("GET /v1/jobs/7", 200, {{"job", RunningJob()}});
   Outcome o = Run({"describe", "7"});
