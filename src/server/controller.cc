@@ -67,7 +67,8 @@ LoadedJob ReadJobBack(const std::string& doc,
 
 }  // namespace
 
-Controller::Controller(ControllerOptions options) : options_(std::move(options)) {
+Controller::Controller(ControllerOptions options)
+    : options_(std::move(options)), logs_(options_.data_dir / "logs", options_.max_task_log_bytes) {
   std::filesystem::create_directories(options_.data_dir);
   std::filesystem::create_directories(options_.data_dir / "logs");
   if (options_.checkpoint_root.empty())
@@ -313,6 +314,7 @@ void Controller::ForgetFinishedJobsLocked() {
     writes_.push_back({.kind = Write::Kind::kForget, .job = id});
     ++queued_gen_;
     log_dirs_to_remove_.push_back(options_.data_dir / "logs" / std::to_string(id));
+    logs_.Forget(id);
     ++forgotten;
   }
   if (forgotten > 0) writer_wake_.notify_one();
@@ -886,10 +888,6 @@ JobRecord* Controller::FindTask(std::string_view task_id, TaskRecord** task) {
   }
   *task = &job->tasks[static_cast<size_t>(index)];
   return job;
-}
-
-std::filesystem::path Controller::LogPath(uint64_t job, const std::string& task_id) const {
-  return options_.data_dir / "logs" / std::to_string(job) / (task_id + ".log");
 }
 
 bool Controller::Visible(const Caller& caller, const JobRecord& job) const {

@@ -33,6 +33,7 @@
 #include "core/model/queue.h"
 #include "core/sched/profile.h"
 #include "core/sched/scheduler.h"
+#include "server/log_store.h"
 #include "server/records.h"
 #include "server/store.h"
 
@@ -261,12 +262,6 @@ class Controller {
   };
   NodeFacts NodeFactsLocked(const NodeEntry& node) const;
   static nlohmann::json NodeView(const NodeFacts& facts);
-  std::filesystem::path LogPath(uint64_t job, const std::string& task_id) const;
-  // Whether a stored log of `size` bytes has reached max_task_log_bytes (and ends with the line
-  // saying so); the controller then takes and drops the task's further output.
-  bool LogCapped(int64_t size) const {
-    return options_.max_task_log_bytes > 0 && size > options_.max_task_log_bytes;
-  }
   bool Visible(const Caller& caller, const JobRecord& job) const;
   JobRecord* FindJob(uint64_t id);
   // The 404 for a job id that is not in jobs_: never submitted, or forgotten.
@@ -276,6 +271,7 @@ class Controller {
   ControllerOptions options_;
   std::string epoch_;
   std::unique_ptr<Store> store_;
+  LogStore logs_;  // tasks' output, under data_dir/logs
   std::optional<core::Scheduler> scheduler_;
 
   std::mutex mu_;

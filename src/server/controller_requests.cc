@@ -3,6 +3,7 @@
 // transitions in controller.cc, and commits what it changed before answering.
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -360,7 +361,7 @@ Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id
           e.followed_until = now + kFollowWindow;
         }
       }
-      path = LogPath(id, j->TaskId(task));
+      path = logs_.Path(id, j->TaskId(task));
       ended = t.state == TaskState::kExited || t.state == TaskState::kLost;
       final_bytes = t.state == TaskState::kLost ? 0 : t.log_bytes;
     } else if (Finished(j->state)) {
@@ -368,8 +369,8 @@ Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id
       final_bytes = 0;
     } else if (j->attempt > 0) {
       // Requeued: show the previous attempt's output until the next one starts.
-      path = LogPath(id, std::to_string(id) + "." + std::to_string(j->attempt - 1) + "." +
-                             std::to_string(task));
+      path = logs_.Path(id, std::to_string(id) + "." + std::to_string(j->attempt - 1) + "." +
+                                std::to_string(task));
     }
   }
   LogChunk out;
@@ -386,7 +387,7 @@ Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id
       out.next_offset = offset + static_cast<int64_t>(out.data.size());
     }
     out.complete = ended && out.next_offset >= size &&
-                   (final_bytes < 0 || size >= final_bytes || LogCapped(size));
+                   (final_bytes < 0 || size >= final_bytes || logs_.Capped(size));
   } else {
     out.complete = ended;
   }
@@ -705,6 +706,57 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
   json offsets = json::object();
   json capped = json::array();  // tasks whose output is past the limit: the agent may drop it
   int64_t log_interval_ms = 0;
+  // Output first, so that an exit in the same report finds it complete. It is written without
+  // the controller lock (see LogStore), for jobs the controller knows.
+  struct Chunk {
+    uint64_t job = 0;
+    std::string_view task_id;
+    int64_t offset = -1;
+    std::string_view data;
+  };
+  std::vector<Chunk> chunks;
+  if (auto logs = body.find("logs"); logs != body.end() && logs->is_array()) {
+    for (const json& chunk : *logs) {
+      if (!chunk.is_object()) continue;
+      auto id = chunk.find("taskId");
+      auto data = chunk.find("data");
+      if (id == chunk.end() || !id->is_string() || data == chunk.end() || !data->is_string()) {
+        continue;
+      }
+      // "<job>.<attempt>.<index>": nothing else names a file under the job's directory.
+      const std::string& task_id = id->get_ref<const std::string&>();
+      const auto dot = task_id.find('.');
+      if (dot == std::string::npos ||
+          task_id.find_first_not_of("0123456789.") != std::string::npos) {
+        continue;
+      }
+      uint64_t job = 0;
+      const auto [end, ec] = std::from_chars(task_id.data(), task_id.data() + dot, job);
+      if (ec != std::errc() || end != task_id.data() + dot) continue;
+      auto offset = chunk.find("offset");
+      chunks.push_back({.job = job,
+                        .task_id = task_id,
+                        .offset = offset != chunk.end() && offset->is_number_integer()
+                                      ? offset->get<int64_t>()
+                                      : -1,
+                        .data = data->get_ref<const std::string&>()});
+    }
+  }
+  if (!chunks.empty()) {
+    {
+      std::lock_guard lock(mu_);
+      if (!nodes_.contains(node_name)) {
+        return Error(404, "not_found", "node " + std::string(node_name) + " is not registered");
+      }
+      std::erase_if(chunks, [&](const Chunk& c) { return FindJob(c.job) == nullptr; });
+    }
+    for (const Chunk& c : chunks) {
+      const std::string id(c.task_id);
+      const LogStore::Appended a = logs_.Append(c.job, id, c.offset, c.data, kMaxLogChunk);
+      offsets[id] = a.offset;
+      if (a.capped) capped.push_back(id);
+    }
+  }
   {
     std::unique_lock lock(mu_);
     auto nit = nodes_.find(node_name);
@@ -749,54 +801,6 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
           wake = true;
         }
       }
-      // Logs first, so that an exit in the same report finds its output complete.
-      for (const json& chunk : body.value("logs", json::array())) {
-        const std::string id = chunk.value("taskId", std::string());
-        const auto dot = id.find('.');
-        if (dot == std::string::npos) continue;
-        uint64_t job_id = 0;
-        try {
-          job_id = std::stoull(id.substr(0, dot));
-        } catch (const std::exception&) {
-          continue;
-        }
-        JobRecord* job = FindJob(job_id);
-        if (!job || id.find('/') != std::string::npos) continue;
-        const auto path = LogPath(job_id, id);
-        std::filesystem::create_directories(path.parent_path());
-        int64_t size = FileSize(path);
-        const int64_t offset = chunk.value("offset", int64_t{-1});
-        const std::string data = chunk.value("data", std::string());
-        const int64_t end = offset + static_cast<int64_t>(data.size());
-        if (LogCapped(size)) {
-          // Past the limit: taken and dropped, so that the agent moves on (its offsets, no
-          // longer this file's).
-          offsets[id] = offset >= 0 ? end : size;
-          capped.push_back(id);
-          continue;
-        }
-        if (offset >= 0 && offset <= size && end > size && data.size() <= kMaxLogChunk) {
-          std::ofstream out(path, std::ios::binary | std::ios::app);
-          const auto skip = static_cast<size_t>(size - offset);
-          auto keep = static_cast<int64_t>(data.size() - skip);
-          const int64_t cap = options_.max_task_log_bytes;
-          if (cap > 0 && size + keep > cap) keep = cap - size;
-          out.write(data.data() + skip, static_cast<std::streamsize>(keep));
-          size += keep;
-          if (keep < static_cast<int64_t>(data.size() - skip)) {
-            const std::string note = "\n[gangway: the output of this task passed " +
-                                     std::to_string(cap) +
-                                     " bytes; the rest was discarded (gangway server "
-                                     "--max-task-log)]\n";
-            out.write(note.data(), static_cast<std::streamsize>(note.size()));
-            size += static_cast<int64_t>(note.size());
-            offsets[id] = end;
-            capped.push_back(id);
-            continue;
-          }
-        }
-        offsets[id] = size;
-      }
       const std::string epoch = body.value("controllerEpoch", std::string());
       const uint64_t applied = body.value("appliedSeq", uint64_t{0});
       std::set<std::string> reported;
@@ -833,9 +837,12 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
             SaveJobLocked(*job);
           }
         } else if (state == "exited") {
-          const int64_t have = FileSize(LogPath(job->id, id));
+          const int64_t have = logs_.Size(job->id, id);
           const int64_t announced = t.value("logBytes", int64_t{-1});
-          if (announced < 0 || have >= announced || LogCapped(have)) ack.push_back(id);
+          if (announced < 0 || have >= announced || logs_.Capped(have)) {
+            ack.push_back(id);
+            logs_.Settled(job->id, id);
+          }
           if (task->Holds()) {
             if (t.contains("exitCode") && t["exitCode"].is_number_integer()) {
               task->exit_code = t["exitCode"].get<int>();

@@ -324,6 +324,34 @@ TEST_F(ControllerTest, ExitIsNotAcknowledgedUntilTheWholeLogArrived) {
   EXPECT_TRUE(logs.complete);
 }
 
+// A node's token writes output only as task files of jobs the controller knows.
+TEST_F(ControllerTest, OutputOfUnknownJobsOrOddTaskIdsIsNotStored) {
+  Start();
+  Register("n1", 1);
+  const uint64_t id = Submit("name: chatty\ngpu: 1\ncommand: [yes]\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  const std::string job = std::to_string(id);
+  json answer = Report("n1", {Running(task)},
+                       {{{"taskId", "999.0.0"}, {"offset", 0}, {"data", "unknown job\n"}},
+                        {{"taskId", job + ".0.0/../../x"}, {"offset", 0}, {"data", "escape\n"}},
+                        {{"taskId", job + ".x"}, {"offset", 0}, {"data", "odd name\n"}},
+                        {{"taskId", job}, {"offset", 0}, {"data", "no dot\n"}},
+                        {{"taskId", task}, {"offset", "zero"}, {"data", "bad offset\n"}},
+                        {{"taskId", task}, {"offset", 0}, {"data", 42}},
+                        {{"taskId", 7}, {"offset", 0}, {"data", "x"}},
+                        "not a chunk"});
+  EXPECT_EQ(answer["logOffsets"], json({{task, 0}})) << "only the bad offset's task is answered";
+  std::vector<std::string> files;
+  for (const auto& f :
+       std::filesystem::recursive_directory_iterator(dir_.path() / "data" / "logs")) {
+    files.push_back(std::filesystem::relative(f.path(), dir_.path() / "data" / "logs").string());
+  }
+  EXPECT_TRUE(files.empty() || files == std::vector<std::string>{job}) << files.size();
+  answer = Report("n1", {Running(task)}, {{{"taskId", task}, {"offset", 0}, {"data", "ok\n"}}});
+  EXPECT_EQ(answer["logOffsets"][task], 3);
+  EXPECT_EQ(Ok(c().Logs(kAlice, id, 0, 0, 100)).data, "ok\n");
+}
+
 TEST_F(ControllerTest, OutputPastTheLimitIsDroppedAfterALineSayingSo) {
   auto o = Options();
   o.max_task_log_bytes = 10;
