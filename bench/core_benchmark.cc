@@ -6,6 +6,7 @@
 //   BM_Gang64Cycle           the same gang as the only pending job of a whole cycle
 //   BM_CycleSetup            a cycle with nothing pending: the per-cycle setup cost
 //   BM_FullCycle100k         one cycle over 100,000 mixed pending jobs      (<= 2 s)
+//   BM_BacklogOnASmallFullCluster  a backlog on 32 GPUs, one free: the live throughput run
 //   BM_MemoryPerGpu          bytes per GPU of the nodes + ClusterState      (<= 1 KiB)
 //
 // Run in Release:
@@ -250,6 +251,56 @@ void BM_Gang64Placer(benchmark::State& state) {
   AddLoadCounters(state, snap);
 }
 BENCHMARK(BM_Gang64Placer)->Unit(benchmark::kMicrosecond);
+
+// The live system's throughput run (bench/live): 4 nodes x 8 GPUs, one queue, a backlog of N
+// one-GPU jobs without time limits; exits free a few GPUs and run a cycle over the whole
+// backlog, of which a few jobs start (there, about 5 a cycle). The per-job cost of a cycle
+// that cannot place most jobs.
+void BM_BacklogOnASmallFullCluster(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  ClusterShape shape;
+  shape.nodes = 4;
+  Snapshot snap;
+  snap.now = core::FromSeconds(kNow);
+  snap.nodes = MakeNodes(shape, kSeed);
+  snap.queues = {{.name = "default"}};
+  snap.running = LoadFiller(snap.nodes, shape, kSeed + 1).Fill(0.84);
+  for (core::RunningJob& r : snap.running) {
+    r.job.queue = "default";
+    r.job.time_limit.reset();
+  }
+  std::vector<Job> pending;
+  pending.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    Job job = SingleGpuJob(static_cast<uint64_t>(i) + 1'000'000, i);
+    job.queue = "default";
+    job.time_limit.reset();
+    pending.push_back(std::move(job));
+  }
+  const core::Scheduler& scheduler = DefaultScheduler();
+  size_t placed = 0;
+  for (auto _ : state) {
+    auto result = scheduler.RunCycle(snap, pending, kCycleSeed);
+    if (!result.ok()) {
+      state.SkipWithError(result.status().message().c_str());
+      return;
+    }
+    placed = result->starts.size();
+    benchmark::DoNotOptimize(result);
+  }
+  if (placed == 0) {
+    auto result = scheduler.RunCycle(snap, pending, kCycleSeed);
+    state.SkipWithError(("nothing started: " + result->pending.front().message).c_str());
+  }
+  state.counters["started"] = static_cast<double>(placed);
+  state.SetItemsProcessed(state.iterations() * n);
+  AddLoadCounters(state, snap);
+}
+BENCHMARK(BM_BacklogOnASmallFullCluster)
+    ->ArgName("pending")
+    ->Arg(1'000)
+    ->Arg(5'000)
+    ->Unit(benchmark::kMicrosecond);
 
 // One cycle over 100,000 mixed pending jobs (MakePendingMix) on a 30% loaded cluster with the
 // default profile: most jobs do not fit, some preempt, the first blocked one gets an EASY

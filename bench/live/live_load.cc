@@ -353,12 +353,16 @@ int Throughput(const Flags& f) {
   const double cpu = CpuSeconds(c.server) - cpu0;
   double agents_cpu = -agents0;
   for (pid_t a : c.agents) agents_cpu += CpuSeconds(a, true);
+  httplib::Client http(c.host, c.port);
+  const double cycles = Metric(http, "gangway_scheduling_cycle_seconds_count");
   std::printf(
       "%d jobs (/bin/true) on %d agents x %d fake GPUs: submitted in %.2f s, all succeeded "
       "after %.2f s = %.0f jobs/s end to end; controller CPU %.2f s (%.2f cores, %.2f ms/job); "
-      "agents and their tasks CPU %.2f s (%.2f ms/job)\n",
+      "agents and their tasks CPU %.2f s (%.2f ms/job); %.0f scheduling cycles of %.2f ms on "
+      "average\n",
       f.jobs, f.agents, f.gpus, submit_s, total_s, f.jobs / total_s, cpu, cpu / total_s,
-      1000 * cpu / f.jobs, agents_cpu, 1000 * agents_cpu / f.jobs);
+      1000 * cpu / f.jobs, agents_cpu, 1000 * agents_cpu / f.jobs, cycles,
+      1000 * Metric(http, "gangway_scheduling_cycle_seconds_sum") / std::max(cycles, 1.0));
   return 0;
 }
 

@@ -188,6 +188,29 @@ std::vector<Scenario> BackfillScenarios() {
                                .code = kResources,
                                .message = "no start time can be estimated",
                                .no_estimate = true}}}},
+
+      // A shape that finds no start (node 0 never frees) finds none for the next job of that
+      // shape either; another shape still gets its reservation from node 1's time limit.
+      {.name = "no_estimate_for_one_shape_leaves_another_its_reservation",
+       .cluster = SnapshotBuilder()
+                      .Now(kNow)
+                      .Nodes(2, MakeNode("n").Gpus(8))
+                      .Running(MakeJob(100).Gpus(8), {0})
+                      .Running(MakeJob(101).Gpus(8).TimeLimit(3600), {1})
+                      .Build(),
+       .pending = {MakeJob(1).Gpus(8).Replicas(2).Obj(), MakeJob(2).Gpus(8).Replicas(2).Obj(),
+                   MakeJob(3).Gpus(4).Obj()},
+       .profile = Backfill("easy"),
+       .expect = {.reservations = {{.job = 3, .start_s = 3600, .nodes = {{1}}}},
+                  .pending = {{.job = 1,
+                               .code = kResources,
+                               .message = "no start time can be estimated",
+                               .no_estimate = true},
+                              {.job = 2,
+                               .code = kResources,
+                               .message = "no start time can be estimated",
+                               .no_estimate = true},
+                              {.job = 3, .code = kReserved, .estimated_start_s = 3600}}}},
   };
 }
 

@@ -209,7 +209,8 @@ class Cycle {
   // Whether the job would fit (and pass quota) once the stopping jobs were gone.
   bool FitsAfterStopping(const Job& job, QueueIndex q, bool check_quota);
   void MarkStopping(size_t running_index);
-  void Reserve(const Job& job, PendingJob& pending);
+  // `sig`: the job's Signature, as Consider computed it.
+  void Reserve(const Job& job, const std::string& sig, PendingJob& pending);
 
   const Scheduler& s_;
   const Snapshot& snap_;
@@ -228,10 +229,15 @@ class Cycle {
   std::vector<bool> stopping_flag_;  // per running_ entry
   std::optional<ClusterState> released_;
   std::optional<QueueTree> released_queues_;
-  std::set<std::string> no_victims_;
-  const Job* blocked_by_ = nullptr;  // strict order: the first job blocked for resources  //
-                                     // TryPreempt keys that found nothing this cycle
+  std::set<std::string> no_victims_;  // TryPreempt keys that found nothing this cycle
+  const Job* blocked_by_ = nullptr;   // strict order: the first job blocked for resources
   std::vector<Reservation> reservations_;
+  // Signatures Reserve found no start for. Within a cycle that stays so: a later job of the
+  // same shape meets the same running jobs plus those started since (which only hold more
+  // until they end) and the same or more reservations. Without this, a backlog of jobs that
+  // cannot get an estimate (running jobs without time limits) copied the cluster state once
+  // per job and cycle.
+  std::unordered_set<std::string> unreservable_;
   Instant earliest_reservation_ = kNever;
   std::unordered_map<std::string, Outcome> failed_;          // by Signature
   std::unordered_map<std::string, std::string> infeasible_;  // by group request signature
@@ -640,7 +646,7 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
   }
   if (s_.backfill_->StrictOrder()) blocked_by_ = &job;
   if (static_cast<int>(reservations_.size()) < s_.backfill_->MaxReservations()) {
-    Reserve(job, pending);
+    Reserve(job, sig, pending);
   } else if (!reservations_.empty() && !unrestricted) {
     pending.message += "; reserved capacity is held for a higher-ranked job";
   }
@@ -818,12 +824,24 @@ std::optional<Outcome> Cycle::FindVictims(const Job& job, QueueIndex q, const Cy
                      " to make room; starts when they exit"};
 }
 
-void Cycle::Reserve(const Job& job, PendingJob& pending) {
+void Cycle::Reserve(const Job& job, const std::string& sig, PendingJob& pending) {
+  constexpr std::string_view kNoEstimate =
+      "; no start time can be estimated (running jobs without time limits)";
+  if (unreservable_.contains(sig)) {
+    pending.message += kNoEstimate;
+    return;
+  }
   // Earliest start: release running jobs in order of their expected end (time limits) on a
-  // scratch copy until the job fits. Jobs without a time limit never end in this plan.
+  // scratch copy until the job fits. Jobs without a time limit never end in this plan, and
+  // the job did not fit now.
   std::vector<const Running*> ends;
   for (const Running& r : running_) {
     if (r.end != kNever) ends.push_back(&r);
+  }
+  if (ends.empty()) {
+    unreservable_.insert(sig);
+    pending.message += kNoEstimate;
+    return;
   }
   std::stable_sort(ends.begin(), ends.end(),
                    [](const Running* a, const Running* b) { return a->end < b->end; });
@@ -863,7 +881,8 @@ void Cycle::Reserve(const Job& job, PendingJob& pending) {
     pending.message += "; resources reserved for it from the estimated start";
     return;
   }
-  pending.message += "; no start time can be estimated (running jobs without time limits)";
+  unreservable_.insert(sig);
+  pending.message += kNoEstimate;
 }
 
 Result<Scheduler> Scheduler::Create(const Profile& profile, const Registry& registry) {
