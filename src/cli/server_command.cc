@@ -43,6 +43,7 @@ struct ServerFlags {
   std::string job_retention = "7d";
   std::string max_task_log = "256Mi";
   double log_report_rate = 2000;
+  int cycle_depth = 1000;
   int64_t max_body = 1 << 20;
   size_t max_connections = 16384;
   std::string tls_cert;
@@ -117,6 +118,7 @@ void RunServer(const ServerFlags& f) {
       f.node_timeout.empty() ? 3 * opts.heartbeat : ParseMillis("--node-timeout", f.node_timeout);
   opts.batch = ParseMillis("--batch", f.batch);
   opts.log_report_rate = f.log_report_rate;
+  opts.cycle_depth = f.cycle_depth;
   if (auto bytes = spec::ParseBytes(f.max_task_log); bytes.ok() && bytes.value() >= 0) {
     opts.max_task_log_bytes = bytes.value();
   } else {
@@ -278,6 +280,11 @@ void AddServerCommand(CLI::App& app) {
                   "Reports per second that task output may cause, cluster-wide: each agent ships "
                   "output every nodes/RATE seconds at most, or every 0.5 s while someone reads "
                   "its job's logs (0: always every 0.5 s)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--cycle-depth", f->cycle_depth,
+                  "Pending jobs a scheduling cycle run for an event considers, in queue order; "
+                  "every pending job is considered at least once a second (0: always all)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-body", f->max_body, "Largest request body in bytes")

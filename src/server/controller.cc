@@ -79,6 +79,14 @@ Controller::Controller(ControllerOptions options)
   auto scheduler = core::Scheduler::Create(options_.profile, core::Registry::WithBuiltins());
   if (!scheduler.ok()) throw std::invalid_argument(scheduler.status().message());
   scheduler_.emplace(std::move(scheduler.value()));
+  const int configured = options_.profile.max_jobs_per_cycle;
+  if (options_.cycle_depth > 0 && (configured <= 0 || options_.cycle_depth < configured)) {
+    core::Profile bounded = options_.profile;
+    bounded.max_jobs_per_cycle = options_.cycle_depth;
+    auto event = core::Scheduler::Create(bounded, core::Registry::WithBuiltins());
+    if (!event.ok()) throw std::invalid_argument(event.status().message());
+    event_scheduler_.emplace(std::move(event.value()));
+  }
   store_ = std::make_unique<Store>((options_.data_dir / "gangway.db").string());
   Load();
 }
@@ -390,7 +398,12 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
       if (!lock.owns_lock()) lock.lock();
     }
   } relock{lock};
-  auto result = scheduler_->RunCycle(snap, pending, seed);
+  const bool full = !event_scheduler_ || t0 - last_full_cycle_ >= std::chrono::seconds(1);
+  if (full) {
+    last_full_cycle_ = t0;
+    metrics.full_cycles++;
+  }
+  auto result = (full ? *scheduler_ : *event_scheduler_).RunCycle(snap, pending, seed);
   if (options_.after_plan_for_tests) options_.after_plan_for_tests();
   lock.lock();
   if (!result.ok()) {
@@ -410,7 +423,10 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   if (grown) dirty_ = true;
   for (const core::PendingJob& p : result->pending) {
     if (!waiting_.contains(p.job.value)) continue;
-    if (JobRecord* job = FindJob(p.job.value)) job->pending = p;
+    JobRecord* job = FindJob(p.job.value);
+    // Past the event cycle's depth: the last full cycle's reason stands.
+    if (!job || (p.code == core::PendingCode::kNotConsidered && job->pending)) continue;
+    job->pending = p;
   }
   // The core keeps a victim's resources held for the rest of its cycle: no start relies on a
   // preemption, so leaving them out keeps the starts valid.

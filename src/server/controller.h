@@ -87,6 +87,12 @@ struct ControllerOptions {
   // and at the agent's own pace (0.5 s) for a node whose job's logs someone read in the last
   // kFollowWindow: output-driven reports then grow with the readers, not with the cluster.
   double log_report_rate = 2000;
+  // Jobs a cycle run for an event (a submission, an exit, a node change) considers, in queue
+  // order; the rest keep the reason the last full cycle gave them. A full cycle, over every
+  // pending job, runs at least once a second. Like Slurm's default_queue_depth: with a
+  // backlog of thousands, a cycle per exit over all of them cost more than the exits did.
+  // Zero: every cycle is full.
+  int cycle_depth = 1000;
   // Tests only: runs after the core has planned a cycle and before its decisions are applied,
   // without the controller lock, to change the state the plan was made from.
   std::function<void()> after_plan_for_tests;
@@ -94,6 +100,7 @@ struct ControllerOptions {
 
 struct Metrics {
   std::atomic<uint64_t> cycles{0};
+  std::atomic<uint64_t> full_cycles{0};  // over every pending job (see cycle_depth)
   std::atomic<uint64_t> cycle_micros_total{0};
   std::atomic<uint64_t> last_cycle_micros{0};
   std::atomic<uint64_t> starts{0};
@@ -273,6 +280,8 @@ class Controller {
   std::unique_ptr<Store> store_;
   LogStore logs_;  // tasks' output, under data_dir/logs
   std::optional<core::Scheduler> scheduler_;
+  // The same profile with max_jobs_per_cycle = cycle_depth, for cycles run for an event.
+  std::optional<core::Scheduler> event_scheduler_;
 
   std::mutex mu_;
   std::condition_variable wake_;  // the scheduling thread
@@ -328,6 +337,7 @@ class Controller {
   uint64_t next_job_id_ = 1;
   uint64_t cycle_seed_ = 1;
   std::chrono::steady_clock::time_point last_cycle_{};
+  std::chrono::steady_clock::time_point last_full_cycle_{};
   // The last cycle's snapshot; its nodes are rebuilt only when nodes_version_ moved (every
   // node change goes through SaveNodeLocked, which bumps it, and shrink_version_ too unless
   // the change is kGrows).

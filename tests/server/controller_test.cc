@@ -724,6 +724,40 @@ TEST_F(ControllerTest, ANodeRegisteredAgainVoidsACyclePlannedMeanwhileOnlyIfItCh
   }
 }
 
+// With a backlog, a cycle run for an event considers only the first cycle_depth jobs; a full
+// cycle each second considers all, and its reasons stand for the jobs past the depth.
+TEST_F(ControllerTest, EventCyclesConsiderTheFirstJobsAndAFullCycleEverySecondTheRest) {
+  auto o = Options();
+  o.cycle_depth = 2;
+  Start(o);
+  Register("n1", 2);
+  const std::string yaml = "gpu: 1\ncommand: [sleep, '100']\n";
+  Submit("name: a\n" + yaml);
+  Report("n1", {Running(TakeCommands("n1")[0]["task"]["taskId"])});
+  const std::string big = "gpu: 2\ncommand: [train]\n";
+  Submit("name: big1\n" + big);
+  Submit("name: big2\n" + big);
+  const uint64_t big3 = Submit("name: big3\n" + big);
+  auto code = [&](uint64_t id) {
+    const json p = Job(id)["pending"];
+    return p.is_object() ? p.value("code", "") : std::string("none");
+  };
+  ASSERT_TRUE(Eventually([&] { return code(big3) == "InsufficientResources"; }))
+      << "a full cycle gave big3, past the depth, its reason";
+  // Right after a full cycle, so that the next is about a second away.
+  const uint64_t full = c().metrics.full_cycles.load();
+  ASSERT_TRUE(Eventually([&] { return c().metrics.full_cycles.load() > full; }));
+  const uint64_t after = c().metrics.full_cycles.load();
+  const uint64_t small = Submit("name: small\n" + yaml);
+  // The submission's cycle reaches big1 and big2 only.
+  ASSERT_TRUE(Eventually([&] { return code(small) == "NotConsidered"; }));
+  EXPECT_EQ(code(big3), "InsufficientResources") << "the full cycle's reason stands";
+  json cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 1u);
+  EXPECT_EQ(cmds[0]["task"]["job"], small) << "started by the next full cycle";
+  EXPECT_GT(c().metrics.full_cycles.load(), after);
+}
+
 // A preemption planned on the old capacity may be needless on the new: it waits for the
 // next cycle, which here starts the high job on the node that joined instead.
 TEST_F(ControllerTest, APreemptionPlannedBeforeANodeJoinedWaitsForTheNextCycle) {
