@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
 
 #include "cluster_fixture.h"
 #include "core/sched/registry.h"
@@ -143,6 +144,24 @@ void AddLoadCounters(benchmark::State& state, const Snapshot& snap) {
   state.counters["running_jobs"] = static_cast<double>(snap.running.size());
 }
 
+// Runs one cycle of the default scheduler per iteration; the last cycle's starts, or nothing
+// (the benchmark skipped with the error) if a cycle failed.
+std::optional<size_t> TimeCycles(benchmark::State& state, const Snapshot& snap,
+                                 const std::vector<Job>& pending) {
+  const core::Scheduler& scheduler = DefaultScheduler();
+  size_t started = 0;
+  for (auto _ : state) {
+    auto result = scheduler.RunCycle(snap, pending, kCycleSeed);
+    if (!result.ok()) {
+      state.SkipWithError(result.status().message().c_str());
+      return std::nullopt;
+    }
+    started = result->starts.size();
+    benchmark::DoNotOptimize(result);
+  }
+  return started;
+}
+
 // One cycle placing N single-GPU jobs (all fit) on a cluster with `load`% of its GPUs busy.
 // items_per_second = placements per second of CPU time, the cycle's setup included.
 void BM_SingleGpuPlacements(benchmark::State& state) {
@@ -151,20 +170,11 @@ void BM_SingleGpuPlacements(benchmark::State& state) {
   std::vector<Job> pending;
   pending.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) pending.push_back(SingleGpuJob(static_cast<uint64_t>(i) + 1, i));
-  const core::Scheduler& scheduler = DefaultScheduler();
-  size_t placed = 0;
-  for (auto _ : state) {
-    auto result = scheduler.RunCycle(snap, pending, kCycleSeed);
-    if (!result.ok()) {
-      state.SkipWithError(result.status().message().c_str());
-      return;
-    }
-    placed = result->starts.size();
-    benchmark::DoNotOptimize(result);
-  }
-  if (placed != static_cast<size_t>(n)) state.SkipWithError("not every job was placed");
-  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(placed));
-  state.counters["placed"] = static_cast<double>(placed);
+  const std::optional<size_t> placed = TimeCycles(state, snap, pending);
+  if (!placed) return;
+  if (*placed != static_cast<size_t>(n)) state.SkipWithError("not every job was placed");
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(*placed));
+  state.counters["placed"] = static_cast<double>(*placed);
   AddLoadCounters(state, snap);
 }
 BENCHMARK(BM_SingleGpuPlacements)
@@ -277,22 +287,10 @@ void BM_BacklogOnASmallFullCluster(benchmark::State& state) {
     job.time_limit.reset();
     pending.push_back(std::move(job));
   }
-  const core::Scheduler& scheduler = DefaultScheduler();
-  size_t placed = 0;
-  for (auto _ : state) {
-    auto result = scheduler.RunCycle(snap, pending, kCycleSeed);
-    if (!result.ok()) {
-      state.SkipWithError(result.status().message().c_str());
-      return;
-    }
-    placed = result->starts.size();
-    benchmark::DoNotOptimize(result);
-  }
-  if (placed == 0) {
-    auto result = scheduler.RunCycle(snap, pending, kCycleSeed);
-    state.SkipWithError(("nothing started: " + result->pending.front().message).c_str());
-  }
-  state.counters["started"] = static_cast<double>(placed);
+  const std::optional<size_t> started = TimeCycles(state, snap, pending);
+  if (!started) return;
+  if (*started == 0) state.SkipWithError("nothing started");
+  state.counters["started"] = static_cast<double>(*started);
   state.SetItemsProcessed(state.iterations() * n);
   AddLoadCounters(state, snap);
 }

@@ -72,23 +72,20 @@ void AppendGroup(std::string& key, const TaskGroup& g) {
   key.append(r.pool).append(1, '/');
 }
 
-std::string Signature(const Job& job, bool may_use_reserved) {
-  std::string key;
-  key.reserve(64);
+// Keys are appended to buffers a cycle reuses: a cycle computes several per pending job, and
+// with a backlog of thousands their allocations were a good part of its time.
+void AppendSignature(std::string& key, const Job& job, bool may_use_reserved) {
   for (const TaskGroup& g : job.groups) AppendGroup(key, g);
   AppendInt(key, job.topology.required ? static_cast<int>(*job.topology.required) : -1);
   AppendInt(key, job.topology.preferred ? static_cast<int>(*job.topology.preferred) : -1);
   AppendInt(key, may_use_reserved ? 1 : 0);
-  return key;
 }
 
-// Signature(Job{.groups = {g}}, true), without copying the group into a job.
-std::string GroupSignature(const TaskGroup& g) {
-  std::string key;
-  key.reserve(64);
+// The signature of Job{.groups = {g}} that may use reserved capacity, without copying the
+// group into a job.
+void AppendGroupSignature(std::string& key, const TaskGroup& g) {
   AppendGroup(key, g);
   key += "-1,-1,1,";
-  return key;
 }
 
 struct Outcome {
@@ -238,6 +235,11 @@ class Cycle {
   // cannot get an estimate (running jobs without time limits) copied the cluster state once
   // per job and cycle.
   std::unordered_set<std::string> unreservable_;
+  // Reused key buffers (see AppendSignature): a group's in CheckFeasible, the job's in
+  // Consider (also what Reserve gets), TryPreempt's.
+  std::string group_key_;
+  std::string sig_;
+  std::string preempt_key_;
   Instant earliest_reservation_ = kNever;
   std::unordered_map<std::string, Outcome> failed_;          // by Signature
   std::unordered_map<std::string, std::string> infeasible_;  // by group request signature
@@ -316,7 +318,9 @@ std::optional<Outcome> Cycle::CheckFeasible(const Job& job) {
       return Outcome{PendingCode::kInfeasible,
                      "task group " + g.name + " needs 1 <= min replicas <= replicas"};
     }
-    std::string key = GroupSignature(g);
+    std::string& key = group_key_;
+    key.clear();
+    AppendGroupSignature(key, g);
     auto it = infeasible_.find(key);
     if (it == infeasible_.end()) {
       // How many replicas of the group the cluster could hold if it were idle.
@@ -532,11 +536,17 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
   const bool unrestricted =
       reservations_.empty() ||
       (job.time_limit && snap_.now + *job.time_limit <= earliest_reservation_);
-  std::string sig = Signature(job, unrestricted);
-  if (!unrestricted && job.time_limit) sig += "t" + std::to_string(job.time_limit->count());
+  std::string& sig = sig_;
+  sig.clear();
+  AppendSignature(sig, job, unrestricted);
+  if (!unrestricted && job.time_limit) {
+    sig += 't';
+    AppendInt(sig, job.time_limit->count());
+  }
   Outcome failure{PendingCode::kResources, ""};
+  const Outcome* known = nullptr;
   if (auto it = failed_.find(sig); it != failed_.end()) {
-    failure = it->second;
+    known = &it->second;
   } else {
     Transaction tx(state_);
     PlaceResult placed = s_.placer_->Place(
@@ -628,8 +638,8 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     }
     failed_.emplace(sig, failure);
   }
-  pending.code = failure.code;
-  pending.message = failure.message;
+  pending.code = known ? known->code : failure.code;
+  pending.message = known ? known->message : failure.message;
 
   if (auto pre = TryPreempt(job, q, ctx, false)) {
     pending.code = pre->code;
@@ -721,14 +731,19 @@ std::optional<Outcome> Cycle::TryPreempt(const Job& job, QueueIndex q, const Cyc
   if (s_.preemption_.empty()) return std::nullopt;
   // Within a cycle, victims only get fewer and free capacity and quota only shrink, so a job
   // that found no victims fails again for every job that looks the same to the policies.
-  std::string key = Signature(job, true) + job.queue + '|' + std::to_string(job.priority) + '|' +
-                    std::to_string(job.attained_service_gpu_seconds) + '|' +
-                    std::to_string(job.expected_duration.value_or(Duration(-1)).count()) + '|' +
-                    std::to_string(job.remaining_duration.value_or(Duration(-1)).count()) +
-                    (quota_blocked ? "q" : "r");
+  std::string& key = preempt_key_;
+  key.clear();
+  AppendSignature(key, job, true);
+  key.append(job.queue).append(1, '|');
+  AppendInt(key, job.priority);
+  AppendInt(key, job.attained_service_gpu_seconds);
+  AppendInt(key, job.expected_duration.value_or(Duration(-1)).count());
+  AppendInt(key, job.remaining_duration.value_or(Duration(-1)).count());
+  key += quota_blocked ? 'q' : 'r';
   if (no_victims_.contains(key)) return std::nullopt;
   std::optional<Outcome> outcome = FindVictims(job, q, ctx, quota_blocked);
-  if (!outcome) no_victims_.insert(std::move(key));
+  // FindVictims computes no keys, so `key` is still this job's.
+  if (!outcome) no_victims_.insert(key);
   return outcome;
 }
 
