@@ -227,9 +227,11 @@ void Agent::Start() {
                              ec.message());
   }
   node_token_ = ReadNodeToken(options_.data_dir / kNodeTokenFile);
-  for (const std::string& id : KillLeftoverTasks(options_.data_dir / "running")) {
+  const std::filesystem::path journal = options_.data_dir / "running.journal";
+  for (const std::string& id : KillLeftoverTasks(journal)) {
     spdlog::warn("killed task {}, left running by an agent that did not stop cleanly", id);
   }
+  running_journal_ = std::make_unique<RunningTaskJournal>(journal);
   runner_ = std::make_unique<TaskRunner>(TaskRunner::Options{
       .on_exit = [this](const std::string& id, ExitStatus status) { OnExit(id, status); },
       .base_env = std::nullopt,
@@ -615,7 +617,7 @@ void Agent::Launch(const json& launch) {
     tasks_[id].log_path = spec.log_path;
     return;
   }
-  RecordRunningTask(options_.data_dir / "running", id, *pid);
+  running_journal_->Started(id, *pid);
   Task& t = tasks_[id];
   t.pid = *pid;
   t.started_at = NowRfc3339();
@@ -624,7 +626,7 @@ void Agent::Launch(const json& launch) {
 }
 
 void Agent::OnExit(const std::string& task_id, ExitStatus status) {
-  ForgetRunningTask(options_.data_dir / "running", task_id);
+  running_journal_->Ended(task_id);
   {
     std::lock_guard lock(mu_);
     auto it = tasks_.find(task_id);

@@ -47,6 +47,7 @@
 
 #include "agent/gpu_source.h"
 #include "agent/inventory.h"
+#include "agent/leftover_tasks.h"
 #include "agent/task_runner.h"
 
 namespace httplib {
@@ -146,6 +147,7 @@ class Agent {
   std::string host_;
   int port_ = 0;
   bool tls_ = false;
+  std::unique_ptr<RunningTaskJournal> running_journal_;  // before runner_, which calls it
   std::unique_ptr<TaskRunner> runner_;
 
   std::mutex register_mu_;  // one registration at a time

@@ -65,15 +65,18 @@ class LeftoverTasksTest : public ::testing::Test {
 
   ::gangway::testing::TempDir tmp_{"gangway_leftover_"};
   const std::filesystem::path dir_ = tmp_.path();
+  const std::filesystem::path journal_ = dir_ / "running.journal";
   std::vector<pid_t> spawned_;
 };
 
 TEST_F(LeftoverTasksTest, KillsTheWholeGroupOfARecordedTaskThatIsStillAlive) {
   const pid_t pid = SpawnGroup();
-  RecordRunningTask(dir_ / "running", "7.0.1", pid);
-  ASSERT_TRUE(std::filesystem::exists(dir_ / "running" / "7.0.1"));
+  {
+    RunningTaskJournal journal(journal_);
+    journal.Started("7.0.1", pid);
+  }  // the agent dies
 
-  EXPECT_EQ(KillLeftoverTasks(dir_ / "running"), std::vector<std::string>{"7.0.1"});
+  EXPECT_EQ(KillLeftoverTasks(journal_), std::vector<std::string>{"7.0.1"});
   // Both members of the group, the shell and its sleep, end by SIGKILL.
   int killed = 0;
   int status = 0;
@@ -83,26 +86,73 @@ TEST_F(LeftoverTasksTest, KillsTheWholeGroupOfARecordedTaskThatIsStillAlive) {
   }
   EXPECT_EQ(killed, 2);
   spawned_.clear();
-  EXPECT_TRUE(std::filesystem::is_empty(dir_ / "running"));
+  EXPECT_FALSE(std::filesystem::exists(journal_));
 }
 
 TEST_F(LeftoverTasksTest, LeavesAloneAPidThatNowBelongsToAnotherProcess) {
   const pid_t pid = SpawnGroup();
   // Same pid, another start time: the recorded task ended and the pid was reused.
-  std::filesystem::create_directories(dir_ / "running");
-  std::ofstream(dir_ / "running" / "8.0.0") << pid << " " << (*ProcessStartTime(pid) + 1) << "\n";
-  std::ofstream(dir_ / "running" / "9.0.0") << "999999999 1\n";  // long gone
-  EXPECT_TRUE(KillLeftoverTasks(dir_ / "running").empty());
+  std::ofstream(journal_) << "+ 8.0.0 " << pid << " " << (*ProcessStartTime(pid) + 1) << "\n"
+                          << "+ 9.0.0 999999999 1\n";  // long gone
+  EXPECT_TRUE(KillLeftoverTasks(journal_).empty());
   EXPECT_TRUE(GroupAlive(pid));
-  EXPECT_TRUE(std::filesystem::is_empty(dir_ / "running")) << "stale records are removed";
+  EXPECT_FALSE(std::filesystem::exists(journal_)) << "stale records are removed";
 }
 
-TEST_F(LeftoverTasksTest, ForgottenTasksAreNotKilled) {
+TEST_F(LeftoverTasksTest, EndedTasksAreNotKilled) {
+  const pid_t ended = SpawnGroup();
+  const pid_t running = SpawnGroup();
+  {
+    RunningTaskJournal journal(journal_);
+    journal.Started("3.1.0", ended);
+    journal.Started("4.0.0", running);
+    journal.Ended("3.1.0");
+  }
+  EXPECT_EQ(KillLeftoverTasks(journal_), std::vector<std::string>{"4.0.0"});
+  EXPECT_TRUE(GroupAlive(ended));
+}
+
+TEST_F(LeftoverTasksTest, AnExitReportedBeforeTheStartLeavesNoRecord) {
   const pid_t pid = SpawnGroup();
-  RecordRunningTask(dir_ / "running", "3.1.0", pid);
-  ForgetRunningTask(dir_ / "running", "3.1.0");
-  EXPECT_TRUE(KillLeftoverTasks(dir_ / "running").empty());
-  EXPECT_TRUE(GroupAlive(pid));
+  {
+    RunningTaskJournal journal(journal_);
+    journal.Ended("5.0.0");  // the runner saw the exit before the launch recorded the start
+    journal.Started("5.0.0", pid);
+    EXPECT_EQ(journal.lines(), 0u);
+  }
+  EXPECT_TRUE(KillLeftoverTasks(journal_).empty());
+}
+
+TEST_F(LeftoverTasksTest, ALineTheAgentDiedWhileWritingIsSkipped) {
+  const pid_t pid = SpawnGroup();
+  std::ofstream(journal_) << "+ 1.0.0 " << pid << " " << *ProcessStartTime(pid) << "\n"
+                          << "+ 2.0.0 " << pid;  // torn: no start time
+  EXPECT_EQ(KillLeftoverTasks(journal_), std::vector<std::string>{"1.0.0"});
+  while (::waitpid(-pid, nullptr, 0) > 0) {
+  }
+  spawned_.clear();
+}
+
+TEST_F(LeftoverTasksTest, TheJournalIsRewrittenWithTheRunningTasksOnceItGrowsLong) {
+  const pid_t pid = SpawnGroup();
+  {
+    RunningTaskJournal journal(journal_);
+    journal.Started("0.0.0", pid);
+    // The same live process under many task ids, each ended at once: 2 lines per task.
+    for (int i = 1; i <= 3000; ++i) {
+      const std::string id = std::to_string(i) + ".0.0";
+      journal.Started(id, pid);
+      journal.Ended(id);
+    }
+    EXPECT_LT(journal.lines(), 4096u) << "rewritten once it reached 4,096 lines";
+    EXPECT_GT(journal.lines(), 0u);
+  }
+  EXPECT_LT(std::filesystem::file_size(journal_), 4096u * 20);
+  EXPECT_EQ(KillLeftoverTasks(journal_), std::vector<std::string>{"0.0.0"})
+      << "the running task survives the rewrite, the ended ones do not come back";
+  while (::waitpid(-pid, nullptr, 0) > 0) {
+  }
+  spawned_.clear();
 }
 
 TEST_F(LeftoverTasksTest, StartTimeOfThisProcessIsKnownAndOfNoProcessIsNot) {
