@@ -16,9 +16,10 @@
 //               agent takes its launches from its poll and reports those tasks running, so
 //               that every report is checked against a cluster that is in use (past 8 per
 //               node, the rest stay pending and every cycle plans them again). The run ends
-//               by timing `GET /v1/nodes` and `/metrics` on that cluster. `--log-bytes B`
-//               makes every running task print B bytes between two reports, which then carry
-//               them, as an agent ships output; `--report-ms` sets how often each agent reports
+//               by timing `GET /v1/nodes` (full and summary) and `/metrics` on that cluster.
+//               `--log-bytes B` makes every running task print B bytes between two reports, which
+//               then carry them, as an agent ships output; `--report-ms` sets how often each agent
+//               reports
 //   dispatch    as throughput, but the A agents are simulated in this process: each launch is
 //               reported exited at once, so the figure is the controller's own rate, without
 //               the cost of creating processes (which bounds `throughput` on small VMs)
@@ -897,12 +898,12 @@ int Heartbeats(const Flags& f) {
       return r && r->status == 200 ? ms : -1.0;
     };
     std::printf(
-        "%lld of %d jobs running, %lld pending; GET /v1/nodes %.1f ms, GET /metrics %.1f ms, GET "
-        "/v1/queues %.1f ms\n",
+        "%lld of %d jobs running, %lld pending; GET /v1/nodes %.1f ms (?view=summary %.1f ms), GET "
+        "/metrics %.1f ms, GET /v1/queues %.1f ms\n",
         static_cast<long long>(Metric(*http, "gangway_jobs{state=\"running\"}")), f.running_jobs,
         static_cast<long long>(Metric(*http, "gangway_jobs{state=\"pending\"}")),
-        timed("/v1/nodes", Auth(c.token)), timed("/metrics", {}),
-        timed("/v1/queues", Auth(c.token)));
+        timed("/v1/nodes", Auth(c.token)), timed("/v1/nodes?view=summary", Auth(c.token)),
+        timed("/metrics", {}), timed("/v1/queues", Auth(c.token)));
   }
   return 0;  // stop_polls_on_return stops the controller and the pollers
 }

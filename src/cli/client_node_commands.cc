@@ -44,21 +44,27 @@ std::string Cpu(const json& node) {
   return spec::FormatMilli(static_cast<int64_t>(std::llround(node["cpuMilli"].get<double>())));
 }
 
-// "8x H100-80GB" or "4x A100-40GB, 4x A100-80GB".
+// From a node's summary (GET /v1/nodes?view=summary): "8x H100-80GB" or
+// "4x A100-40GB, 4x A100-80GB".
 std::string GpuModels(const json& node) {
-  std::map<std::string, int> count;
-  if (node.contains("gpus") && node["gpus"].is_array()) {
-    for (const json& g : node["gpus"]) ++count[Str(g, "model", "?")];
-  }
   std::string out;
-  for (const auto& [model, n] : count) {
-    out += (out.empty() ? "" : ", ") + std::to_string(n) + "x " + model;
+  if (node.contains("gpuModels") && node["gpuModels"].is_object()) {
+    for (const auto& [model, n] : node["gpuModels"].items()) {
+      out += (out.empty() ? "" : ", ") + (n.is_number() ? n.dump() : "?") + "x " + model;
+    }
   }
   return out.empty() ? "-" : out;
 }
 
-size_t GpuCount(const json& node) {
-  return node.contains("gpus") && node["gpus"].is_array() ? node["gpus"].size() : 0;
+// "0-3,7" from a summary's list of GPU indices, or "-".
+std::string GpuIndices(const json& node, const char* key) {
+  std::vector<int64_t> indices;
+  if (node.contains(key) && node[key].is_array()) {
+    for (const json& i : node[key]) {
+      if (i.is_number_integer()) indices.push_back(i.get<int64_t>());
+    }
+  }
+  return indices.empty() ? "-" : IndexRanges(indices);
 }
 
 // ---- nodes ------------------------------------------------------------------------------------
@@ -70,7 +76,8 @@ struct NodesFlags {
 
 void RunNodes(const NodesFlags& f) {
   ApiClient api = Connect(f.conn);
-  json answer = Check(api.ListNodes());
+  // The table needs only each node's GPU counts; -o json shows every GPU and its holders.
+  json answer = Check(api.ListNodes(/*summary=*/f.output != "json"));
   if (f.output == "json") {
     PrintJson(answer);
     return;
@@ -92,29 +99,13 @@ void RunNodes(const NodesFlags& f) {
   for (const json& node : nodes) {
     std::vector<std::string> row = {Str(node, "name"),
                                     Str(node, "state"),
-                                    std::to_string(GpuCount(node)),
+                                    Num(node, "gpuCount"),
                                     Num(node, "gpusFree"),
                                     GpuModels(node),
                                     Cpu(node),
                                     Bytes(node, "memoryBytes"),
                                     client::AgoOrDash(Str(node, "lastHeartbeat"), now)};
     if (wide) {
-      std::vector<int64_t> unhealthy;
-      std::vector<int64_t> mig;
-      if (node.contains("gpus") && node["gpus"].is_array()) {
-        for (const json& g : node["gpus"]) {
-          int64_t index = g.contains("index") && g["index"].is_number_integer()
-                              ? g["index"].get<int64_t>()
-                              : -1;
-          if (g.contains("healthy") && g["healthy"].is_boolean() && !g["healthy"].get<bool>()) {
-            unhealthy.push_back(index);
-          }
-          if (g.contains("migEnabled") && g["migEnabled"].is_boolean() &&
-              g["migEnabled"].get<bool>()) {
-            mig.push_back(index);
-          }
-        }
-      }
       std::string labels;
       if (node.contains("labels") && node["labels"].is_object()) {
         for (const auto& [k, v] : node["labels"].items()) {
@@ -123,8 +114,8 @@ void RunNodes(const NodesFlags& f) {
         }
       }
       row.push_back(Str(node, "address", "-"));
-      row.push_back(unhealthy.empty() ? "-" : IndexRanges(unhealthy));
-      row.push_back(mig.empty() ? "-" : IndexRanges(mig));
+      row.push_back(GpuIndices(node, "unhealthyGpus"));
+      row.push_back(GpuIndices(node, "migGpus"));
       row.push_back(labels.empty() ? "-" : labels);
     }
     table.AddRow(std::move(row));

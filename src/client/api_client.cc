@@ -339,7 +339,32 @@ ApiResult<LogChunk> ApiClient::GetLogs(uint64_t id, int task, uint64_t offset,
   return chunk;
 }
 
-ApiResult<nlohmann::json> ApiClient::ListNodes() const { return SendJson("GET", "/v1/nodes"); }
+ApiResult<nlohmann::json> ApiClient::ListNodes(bool summary) const {
+  // Pages bound how long the controller holds its lock, and the size of one answer.
+  constexpr int kPage = 5000;
+  nlohmann::json answer;
+  nlohmann::json nodes = nlohmann::json::array();
+  std::string after;
+  for (;;) {
+    std::string path = "/v1/nodes?limit=" + std::to_string(kPage);
+    if (summary) path += "&view=summary";
+    if (!after.empty()) path += "&after=" + UrlEncode(after);
+    auto page = SendJson("GET", path);
+    if (!page.ok()) return page;
+    if (!page->contains("nodes") || !(*page)["nodes"].is_array()) {
+      return LocalError("bad_response", "the controller's node list has no \"nodes\" array");
+    }
+    for (auto& node : (*page)["nodes"]) nodes.push_back(std::move(node));
+    const auto next = page->find("next");
+    const bool more = next != page->end() && next->is_string() && next->get<std::string>() > after;
+    if (more) after = next->get<std::string>();
+    if (answer.is_null()) answer = std::move(*page);
+    if (!more) break;
+  }
+  answer["nodes"] = std::move(nodes);
+  answer.erase("next");
+  return answer;
+}
 
 ApiResult<nlohmann::json> ApiClient::GetNode(const std::string& name) const {
   return SendJson("GET", "/v1/nodes/" + UrlEncode(name));

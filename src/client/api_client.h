@@ -100,7 +100,9 @@ class ApiClient {
   ApiResult<nlohmann::json> CancelJob(uint64_t id) const;
   // GET /v1/jobs/{id}/logs. `limit` 0: the controller's default.
   ApiResult<LogChunk> GetLogs(uint64_t id, int task, uint64_t offset, uint64_t limit = 0) const;
-  ApiResult<nlohmann::json> ListNodes() const;
+  // GET /v1/nodes, every page joined. `summary`: GPU counts per node instead of every GPU
+  // and its holders (a tenth of the bytes on 8-GPU nodes).
+  ApiResult<nlohmann::json> ListNodes(bool summary = false) const;
   ApiResult<nlohmann::json> GetNode(const std::string& name) const;
   // POST /v1/nodes/{name}/{action}; action is drain, undrain, cordon or uncordon.
   ApiResult<nlohmann::json> NodeAction(const std::string& name, const std::string& action) const;

@@ -61,6 +61,13 @@ struct JobListQuery {
   bool all_users = false;
 };
 
+// GET /v1/nodes: nodes in name order, a page at a time.
+struct NodeListQuery {
+  bool summary = false;  // per node, GPU counts by model and state instead of every GPU
+  std::string after;     // only nodes named after this (the previous page's "next")
+  size_t limit = 0;      // 0: every node
+};
+
 struct Caller {
   std::string user;
   bool admin = false;
@@ -134,7 +141,7 @@ class Controller {
   };
   Outcome<LogChunk> Logs(const Caller& caller, uint64_t id, int task, int64_t offset,
                          int64_t limit);
-  nlohmann::json ListNodes();
+  nlohmann::json ListNodes(const NodeListQuery& query = {});
   Outcome<nlohmann::json> GetNode(std::string_view name);
   // action: drain, undrain, cordon, uncordon
   Outcome<nlohmann::json> NodeAction(const Caller& caller, std::string_view name,
@@ -269,6 +276,7 @@ class Controller {
   };
   NodeFacts NodeFactsLocked(const NodeEntry& node) const;
   static nlohmann::json NodeView(const NodeFacts& facts);
+  static nlohmann::json NodeSummaryView(const NodeFacts& facts);
   bool Visible(const Caller& caller, const JobRecord& job) const;
   JobRecord* FindJob(uint64_t id);
   // The 404 for a job id that is not in jobs_: never submitted, or forgotten.

@@ -138,6 +138,31 @@ Controller::NodeFacts Controller::NodeFactsLocked(const NodeEntry& e) const {
   return out;
 }
 
+namespace {
+
+std::string NodeState(const NodeRecord& n, bool busy) {
+  if (n.lost) return "lost";
+  if (n.draining) return busy ? "draining" : "drained";
+  if (n.cordoned) return "cordoned";
+  return "ready";
+}
+
+// Whether GPU i of a node is free: healthy, not split into MIG slices, held by no task.
+template <typename GpuUse>
+std::vector<bool> FreeGpus(const NodeRecord& n, const std::vector<GpuUse>& uses) {
+  std::vector<bool> free(n.node.gpus.size());
+  for (size_t i = 0; i < free.size(); ++i) {
+    free[i] = n.node.gpus[i].healthy && !n.node.gpus[i].mig_enabled;
+  }
+  for (const auto& u : uses) {
+    if (u.gpu >= 0 && static_cast<size_t>(u.gpu) < free.size())
+      free[static_cast<size_t>(u.gpu)] = false;
+  }
+  return free;
+}
+
+}  // namespace
+
 json Controller::NodeView(const NodeFacts& facts) {
   const NodeRecord& n = facts.record;
   std::vector<json> used(n.node.gpus.size(), json::array());
@@ -150,20 +175,10 @@ json Controller::NodeView(const NodeFacts& facts) {
                                                   {"migProfile", u.mig_profile}});
     }
   }
-  std::string state = "ready";
-  if (n.lost) {
-    state = "lost";
-  } else if (n.draining) {
-    state = facts.busy ? "draining" : "drained";
-  } else if (n.cordoned) {
-    state = "cordoned";
-  }
+  const std::vector<bool> free = FreeGpus(n, facts.uses);
   json gpus = json::array();
-  int free = 0;
   for (size_t i = 0; i < n.node.gpus.size(); ++i) {
-    const core::GpuDevice& g = n.node.gpus[i];
-    if (used[i].empty() && g.healthy && !g.mig_enabled) ++free;
-    json gpu = GpuDoc(g);
+    json gpu = GpuDoc(n.node.gpus[i]);
     gpu["utilization"] = i < n.gpu_status.size() && n.gpu_status[i].utilization >= 0
                              ? json(n.gpu_status[i].utilization)
                              : json(nullptr);
@@ -171,13 +186,39 @@ json Controller::NodeView(const NodeFacts& facts) {
     gpus.push_back(std::move(gpu));
   }
   return {{"name", n.node.name},
-          {"state", state},
+          {"state", NodeState(n, facts.busy)},
           {"address", n.address},
           {"cpuMilli", n.node.cpu_milli},
           {"memoryBytes", n.node.memory_bytes},
           {"labels", n.node.labels},
           {"gpus", gpus},
-          {"gpusFree", free},
+          {"gpusFree", std::count(free.begin(), free.end(), true)},
+          {"registeredAt", TimeOrNull(n.registered_at)},
+          {"lastHeartbeat", TimeOrNull(n.last_report)}};
+}
+
+json Controller::NodeSummaryView(const NodeFacts& facts) {
+  const NodeRecord& n = facts.record;
+  const std::vector<bool> free = FreeGpus(n, facts.uses);
+  json models = json::object();
+  json unhealthy = json::array();
+  json mig = json::array();
+  for (const core::GpuDevice& g : n.node.gpus) {
+    models[g.model] = models.value(g.model, 0) + 1;
+    if (!g.healthy) unhealthy.push_back(g.index);
+    if (g.mig_enabled) mig.push_back(g.index);
+  }
+  return {{"name", n.node.name},
+          {"state", NodeState(n, facts.busy)},
+          {"address", n.address},
+          {"cpuMilli", n.node.cpu_milli},
+          {"memoryBytes", n.node.memory_bytes},
+          {"labels", n.node.labels},
+          {"gpuCount", n.node.gpus.size()},
+          {"gpuModels", std::move(models)},
+          {"gpusFree", std::count(free.begin(), free.end(), true)},
+          {"unhealthyGpus", std::move(unhealthy)},
+          {"migGpus", std::move(mig)},
           {"registeredAt", TimeOrNull(n.registered_at)},
           {"lastHeartbeat", TimeOrNull(n.last_report)}};
 }
@@ -394,18 +435,28 @@ Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id
   return out;
 }
 
-json Controller::ListNodes() {
+json Controller::ListNodes(const NodeListQuery& q) {
   // Gathered under the lock, shown after it: building the JSON of thousands of nodes took
   // longer than agents' reports may wait.
   std::vector<NodeFacts> facts;
+  bool more = false;
   {
     std::lock_guard lock(mu_);
-    facts.reserve(nodes_.size());
-    for (const auto& [name, e] : nodes_) facts.push_back(NodeFactsLocked(e));
+    auto it = q.after.empty() ? nodes_.begin() : nodes_.upper_bound(q.after);
+    facts.reserve(q.limit > 0 ? std::min(q.limit, nodes_.size()) : nodes_.size());
+    for (; it != nodes_.end(); ++it) {
+      if (q.limit > 0 && facts.size() == q.limit) {
+        more = true;
+        break;
+      }
+      facts.push_back(NodeFactsLocked(it->second));
+    }
   }
   json out = json::array();
-  for (const NodeFacts& f : facts) out.push_back(NodeView(f));
-  return {{"nodes", out}};
+  for (const NodeFacts& f : facts) out.push_back(q.summary ? NodeSummaryView(f) : NodeView(f));
+  json answer = {{"nodes", std::move(out)}};
+  if (more) answer["next"] = facts.back().record.node.name;
+  return answer;
 }
 
 Outcome<json> Controller::GetNode(std::string_view name) {

@@ -318,8 +318,20 @@ void HttpApi::Routes() {
           res.set_content(chunk.data, "text/plain; charset=utf-8");
         });
   route("GET", "/v1/nodes", "list_nodes", Who::kUser,
-        [this](const Request&, Response& res, const Identity&) {
-          SendJson(res, 200, controller_.ListNodes());
+        [this](const Request& req, Response& res, const Identity&) {
+          const std::string view = req.has_param("view") ? req.get_param_value("view") : "full";
+          if (view != "full" && view != "summary") {
+            SendError(res, {400, "bad_request",
+                            "view: '" + view + "' is not a view of nodes (full, summary)", "view",
+                            json::array()});
+            return;
+          }
+          auto limit = IntParam(req, res, "limit", 0, 1, 100000);
+          if (!limit) return;
+          SendJson(res, 200,
+                   controller_.ListNodes({.summary = view == "summary",
+                                          .after = req.get_param_value("after"),
+                                          .limit = static_cast<size_t>(*limit)}));
         });
   route("GET", R"(/v1/nodes/([A-Za-z0-9._-]+))", "get_node", Who::kUser,
         [this](const Request& req, Response& res, const Identity&) {

@@ -77,7 +77,16 @@ json Build() {
                    {id, Param("task", "query", "integer", "task index (RANK)"),
                     Param("offset", "query", "integer", "byte offset"),
                     Param("limit", "query", "integer", "at most this many bytes")})}}},
-      {"/v1/nodes", {{"get", Op("Nodes, their GPUs and who holds them", "nodes")}}},
+      {"/v1/nodes",
+       {{"get",
+         Op("Nodes in name order, their GPUs and who holds them; a page ends with \"next\" when "
+            "more follow",
+            "nodes",
+            {Param("view", "query", "string",
+                   "full (default: every GPU and its holders) or summary (GPU counts by model; "
+                   "unhealthy and MIG GPUs' indices)"),
+             Param("after", "query", "string", "only nodes named after this (a page's next)"),
+             Param("limit", "query", "integer", "at most this many (default: all)")})}}},
       {"/v1/nodes/{name}", {{"get", Op("One node", "nodes", {node})}}},
       {"/v1/nodes/{name}/drain",
        {{"post", Op("No new work; drained once idle (admin)", "nodes", {node})}}},

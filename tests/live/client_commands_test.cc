@@ -611,28 +611,20 @@ TEST_F(ClientCommandsTest, CancelGoesOnAfterAFailureAndReportsIt) {
 // ---- nodes, queues
 // -------------------------------------------------------------------------------
 
+// A node as GET /v1/nodes?view=summary shows it: 8 GPUs, the last one unhealthy.
 json Node(const std::string& name, const std::string& state, int used) {
-  json gpus = json::array();
-  for (int i = 0; i < 8; ++i) {
-    gpus.push_back(
-        {{"index", i},
-         {"model", "H100-80GB"},
-         {"memoryBytes", 85899345920LL},
-         {"uuid", "GPU-" + std::to_string(i)},
-         {"domain", 0},
-         {"migEnabled", false},
-         {"healthy", i != 7},
-         {"usedBy", i < used ? json::array({{{"job", 7}, {"milli", 1000}}}) : json::array()}});
-  }
   return {{"name", name},
           {"state", state},
           {"address", "10.0.0.5"},
           {"cpuMilli", 64000},
           {"memoryBytes", 549755813888LL},
           {"labels", {{"zone", "a"}}},
-          {"gpus", gpus},
+          {"gpuCount", 8},
+          {"gpuModels", {{"H100-80GB", 8}}},
+          {"unhealthyGpus", {7}},
+          {"migGpus", json::array()},
           {"lastHeartbeat", Ago(std::chrono::seconds(3))},
-          {"gpusFree", 8 - used}};
+          {"gpusFree", 7 - used}};
 }
 
 TEST_F(ClientCommandsTest, NodesShowsGpusFreeAndHeartbeat) {
@@ -643,12 +635,34 @@ TEST_F(ClientCommandsTest, NodesShowsGpusFreeAndHeartbeat) {
   EXPECT_TRUE(std::regex_search(
       o.out,
       std::regex("NAME   STATE     GPUS   FREE   MODEL          CPU   MEMORY   HEARTBEAT\n"
-                 "n1     ready     8      6      8x H100-80GB   64    512Gi    \\d+s ago\n"
-                 "n2     drained   8      8      8x H100-80GB   64    512Gi    \\d+s ago\n")))
+                 "n1     ready     8      5      8x H100-80GB   64    512Gi    \\d+s ago\n"
+                 "n2     drained   8      7      8x H100-80GB   64    512Gi    \\d+s ago\n")))
       << o.out;
+  // The table asks for the summary; -o json for every GPU.
+  ASSERT_EQ(fake_.requests("GET", "/v1/nodes").size(), 1u);
+  EXPECT_EQ(fake_.requests("GET", "/v1/nodes")[0].Param("view"), "summary");
   o = Run({"nodes", "-o", "wide"});
   ASSERT_EQ(o.exit_code, 0) << Show(o);
   EXPECT_TRUE(std::regex_search(o.out, std::regex("10\\.0\\.0\\.5   7 +- +zone=a\n"))) << o.out;
+  o = Run({"nodes", "-o", "json"});
+  ASSERT_EQ(o.exit_code, 0) << Show(o);
+  EXPECT_FALSE(fake_.requests("GET", "/v1/nodes").back().HasParam("view"));
+}
+
+TEST_F(ClientCommandsTest, NodesJoinsTheControllersPages) {
+  fake_.On("GET /v1/nodes", [](const httplib::Request& req, httplib::Response& res) {
+    const std::string after = req.get_param_value("after");
+    json page = after.empty() ? json{{"nodes", {Node("a1", "ready", 0)}}, {"next", "a1"}}
+                              : json{{"nodes", {Node("b2", "ready", 1)}}};
+    res.set_content(page.dump(), "application/json");
+  });
+  Outcome o = Run({"nodes"});
+  ASSERT_EQ(o.exit_code, 0) << Show(o);
+  EXPECT_NE(o.out.find("\na1 "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\nb2 "), std::string::npos) << o.out;
+  const auto requests = fake_.requests("GET", "/v1/nodes");
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].Param("after"), "a1");
 }
 
 TEST_F(ClientCommandsTest, NodeActionsPostAndPrintTheNewState) {

@@ -881,6 +881,52 @@ TEST_F(ControllerTest, WhatANodeHoldsFollowsAJobThatMovedToAnotherNode) {
   EXPECT_EQ(nodes[1]["gpus"][0]["usedBy"].size(), 0u) << nodes[1];
 }
 
+// The summary that `gangway nodes` shows counts GPUs as the full view does, and both come a
+// page at a time in name order.
+TEST_F(ControllerTest, NodeSummariesCountWhatTheFullViewShowsAndListsArePaged) {
+  Start();
+  json body = RegisterBody("n1", 4);
+  body["node"]["gpus"][2]["healthy"] = false;
+  body["node"]["gpus"][3]["migEnabled"] = true;
+  body["node"]["gpus"][3]["model"] = "A100-40GB";
+  Ok(c().Register(body, {.token = "join", .join = true}));
+  Register("n2", 2);
+  Register("n3", 1);
+  Submit("name: j\ngpu: 1\ncommand: [train]\n");
+  json launch;
+  for (const char* node : {"n1", "n2", "n3"}) {
+    json cmds = TakeCommands(node, std::chrono::milliseconds(100));
+    if (!cmds.empty()) launch = cmds[0]["task"];
+  }
+  ASSERT_FALSE(launch.is_null());
+
+  const json full = c().ListNodes()["nodes"];
+  const json summary = c().ListNodes({.summary = true})["nodes"];
+  ASSERT_EQ(full.size(), 3u);
+  ASSERT_EQ(summary.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(summary[i]["name"], full[i]["name"]);
+    EXPECT_EQ(summary[i]["gpusFree"], full[i]["gpusFree"]) << summary[i] << full[i];
+    EXPECT_EQ(summary[i]["gpuCount"], full[i]["gpus"].size());
+    EXPECT_FALSE(summary[i].contains("gpus"));
+  }
+  EXPECT_EQ(summary[0]["gpuModels"], (json{{"A100-40GB", 1}, {"H100-80GB", 3}}));
+  EXPECT_EQ(summary[0]["unhealthyGpus"], json::array({2}));
+  EXPECT_EQ(summary[0]["migGpus"], json::array({3}));
+  int free = 0;
+  for (const json& n : summary) free += n["gpusFree"].get<int>();
+  EXPECT_EQ(free, 2 + 2 + 1 - 1) << "n1's two usable GPUs, n2's two, n3's one, less the job's";
+
+  json page = c().ListNodes({.limit = 2});
+  ASSERT_EQ(page["nodes"].size(), 2u);
+  EXPECT_EQ(page["next"], "n2");
+  page = c().ListNodes({.after = "n2", .limit = 2});
+  ASSERT_EQ(page["nodes"].size(), 1u);
+  EXPECT_EQ(page["nodes"][0]["name"], "n3");
+  EXPECT_FALSE(page.contains("next"));
+  EXPECT_TRUE(c().ListNodes({.after = "n3"})["nodes"].empty());
+}
+
 TEST_F(ControllerTest, NodeTokensSurviveARestartAndALostNodeMayBeTakenOver) {
   auto o = Options();
   o.node_timeout = std::chrono::milliseconds(300);

@@ -400,6 +400,29 @@ TEST_F(HttpApiTest, JobListsArePagedWithLimitAndBefore) {
   EXPECT_EQ(ErrorOf(http_->Get("/v1/jobs?before=x", As(kAliceToken)), 400)["field"], "before");
 }
 
+TEST_F(HttpApiTest, NodeListsTakeAViewALimitAndACursor) {
+  for (const char* name : {"n1", "n2"}) {
+    auto r = http_->Post("/v1/agents/register", As(kJoinToken), RegisterBody(name, 2).dump(),
+                         "application/json");
+    ASSERT_EQ(r->status, 200) << r->body;
+  }
+  auto r = http_->Get("/v1/nodes?view=summary&limit=1", As(kAliceToken));
+  ASSERT_EQ(r->status, 200) << r->body;
+  json page = json::parse(r->body);
+  ASSERT_EQ(page["nodes"].size(), 1u);
+  EXPECT_EQ(page["nodes"][0]["gpuCount"], 2);
+  EXPECT_EQ(page["next"], "n1");
+  r = http_->Get("/v1/nodes?after=n1", As(kAliceToken));
+  page = json::parse(r->body);
+  ASSERT_EQ(page["nodes"].size(), 1u);
+  EXPECT_EQ(page["nodes"][0]["gpus"].size(), 2u) << "the full view is the default";
+
+  json e = ErrorOf(http_->Get("/v1/nodes?view=short", As(kAliceToken)), 400);
+  EXPECT_EQ(e["field"], "view");
+  EXPECT_EQ(e["message"], "view: 'short' is not a view of nodes (full, summary)");
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/nodes?limit=0", As(kAliceToken)), 400)["field"], "limit");
+}
+
 TEST_F(HttpApiTest, ASecondServerCannotBindTheSamePort) {
   // With SO_REUSEPORT (httplib's default) this Bind succeeded, and the kernel then split new
   // connections between two controllers with different state.
