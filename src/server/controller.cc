@@ -118,9 +118,15 @@ void Controller::Load() {
     return ReadJobBack(rows[i].doc, options_.priority_classes);
   });
   rows = {};
+  const int64_t wall_now = Now();
   for (LoadedJob& l : loaded) {
     if (!l.job) continue;
     JobRecord job = std::move(*l.job);
+    // A first attempt has waited since its submission; a later one's requeue time is not
+    // stored, so it waits from here.
+    job.waiting_since =
+        now - std::chrono::seconds(
+                  job.attempt == 0 ? std::max<int64_t>(0, wall_now - job.submitted_at) : 0);
     if (!l.unreadable.empty()) {
       job.state = JobState::kFailed;
       job.finished_at = Now();
@@ -478,6 +484,13 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
       }
     }
     job->state = JobState::kScheduled;
+    const std::string& queue = job->live.job.queue;
+    auto wait = wait_by_queue_.find(queue);
+    if (wait == wait_by_queue_.end()) {
+      wait = wait_by_queue_.emplace(queue, Histogram(Histogram::kWaitBounds)).first;
+    }
+    wait->second.Observe(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - job->waiting_since));
     std::string where;
     for (const std::string& n : node_names) where += (where.empty() ? "" : ", ") + n;
     EventLocked(job->id, "scheduled",
@@ -488,8 +501,8 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   const auto micros = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
   metrics.cycles++;
-  metrics.cycle_micros_total += micros;
   metrics.last_cycle_micros = micros;
+  cycle_seconds_.Observe(std::chrono::microseconds(micros));
 }
 
 void Controller::UpdateRunningLocked() {
@@ -715,6 +728,7 @@ void Controller::SettleLocked(JobRecord& job) {
       job.tasks.clear();
       job.state = JobState::kPending;
       job.started_at = 0;
+      job.waiting_since = Clock::now();
       EventLocked(job.id, "requeued", "waiting to start attempt " + std::to_string(job.attempt));
     } else {
       job.state = after;

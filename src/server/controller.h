@@ -33,6 +33,7 @@
 #include "core/model/queue.h"
 #include "core/sched/profile.h"
 #include "core/sched/scheduler.h"
+#include "server/histogram.h"
 #include "server/log_store.h"
 #include "server/records.h"
 #include "server/store.h"
@@ -108,7 +109,6 @@ struct ControllerOptions {
 struct Metrics {
   std::atomic<uint64_t> cycles{0};
   std::atomic<uint64_t> full_cycles{0};  // over every pending job (see cycle_depth)
-  std::atomic<uint64_t> cycle_micros_total{0};
   std::atomic<uint64_t> last_cycle_micros{0};
   std::atomic<uint64_t> starts{0};
   std::atomic<uint64_t> preemptions{0};
@@ -334,6 +334,10 @@ class Controller {
   // model (tasks on lost nodes excluded), and per queue (its own jobs, not its children's) the
   // GPU milli held and the jobs holding any.
   std::map<std::string, int64_t, std::less<>> allocated_by_model_;
+  // gangway_scheduling_cycle_seconds, and per queue gangway_job_wait_seconds: from the time an
+  // attempt began to wait (JobRecord::waiting_since) to its placement.
+  Histogram cycle_seconds_{Histogram::kLatencyBounds};
+  std::map<std::string, Histogram, std::less<>> wait_by_queue_;
   std::map<std::string, int64_t, std::less<>> usage_by_queue_;
   std::map<std::string, int64_t, std::less<>> active_by_queue_;
   std::set<std::pair<int64_t, uint64_t>> finished_;  // (finished_at, id) of finished jobs

@@ -281,6 +281,7 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
     job.live.job.id = core::JobId{job.id};
     job.live.job.submit_time = core::FromSeconds(now);
     job.submitted_at = now;
+    job.waiting_since = Clock::now();
     SaveJobLocked(job);
     EventLocked(job.id, "submitted", "by " + job.live.job.user + " to queue " + job.live.job.queue);
     auto [it, inserted] = jobs_.emplace(job.id, std::move(job));
@@ -993,12 +994,15 @@ std::string Controller::MetricsText() {
   for (const char* s : {"ready", "cordoned", "lost"}) {
     o << "gangway_nodes{state=\"" << s << "\"} " << node_states[s] << "\n";
   }
+  o << "# HELP gangway_job_wait_seconds From submission or requeue to placement, per queue.\n"
+       "# TYPE gangway_job_wait_seconds histogram\n";
+  for (const auto& [queue, h] : wait_by_queue_) {
+    h.Write(o, "gangway_job_wait_seconds", "queue=\"" + queue + "\"");
+  }
   o << "# HELP gangway_scheduling_cycle_seconds Time spent in scheduling cycles.\n"
-       "# TYPE gangway_scheduling_cycle_seconds summary\n"
-    << "gangway_scheduling_cycle_seconds_sum "
-    << static_cast<double>(metrics.cycle_micros_total.load()) / 1e6 << "\n"
-    << "gangway_scheduling_cycle_seconds_count " << metrics.cycles.load() << "\n"
-    << "# HELP gangway_scheduling_full_cycles_total Cycles over every pending job; the others "
+       "# TYPE gangway_scheduling_cycle_seconds histogram\n";
+  cycle_seconds_.Write(o, "gangway_scheduling_cycle_seconds", "");
+  o << "# HELP gangway_scheduling_full_cycles_total Cycles over every pending job; the others "
        "consider the first --cycle-depth.\n"
        "# TYPE gangway_scheduling_full_cycles_total counter\n"
     << "gangway_scheduling_full_cycles_total " << metrics.full_cycles.load() << "\n"

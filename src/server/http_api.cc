@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <sstream>
 
 namespace gangway::server {
@@ -157,9 +158,11 @@ void HttpApi::Stop() { server_->stop(); }
 
 void HttpApi::Count(const std::string& route, int status, double seconds) {
   std::lock_guard lock(stats_mu_);
-  RouteStats& s = stats_[{route, status}];
-  s.count++;
-  s.seconds += seconds;
+  ++requests_[{route, status}];
+  auto it = latency_.find(route);
+  if (it == latency_.end())
+    it = latency_.emplace(route, Histogram(Histogram::kLatencyBounds)).first;
+  it->second.Observe(std::chrono::microseconds(std::llround(seconds * 1e6)));
 }
 
 void HttpApi::Routes() {
@@ -421,20 +424,14 @@ std::string HttpApi::MetricsText() {
   o << "# HELP gangway_api_requests_total API requests by route and status.\n"
        "# TYPE gangway_api_requests_total counter\n";
   std::lock_guard lock(stats_mu_);
-  for (const auto& [key, s] : stats_) {
+  for (const auto& [key, count] : requests_) {
     o << "gangway_api_requests_total{route=\"" << key.first << "\",code=\"" << key.second << "\"} "
-      << s.count << "\n";
+      << count << "\n";
   }
   o << "# HELP gangway_api_request_seconds API latency by route.\n"
-       "# TYPE gangway_api_request_seconds summary\n";
-  std::map<std::string, RouteStats> by_route;
-  for (const auto& [key, s] : stats_) {
-    by_route[key.first].count += s.count;
-    by_route[key.first].seconds += s.seconds;
-  }
-  for (const auto& [route, s] : by_route) {
-    o << "gangway_api_request_seconds_sum{route=\"" << route << "\"} " << s.seconds << "\n";
-    o << "gangway_api_request_seconds_count{route=\"" << route << "\"} " << s.count << "\n";
+       "# TYPE gangway_api_request_seconds histogram\n";
+  for (const auto& [route, h] : latency_) {
+    h.Write(o, "gangway_api_request_seconds", "route=\"" + route + "\"");
   }
   // Read inside a request, so the pool is the one serving it.
   if (const GrowingThreadPool* pool = pool_.load()) {

@@ -18,6 +18,7 @@
 #include "server/auth.h"
 #include "server/controller.h"
 #include "server/growing_thread_pool.h"
+#include "server/histogram.h"
 
 namespace gangway::server {
 
@@ -56,12 +57,9 @@ class HttpApi {
   int listen_fd_ = -1;                                   // the socket the last Bind attempt created
   std::atomic<const GrowingThreadPool*> pool_{nullptr};  // owned by server_ while it serves
 
-  struct RouteStats {
-    uint64_t count = 0;
-    double seconds = 0;
-  };
   std::mutex stats_mu_;
-  std::map<std::pair<std::string, int>, RouteStats> stats_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;  // (route, status) -> count
+  std::map<std::string, Histogram> latency_;                  // route -> seconds
 };
 
 // The OpenAPI 3 document of the user and agent APIs.

@@ -9,6 +9,7 @@
 // is set the job's tasks are being stopped; once none holds resources the job moves to that
 // state (pending = requeued with attempt + 1).
 
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -94,6 +95,9 @@ struct JobRecord {
   std::vector<std::pair<std::string, int64_t>> counted_gpus;
   int64_t counted_queue_milli = 0;
   bool counted_active = false;
+  // Not persisted: when this attempt began to wait (submitted, requeued, or reloaded), for
+  // gangway_job_wait_seconds.
+  std::chrono::steady_clock::time_point waiting_since{};
 
   std::string TaskId(int index) const {
     return std::to_string(id) + "." + std::to_string(attempt) + "." + std::to_string(index);

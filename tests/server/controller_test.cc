@@ -154,6 +154,13 @@ TEST_F(ControllerTest, JobCountsFollowTransitionsRestartsAndForgetting) {
   const std::string a_task = TakeCommands("n1")[0]["task"]["taskId"];
   ASSERT_EQ(State(a), "scheduled");
   EXPECT_EQ(jobs("scheduled"), "1");
+  // a waited until its placement; b and c still wait, and are not counted yet.
+  EXPECT_EQ(metric("gangway_job_wait_seconds_count{queue=\"default\"}"), "1");
+  EXPECT_EQ(metric("gangway_job_wait_seconds_bucket{queue=\"default\",le=\"+Inf\"}"), "1");
+  EXPECT_EQ(metric("gangway_job_wait_seconds_count{queue=\"batch\"}"), "missing");
+  EXPECT_NE(metric("gangway_scheduling_cycle_seconds_count"), "0");
+  EXPECT_EQ(metric("gangway_scheduling_cycle_seconds_bucket{le=\"+Inf\"}"),
+            metric("gangway_scheduling_cycle_seconds_count"));
   EXPECT_EQ(jobs("pending"), "2");
   EXPECT_EQ(metric("gangway_queue_pending_jobs{queue=\"batch\"}"), "2");
   EXPECT_EQ(metric("gangway_queue_pending_jobs{queue=\"default\"}"), "0");
@@ -576,6 +583,9 @@ TEST_F(ControllerTest, PreemptedJobIsRequeuedAndResumesWithTheSameCheckpointDir)
   EXPECT_EQ(cmds[0]["task"]["job"], low);
   EXPECT_EQ(cmds[0]["task"]["attempt"], 1);
   EXPECT_EQ(cmds[0]["task"]["env"]["GANGWAY_CHECKPOINT_DIR"], ckpt);
+  // Each placement ends a wait: low's first, high's, and low's after its requeue.
+  EXPECT_NE(c().MetricsText().find("\ngangway_job_wait_seconds_count{queue=\"default\"} 3\n"),
+            std::string::npos);
 }
 
 // Cycles plan from a list of pending jobs kept from one cycle to the next; jobs leave it from

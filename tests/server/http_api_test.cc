@@ -192,6 +192,11 @@ TEST_F(HttpApiTest, MetricsHealthAndOpenApi) {
   EXPECT_THAT(m->body, HasSubstr("gangway_jobs_submitted_total 1"));
   EXPECT_THAT(m->body, HasSubstr("gangway_api_requests_total{route=\"submit\",code=\"201\"} 1"));
   EXPECT_THAT(m->body, HasSubstr("gangway_queue_pending_jobs{queue=\"default\"} 1"));
+  EXPECT_THAT(m->body, HasSubstr("# TYPE gangway_api_request_seconds histogram\n"));
+  EXPECT_THAT(m->body,
+              HasSubstr("gangway_api_request_seconds_bucket{route=\"submit\",le=\"+Inf\"} 1\n"
+                        "gangway_api_request_seconds_sum{route=\"submit\"} "));
+  EXPECT_THAT(m->body, HasSubstr("gangway_api_request_seconds_count{route=\"submit\"} 1\n"));
   auto doc = http_->Get("/v1/openapi.json");
   ASSERT_TRUE(doc);
   json openapi = json::parse(doc->body);
