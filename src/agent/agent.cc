@@ -763,7 +763,9 @@ json Agent::BuildReportLocked(std::vector<SentLog>* sent) {
   body["logs"] = std::move(logs);
   json gpus = json::array();
   for (const GpuSample& s : gpu_samples_) {
-    gpus.push_back({{"index", s.index}, {"healthy", s.healthy}, {"utilization", s.utilization}});
+    json sample = {{"index", s.index}, {"healthy", s.healthy}};
+    if (s.utilization >= 0) sample["utilization"] = s.utilization;
+    gpus.push_back(std::move(sample));
   }
   body["gpus"] = std::move(gpus);
   return body;

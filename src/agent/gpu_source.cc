@@ -110,7 +110,7 @@ class NvmlGpuSource final : public GpuSource {
   std::vector<GpuSample> Sample() override {
     std::vector<GpuSample> out;
     for (size_t i = 0; i < gpus_.size(); ++i) {
-      GpuSample s{.index = gpus_[i].index, .healthy = gpus_[i].healthy, .utilization = 0};
+      GpuSample s{.index = gpus_[i].index, .healthy = gpus_[i].healthy};
       nvmlUtilization_t u{};
       const nvmlReturn_t rc = api_.GetUtilization(handles_[i], &u);
       if (rc == NVML_SUCCESS) {

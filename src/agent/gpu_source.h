@@ -34,7 +34,7 @@ struct GpuGrant {
 struct GpuSample {
   int index = 0;
   bool healthy = true;
-  int utilization = 0;  // percent
+  int utilization = -1;  // percent; -1: not known (a fake GPU, or NVML could not tell)
 };
 
 class GpuSource {

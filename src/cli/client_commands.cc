@@ -7,6 +7,7 @@ namespace gangway::cli {
 void AddClientCommands(CLI::App& app) {
   AddJobCommands(app);
   AddNodeCommands(app);
+  AddTopCommand(app);
   AddUpCommand(app);
 }
 

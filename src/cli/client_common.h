@@ -63,9 +63,10 @@ std::string GpuMilli(const nlohmann::json& value);
 std::string IndexRanges(const std::vector<int64_t>& indices);
 
 // The command groups, one per file: client_job_commands.cc, client_node_commands.cc,
-// client_up_command.cc.
+// client_top_command.cc, client_up_command.cc.
 void AddJobCommands(CLI::App& app);
 void AddNodeCommands(CLI::App& app);
+void AddTopCommand(CLI::App& app);
 void AddUpCommand(CLI::App& app);
 
 // Reads a job file (- for stdin) and submits it; the controller's answer {"job": Job}. Fails

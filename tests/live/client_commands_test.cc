@@ -665,6 +665,43 @@ TEST_F(ClientCommandsTest, NodesJoinsTheControllersPages) {
   EXPECT_EQ(requests[1].Param("after"), "a1");
 }
 
+TEST_F(ClientCommandsTest, TopShowsAllocationAndMeasuredUtilizationMostIdleFirst) {
+  auto gpu = [](int index, int util, json used) {
+    return json{{"index", index}, {"utilization", util}, {"usedBy", std::move(used)}};
+  };
+  const json busy = {{"job", 4}, {"milli", 1000}, {"user", "bob"}};
+  const json idle = {{"job", 7}, {"milli", 1000}, {"user", "alice"}};
+  fake_.Reply("GET /v1/nodes", 200,
+              {{"nodes",
+                {{{"name", "n1"},
+                  {"state", "ready"},
+                  {"gpus",
+                   {gpu(0, 95, {busy}), gpu(1, 5, {idle}), gpu(2, 15, {idle}),
+                    gpu(3, 0, json::array())}}}}}});
+  fake_.Reply("GET /v1/jobs", 200,
+              {{"jobs", {{{"id", 7}, {"name", "notebook"}, {"queue", "research"}}}}});
+  Outcome o = Run({"top"});
+  ASSERT_EQ(o.exit_code, 0) << Show(o);
+  EXPECT_NE(o.out.find("GPUs: 4 on 1 nodes (1 ready), 3 allocated (75%)\n"
+                       "Utilization: 38% of allocated GPUs, 29% of all (4 of 4 GPUs report)\n"),
+            std::string::npos)
+      << o.out;
+  EXPECT_TRUE(std::regex_search(o.out, std::regex("\nn1 +ready +4 +3 +29% +4,7\n"))) << o.out;
+  // Job 7 leaves 1.8 of its 2 GPUs idle and comes first; job 4 is not in the job list.
+  EXPECT_TRUE(
+      std::regex_search(o.out, std::regex("JOB +NAME +USER +QUEUE +GPUS +UTIL +IDLE +NODES\n"
+                                          "7 +notebook +alice +research +2 +10% +1\\.8 +n1\n"
+                                          "4 +- +bob +- +1 +95% +0\\.1 +n1\n")))
+      << o.out;
+  EXPECT_EQ(fake_.requests("GET", "/v1/jobs")[0].Param("state"), "scheduled,running,preempted");
+
+  o = Run({"top", "-o", "json"});
+  ASSERT_EQ(o.exit_code, 0) << Show(o);
+  const json top = json::parse(o.out);
+  EXPECT_EQ(top["cluster"]["allocatedGpus"], 3.0);
+  EXPECT_EQ(top["jobs"][0]["id"], 7);
+}
+
 TEST_F(ClientCommandsTest, NodeActionsPostAndPrintTheNewState) {
   for (const char* action : {"drain", "undrain", "cordon", "uncordon"}) {
     const std::string state = std::string(action) == "drain"    ? "draining"
@@ -766,6 +803,9 @@ TEST_F(ClientCommandsTest, UpRunsAControllerAndAnAgentThatRunJobs) {
     Outcome nodes = scratch_.Gangway({"nodes"});
     EXPECT_EQ(nodes.exit_code, 0) << Show(nodes);
     EXPECT_TRUE(std::regex_search(nodes.out, std::regex("\nlocal +ready +2 "))) << nodes.out;
+    Outcome top = scratch_.Gangway({"top"});
+    EXPECT_EQ(top.exit_code, 0) << Show(top);
+    EXPECT_NE(top.out.find("Utilization: not reported (fake GPUs"), std::string::npos) << top.out;
     Outcome logs = scratch_.Gangway({"logs", "-f", "1"});
     EXPECT_EQ(logs.exit_code, 0) << Show(logs);
     EXPECT_EQ(logs.out, "hello from 1\n");
