@@ -107,6 +107,8 @@ void Controller::Load() {
     if (!rec) continue;
     NodeEntry& e = nodes_[name];
     e.record = std::move(*rec);
+    std::unique_lock tokens(tokens_mu_);
+    digest_by_node_[name] = e.record.token_digest;
     if (!e.record.token_digest.empty()) node_by_digest_[e.record.token_digest] = name;
     e.last_seen = now;  // every node gets a full timeout to report to this controller
   }

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -342,9 +343,14 @@ class Controller {
   std::map<std::string, int64_t, std::less<>> active_by_queue_;
   std::set<std::pair<int64_t, uint64_t>> finished_;  // (finished_at, id) of finished jobs
   std::map<std::string, NodeEntry, std::less<>> nodes_;
-  // Each node's token digest -> its name, so that IsNodeToken is a lookup, not a scan of
-  // every node for each registration (a registration storm at 10,000 nodes made that 10^8
-  // comparisons under the lock). Hashing a SHA-256 digest leaks nothing about the token.
+  // The nodes' token digests, both ways, under a lock of their own: every agent request is
+  // authorized, and taking mu_ for that added to the waits for mu_ of heartbeats at 10,000
+  // nodes. Written, with mu_ held as well, where a node joins (Load, Register); every node
+  // registered has an entry (its digest may be empty). The digest index makes IsNodeToken a
+  // lookup, not a scan of every node (a registration storm at 10,000 nodes made that 10^8
+  // comparisons). Hashing a SHA-256 digest leaks nothing about the token.
+  mutable std::shared_mutex tokens_mu_;
+  std::map<std::string, std::string, std::less<>> digest_by_node_;
   std::unordered_map<std::string, std::string> node_by_digest_;
   uint64_t next_job_id_ = 1;
   uint64_t cycle_seed_ = 1;

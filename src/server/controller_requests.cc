@@ -570,10 +570,10 @@ Outcome<json> Controller::Events(const Caller& caller, int64_t after, int limit)
 
 Controller::NodeAccess Controller::AuthorizeNode(std::string_view node, std::string_view token) {
   const std::string presented = token.empty() ? std::string() : TokenDigest(token);
-  std::lock_guard lock(mu_);
-  auto it = nodes_.find(node);
-  if (it == nodes_.end()) return NodeAccess::kUnknownNode;
-  const std::string& digest = it->second.record.token_digest;
+  std::shared_lock lock(tokens_mu_);
+  auto it = digest_by_node_.find(node);
+  if (it == digest_by_node_.end()) return NodeAccess::kUnknownNode;
+  const std::string& digest = it->second;
   return !digest.empty() && !presented.empty() && SameToken(digest, presented)
              ? NodeAccess::kAllowed
              : NodeAccess::kDenied;
@@ -582,11 +582,8 @@ Controller::NodeAccess Controller::AuthorizeNode(std::string_view node, std::str
 bool Controller::IsNodeToken(std::string_view token) {
   if (token.empty()) return false;
   const std::string digest = TokenDigest(token);
-  std::lock_guard lock(mu_);
-  auto it = node_by_digest_.find(digest);
-  if (it == node_by_digest_.end()) return false;
-  auto node = nodes_.find(it->second);
-  return node != nodes_.end() && SameToken(node->second.record.token_digest, digest);
+  std::shared_lock lock(tokens_mu_);
+  return node_by_digest_.contains(digest);
 }
 
 Outcome<json> Controller::Register(const json& body, const AgentCredential& who) {
@@ -686,8 +683,12 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
       }
       issued = NewToken();
       rec.token_digest = TokenDigest(issued);
+    }
+    if (!known || !issued.empty()) {
+      std::unique_lock tokens(tokens_mu_);
       node_by_digest_.erase(e.record.token_digest);
-      node_by_digest_[rec.token_digest] = rec.node.name;
+      if (!rec.token_digest.empty()) node_by_digest_[rec.token_digest] = rec.node.name;
+      digest_by_node_[rec.node.name] = rec.token_digest;
     }
     rec.draining = e.record.draining;
     rec.cordoned = e.record.cordoned;
