@@ -6,7 +6,10 @@
 // call (or the enclosing transaction) returns, so the API acknowledges a job only after
 // PutJob. Schema version in `meta`; opening a file of a newer version fails.
 //
-// Not thread-safe: the controller serialises access under its own lock.
+// Threads: the connection is opened in SQLite's serialized mode (FULLMUTEX), so calls from two
+// threads do not corrupt it. The controller's writer thread runs each batch's transaction
+// without the controller lock, while requests read events under that lock: such a read may
+// see the rows of a batch not yet committed.
 
 #include <sqlite3.h>
 
