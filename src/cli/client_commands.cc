@@ -6,6 +6,7 @@ namespace gangway::cli {
 
 void AddClientCommands(CLI::App& app) {
   AddJobCommands(app);
+  AddEventsCommand(app);
   AddNodeCommands(app);
   AddTopCommand(app);
   AddUpCommand(app);

@@ -10,6 +10,7 @@
 //   gangway nodes | drain NODE | undrain NODE | cordon NODE | uncordon NODE
 //   gangway queues | whoami
 //   gangway top [-w]                         GPUs allocated and used, per node and job
+//   gangway events [--job JOB] [-w]          what happened to jobs and nodes
 //   gangway up                               controller + local agent with fake GPUs, here
 //
 // JOB is a job id (7), job/7, or a job name (the newest of your jobs with that name).

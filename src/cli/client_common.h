@@ -62,9 +62,10 @@ std::string GpuMilli(const nlohmann::json& value);
 // "0,1,2,3" -> "0-3"; "0,2,5-7" style for a list of indices.
 std::string IndexRanges(const std::vector<int64_t>& indices);
 
-// The command groups, one per file: client_job_commands.cc, client_node_commands.cc,
-// client_top_command.cc, client_up_command.cc.
+// The command groups, one per file: client_job_commands.cc, client_events_command.cc,
+// client_node_commands.cc, client_top_command.cc, client_up_command.cc.
 void AddJobCommands(CLI::App& app);
+void AddEventsCommand(CLI::App& app);
 void AddNodeCommands(CLI::App& app);
 void AddTopCommand(CLI::App& app);
 void AddUpCommand(CLI::App& app);

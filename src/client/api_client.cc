@@ -377,9 +377,16 @@ ApiResult<nlohmann::json> ApiClient::NodeAction(const std::string& name,
 
 ApiResult<nlohmann::json> ApiClient::ListQueues() const { return SendJson("GET", "/v1/queues"); }
 
-ApiResult<nlohmann::json> ApiClient::ListEvents(uint64_t after, int limit) const {
+ApiResult<nlohmann::json> ApiClient::ListEvents(uint64_t after, int limit, uint64_t job) const {
   std::string path = "/v1/events?after=" + std::to_string(after);
   if (limit > 0) path += "&limit=" + std::to_string(limit);
+  if (job != 0) path += "&job=" + std::to_string(job);
+  return SendJson("GET", path);
+}
+
+ApiResult<nlohmann::json> ApiClient::LastEvents(uint64_t after, int last, uint64_t job) const {
+  std::string path = "/v1/events?after=" + std::to_string(after) + "&last=" + std::to_string(last);
+  if (job != 0) path += "&job=" + std::to_string(job);
   return SendJson("GET", path);
 }
 

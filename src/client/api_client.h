@@ -107,7 +107,12 @@ class ApiClient {
   // POST /v1/nodes/{name}/{action}; action is drain, undrain, cordon or uncordon.
   ApiResult<nlohmann::json> NodeAction(const std::string& name, const std::string& action) const;
   ApiResult<nlohmann::json> ListQueues() const;
-  ApiResult<nlohmann::json> ListEvents(uint64_t after, int limit = 0) const;
+  // GET /v1/events: the first `limit` (0: the controller's default) events after `after`, of
+  // `job` unless 0.
+  ApiResult<nlohmann::json> ListEvents(uint64_t after, int limit = 0, uint64_t job = 0) const;
+  // GET /v1/events?last=N: the newest `last` events after `after` (of `job` unless 0), oldest
+  // first.
+  ApiResult<nlohmann::json> LastEvents(uint64_t after, int last, uint64_t job = 0) const;
 
  private:
   struct Response {

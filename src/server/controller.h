@@ -148,7 +148,16 @@ class Controller {
   Outcome<nlohmann::json> NodeAction(const Caller& caller, std::string_view name,
                                      std::string_view action);
   nlohmann::json ListQueues();
-  Outcome<nlohmann::json> Events(const Caller& caller, int64_t after, int limit);
+  // Events after `after`, oldest first: the first `limit` of them, or with `last` the newest
+  // `limit`; of one job unless `job` is 0. Users see those of their own jobs and the
+  // cluster's (job 0).
+  struct EventQuery {
+    int64_t after = 0;
+    uint64_t job = 0;
+    int limit = 1000;
+    bool last = false;
+  };
+  Outcome<nlohmann::json> Events(const Caller& caller, const EventQuery& query);
 
   // --- agent protocol ---
   // Agents authenticate per node. The join token lets an agent register a node that no live

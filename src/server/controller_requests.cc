@@ -549,10 +549,18 @@ json Controller::ListQueues() {
   return {{"queues", out}};
 }
 
-Outcome<json> Controller::Events(const Caller& caller, int64_t after, int limit) {
+Outcome<json> Controller::Events(const Caller& caller, const EventQuery& q) {
   std::lock_guard lock(mu_);
+  if (q.job != 0) {
+    JobRecord* j = FindJob(q.job);
+    if (j == nullptr || !Visible(caller, *j)) {
+      return Error(404, "not_found", "job " + std::to_string(q.job) + " is unknown");
+    }
+  }
   json out = json::array();
-  for (const StoredEvent& e : store_->Events(after, 0, limit)) {
+  const std::vector<StoredEvent> events = q.last ? store_->LastEvents(q.after, q.job, q.limit)
+                                                 : store_->Events(q.after, q.job, q.limit);
+  for (const StoredEvent& e : events) {
     if (!caller.admin && e.job != 0) {
       JobRecord* j = FindJob(e.job);
       if (!j || !Visible(caller, *j)) continue;

@@ -355,7 +355,15 @@ void HttpApi::Routes() {
           if (!after) return;
           auto limit = IntParam(req, res, "limit", 1000, 1, 10000);
           if (!limit) return;
-          Answer(res, controller_.Events(caller(id), *after, static_cast<int>(*limit)));
+          auto job = IntParam(req, res, "job", 0, 0, INT64_MAX);
+          if (!job) return;
+          auto last = IntParam(req, res, "last", 0, 1, 10000);
+          if (!last) return;
+          Answer(res, controller_.Events(caller(id),
+                                         {.after = *after,
+                                          .job = static_cast<uint64_t>(*job),
+                                          .limit = static_cast<int>(*last > 0 ? *last : *limit),
+                                          .last = *last > 0}));
         });
 
   // --- agents ---

@@ -95,9 +95,11 @@ json Build() {
       {"/v1/nodes/{name}/uncordon", {{"post", Op("Undo cordon (admin)", "nodes", {node})}}},
       {"/v1/queues", {{"get", Op("Queues with quota, usage and fair share", "queues")}}},
       {"/v1/events",
-       {{"get", Op("Events after a sequence number", "events",
+       {{"get", Op("Events after a sequence number, oldest first", "events",
                    {Param("after", "query", "integer", "sequence number"),
-                    Param("limit", "query", "integer", "at most this many")})}}},
+                    Param("limit", "query", "integer", "at most this many, the oldest"),
+                    Param("last", "query", "integer", "the newest this many instead"),
+                    Param("job", "query", "integer", "only this job's")})}}},
       {"/v1/agents/register",
        {{"post",
          Op("An agent registers its node (join token: the answer carries the node's token; or the "

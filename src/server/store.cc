@@ -1,5 +1,6 @@
 #include "server/store.h"
 
+#include <algorithm>
 #include <string>
 
 namespace gangway::server {
@@ -186,13 +187,12 @@ uint64_t Store::MaxJobId() {
   return id;
 }
 
-std::vector<StoredEvent> Store::Events(int64_t after, uint64_t job, int limit) {
-  const char* sql = job == 0 ? "SELECT seq, time, job, type, message FROM events WHERE seq > ? "
-                               "ORDER BY seq LIMIT ?"
-                             : "SELECT seq, time, job, type, message FROM events WHERE seq > ? "
-                               "AND job = ? ORDER BY seq LIMIT ?";
+std::vector<StoredEvent> Store::QueryEvents(int64_t after, uint64_t job, int limit, bool newest) {
+  const std::string sql =
+      std::string("SELECT seq, time, job, type, message FROM events WHERE seq > ?") +
+      (job == 0 ? "" : " AND job = ?") + " ORDER BY seq" + (newest ? " DESC" : "") + " LIMIT ?";
   sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) Fail("reading events");
+  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) Fail("reading events");
   int i = 1;
   sqlite3_bind_int64(s, i++, after);
   if (job != 0) sqlite3_bind_int64(s, i++, static_cast<sqlite3_int64>(job));
@@ -204,7 +204,16 @@ std::vector<StoredEvent> Store::Events(int64_t after, uint64_t job, int limit) {
                    ColumnText(s, 4)});
   }
   sqlite3_finalize(s);
+  if (newest) std::reverse(out.begin(), out.end());
   return out;
+}
+
+std::vector<StoredEvent> Store::Events(int64_t after, uint64_t job, int limit) {
+  return QueryEvents(after, job, limit, /*newest=*/false);
+}
+
+std::vector<StoredEvent> Store::LastEvents(int64_t after, uint64_t job, int limit) {
+  return QueryEvents(after, job, limit, /*newest=*/true);
 }
 
 }  // namespace gangway::server

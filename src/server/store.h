@@ -66,8 +66,11 @@ class Store {
   uint64_t MaxJobId();
   // Events with seq > after (all jobs when job == 0), oldest first.
   std::vector<StoredEvent> Events(int64_t after, uint64_t job, int limit);
+  // The newest `limit` events after `after` (of `job` unless 0), oldest first.
+  std::vector<StoredEvent> LastEvents(int64_t after, uint64_t job, int limit);
 
  private:
+  std::vector<StoredEvent> QueryEvents(int64_t after, uint64_t job, int limit, bool newest);
   void Exec(const char* sql);
   [[noreturn]] void Fail(std::string_view what) const;
   sqlite3_stmt* Prepare(const char* sql);

@@ -702,6 +702,66 @@ TEST_F(ClientCommandsTest, TopShowsAllocationAndMeasuredUtilizationMostIdleFirst
   EXPECT_EQ(top["jobs"][0]["id"], 7);
 }
 
+// ---- events
+
+json Event(int seq, int job, const std::string& type, const std::string& message) {
+  return {{"seq", seq},
+          {"time", Ago(std::chrono::seconds(60 - seq))},
+          {"job", job},
+          {"type", type},
+          {"message", message}};
+}
+
+TEST_F(ClientCommandsTest, EventsShowTheNewestWithTheirJobs) {
+  fake_.Reply("GET /v1/events", 200,
+              {{"events",
+                {Event(1, 0, "node-registered", "node n1 joined with 8 GPUs"),
+                 Event(2, 7, "preempted", "for job 9 (priority 100)")}}});
+  Outcome o = Run({"events"});
+  ASSERT_EQ(o.exit_code, 0) << Show(o);
+  EXPECT_TRUE(std::regex_search(
+      o.out, std::regex("AGE +JOB +TYPE +MESSAGE\n"
+                        "\\d+s ago +- +node-registered +node n1 joined with 8 GPUs\n"
+                        "\\d+s ago +job/7 +preempted +for job 9 \\(priority 100\\)\n")))
+      << o.out;
+  auto reqs = fake_.requests("GET", "/v1/events");
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].Param("last"), "50");
+  EXPECT_FALSE(reqs[0].HasParam("job"));
+
+  o = Run({"events", "--job", "7", "--last", "5"});
+  ASSERT_EQ(o.exit_code, 0) << Show(o);
+  EXPECT_EQ(fake_.requests("GET", "/v1/events").back().Param("job"), "7");
+  EXPECT_EQ(fake_.requests("GET", "/v1/events").back().Param("last"), "5");
+}
+
+TEST_F(ClientCommandsTest, WatchedEventsArePrintedAsTheyCome) {
+  fake_.On("GET /v1/events", [](const httplib::Request& req, httplib::Response& res) {
+    json page;
+    if (req.has_param("last")) {
+      page = {{"events", {Event(4, 3, "submitted", "by alice")}}};
+    } else if (req.get_param_value("after") == "4") {
+      page = {{"events", {Event(5, 3, "scheduled", "attempt 0 placed on n1")}}};
+    } else {
+      // Ends the watch: the command stops at the first error.
+      res.status = 503;
+      res.set_content(R"({"error": {"code": "unavailable", "message": "shutting down"}})",
+                      "application/json");
+      return;
+    }
+    res.set_content(page.dump(), "application/json");
+  });
+  Outcome o = Run({"events", "-w"});
+  EXPECT_NE(o.exit_code, 0) << Show(o);
+  EXPECT_TRUE(
+      std::regex_search(o.out, std::regex("TIME +JOB +TYPE +MESSAGE\n"
+                                          "\\S+ +job/3 +submitted +by alice\n"
+                                          "\\S+ +job/3 +scheduled +attempt 0 placed on n1\n")))
+      << o.out;
+  EXPECT_NE(o.err.find("shutting down"), std::string::npos) << o.err;
+  EXPECT_EQ(fake_.requests("GET", "/v1/events")[2].Param("after"), "5");
+}
+
 TEST_F(ClientCommandsTest, NodeActionsPostAndPrintTheNewState) {
   for (const char* action : {"drain", "undrain", "cordon", "uncordon"}) {
     const std::string state = std::string(action) == "drain"    ? "draining"

@@ -106,7 +106,7 @@ TEST_F(ControllerTest, FinishedJobsAreForgottenAfterTheRetentionWithTheirEventsA
                               " does not exist; if it finished more than 1s ago, it has been "
                               "forgotten (gangway server --job-retention)");
   EXPECT_TRUE(Eventually([&] { return !std::filesystem::exists(logs); }));
-  const json events = Ok(c().Events(kAdmin, 0, 1000));
+  const json events = Ok(c().Events(kAdmin, {}));
   ASSERT_FALSE(events["events"].empty()) << "the other job's events stay";
   for (const json& e : events["events"]) EXPECT_NE(e["job"], done) << e.dump();
   EXPECT_EQ(State(slow), "cancelled") << "its task still holds a GPU";
@@ -935,6 +935,45 @@ TEST_F(ControllerTest, NodeSummariesCountWhatTheFullViewShowsAndListsArePaged) {
   EXPECT_EQ(page["nodes"][0]["name"], "n3");
   EXPECT_FALSE(page.contains("next"));
   EXPECT_TRUE(c().ListNodes({.after = "n3"})["nodes"].empty());
+}
+
+// `gangway events`: the newest on asking, per job, and only what the caller may see.
+TEST_F(ControllerTest, EventsComeOldestFirstTheNewestOnAskingAndPerJob) {
+  Start();
+  Register("n1", 1);  // a node event (job 0); the jobs below need more GPUs and wait
+  const uint64_t a = Submit("name: a\ngpu: 2\ncommand: [x]\n", kAlice);
+  const uint64_t b = Submit("name: b\ngpu: 2\ncommand: [x]\n", kBob);
+  Ok(c().Cancel(kAlice, a));
+  auto seqs = [](const json& answer) {
+    std::vector<int64_t> out;
+    for (const json& e : answer["events"]) out.push_back(e["seq"].get<int64_t>());
+    return out;
+  };
+  json all;
+  ASSERT_TRUE(Eventually([&] {  // events reach the database with the writer's next batch
+    all = Ok(c().Events(kAdmin, {}));
+    return all["events"].size() >= 4;
+  })) << all;
+  const std::vector<int64_t> every = seqs(all);
+  ASSERT_TRUE(std::is_sorted(every.begin(), every.end()));
+
+  EXPECT_EQ(seqs(Ok(c().Events(kAdmin, {.limit = 2}))), (std::vector<int64_t>{every[0], every[1]}));
+  EXPECT_EQ(seqs(Ok(c().Events(kAdmin, {.limit = 2, .last = true}))),
+            (std::vector<int64_t>(every.end() - 2, every.end())));
+  EXPECT_EQ(seqs(Ok(c().Events(kAdmin, {.after = every[0], .limit = 1, .last = true}))),
+            std::vector<int64_t>{every.back()});
+
+  const json alices = Ok(c().Events(kAlice, {.job = a}));
+  ASSERT_GE(alices["events"].size(), 2u) << alices;  // submitted, cancelled
+  for (const json& e : alices["events"]) EXPECT_EQ(e["job"], a) << e;
+  EXPECT_EQ(Err(c().Events(kAlice, {.job = b})).status, 404) << "bob's job";
+  bool node_event = false;
+  const json visible = Ok(c().Events(kAlice, {}));
+  for (const json& e : visible["events"]) {
+    EXPECT_NE(e["job"], b) << e;
+    node_event |= e["job"] == 0;
+  }
+  EXPECT_TRUE(node_event) << "the cluster's events are everyone's: " << visible;
 }
 
 TEST_F(ControllerTest, NodeTokensSurviveARestartAndALostNodeMayBeTakenOver) {

@@ -428,6 +428,23 @@ TEST_F(HttpApiTest, NodeListsTakeAViewALimitAndACursor) {
   EXPECT_EQ(ErrorOf(http_->Get("/v1/nodes?limit=0", As(kAliceToken)), 400)["field"], "limit");
 }
 
+TEST_F(HttpApiTest, EventsTakeTheNewestAndAJob) {
+  ASSERT_EQ(PostJob("name: e\ngpu: 1\ncommand: [x]\n")->status, 201);
+  ASSERT_EQ(PostJob("name: f\ngpu: 1\ncommand: [x]\n")->status, 201);
+  json events;
+  ASSERT_TRUE(Eventually([&] {
+    auto r = http_->Get("/v1/events?last=1", As(kAliceToken));
+    events = json::parse(r->body);
+    return r->status == 200 && events["events"].size() == 1 && events["events"][0]["job"] == 2;
+  })) << events;
+  auto r = http_->Get("/v1/events?job=1", As(kAliceToken));
+  ASSERT_EQ(r->status, 200) << r->body;
+  for (const json& e : json::parse(r->body)["events"]) EXPECT_EQ(e["job"], 1) << e;
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/events?last=0", As(kAliceToken)), 400)["field"], "last");
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/events?job=x", As(kAliceToken)), 400)["field"], "job");
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/events?job=99", As(kAliceToken)), 404)["code"], "not_found");
+}
+
 TEST_F(HttpApiTest, ASecondServerCannotBindTheSamePort) {
   // With SO_REUSEPORT (httplib's default) this Bind succeeded, and the kernel then split new
   // connections between two controllers with different state.
