@@ -161,6 +161,21 @@ std::vector<bool> FreeGpus(const NodeRecord& n, const std::vector<GpuUse>& uses)
   return free;
 }
 
+// What both views of a node show.
+template <typename GpuUse>
+json NodeHead(const NodeRecord& n, bool busy, const std::vector<GpuUse>& uses) {
+  const std::vector<bool> free = FreeGpus(n, uses);
+  return {{"name", n.node.name},
+          {"state", NodeState(n, busy)},
+          {"address", n.address},
+          {"cpuMilli", n.node.cpu_milli},
+          {"memoryBytes", n.node.memory_bytes},
+          {"labels", n.node.labels},
+          {"gpusFree", std::count(free.begin(), free.end(), true)},
+          {"registeredAt", TimeOrNull(n.registered_at)},
+          {"lastHeartbeat", TimeOrNull(n.last_report)}};
+}
+
 }  // namespace
 
 json Controller::NodeView(const NodeFacts& facts) {
@@ -175,7 +190,6 @@ json Controller::NodeView(const NodeFacts& facts) {
                                                   {"migProfile", u.mig_profile}});
     }
   }
-  const std::vector<bool> free = FreeGpus(n, facts.uses);
   json gpus = json::array();
   for (size_t i = 0; i < n.node.gpus.size(); ++i) {
     json gpu = GpuDoc(n.node.gpus[i]);
@@ -185,21 +199,13 @@ json Controller::NodeView(const NodeFacts& facts) {
     gpu["usedBy"] = used[i];
     gpus.push_back(std::move(gpu));
   }
-  return {{"name", n.node.name},
-          {"state", NodeState(n, facts.busy)},
-          {"address", n.address},
-          {"cpuMilli", n.node.cpu_milli},
-          {"memoryBytes", n.node.memory_bytes},
-          {"labels", n.node.labels},
-          {"gpus", gpus},
-          {"gpusFree", std::count(free.begin(), free.end(), true)},
-          {"registeredAt", TimeOrNull(n.registered_at)},
-          {"lastHeartbeat", TimeOrNull(n.last_report)}};
+  json out = NodeHead(n, facts.busy, facts.uses);
+  out["gpus"] = std::move(gpus);
+  return out;
 }
 
 json Controller::NodeSummaryView(const NodeFacts& facts) {
   const NodeRecord& n = facts.record;
-  const std::vector<bool> free = FreeGpus(n, facts.uses);
   json models = json::object();
   json unhealthy = json::array();
   json mig = json::array();
@@ -208,19 +214,12 @@ json Controller::NodeSummaryView(const NodeFacts& facts) {
     if (!g.healthy) unhealthy.push_back(g.index);
     if (g.mig_enabled) mig.push_back(g.index);
   }
-  return {{"name", n.node.name},
-          {"state", NodeState(n, facts.busy)},
-          {"address", n.address},
-          {"cpuMilli", n.node.cpu_milli},
-          {"memoryBytes", n.node.memory_bytes},
-          {"labels", n.node.labels},
-          {"gpuCount", n.node.gpus.size()},
-          {"gpuModels", std::move(models)},
-          {"gpusFree", std::count(free.begin(), free.end(), true)},
-          {"unhealthyGpus", std::move(unhealthy)},
-          {"migGpus", std::move(mig)},
-          {"registeredAt", TimeOrNull(n.registered_at)},
-          {"lastHeartbeat", TimeOrNull(n.last_report)}};
+  json out = NodeHead(n, facts.busy, facts.uses);
+  out["gpuCount"] = n.node.gpus.size();
+  out["gpuModels"] = std::move(models);
+  out["unhealthyGpus"] = std::move(unhealthy);
+  out["migGpus"] = std::move(mig);
+  return out;
 }
 
 // ---------------------------------------------------------------- user API
