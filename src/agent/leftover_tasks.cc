@@ -4,8 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <fstream>
 #include <map>
 #include <sstream>
