@@ -439,7 +439,8 @@ TEST_F(HttpApiTest, EventsTakeTheNewestAndAJob) {
   })) << events;
   auto r = http_->Get("/v1/events?job=1", As(kAliceToken));
   ASSERT_EQ(r->status, 200) << r->body;
-  for (const json& e : json::parse(r->body)["events"]) EXPECT_EQ(e["job"], 1) << e;
+  const json of_one = json::parse(r->body);
+  for (const json& e : of_one["events"]) EXPECT_EQ(e["job"], 1) << e;
   EXPECT_EQ(ErrorOf(http_->Get("/v1/events?last=0", As(kAliceToken)), 400)["field"], "last");
   EXPECT_EQ(ErrorOf(http_->Get("/v1/events?job=x", As(kAliceToken)), 400)["field"], "job");
   EXPECT_EQ(ErrorOf(http_->Get("/v1/events?job=99", As(kAliceToken)), 404)["code"], "not_found");
