@@ -55,12 +55,18 @@ struct ServerFlags {
   throw CLI::RuntimeError(code);
 }
 
-std::string ReadFile(const std::string& path) {
+std::optional<std::string> TryReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) Fail("cannot read " + path);
+  if (!in) return std::nullopt;
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::optional<std::string> text = TryReadFile(path);
+  if (!text) Fail("cannot read " + path);
+  return *text;
 }
 
 std::chrono::milliseconds ParseMillis(const std::string& flag, const std::string& text) {
@@ -199,41 +205,79 @@ void RunServer(const ServerFlags& f) {
     Fail("cannot listen on " + f.listen + " (in use, or not an address here)", kExitInternal);
   const bool tls = !f.tls_cert.empty();
   const std::string url = (tls ? "https://" : "http://") + host + ":" + std::to_string(bound);
-  std::string admin_token;
-  for (const auto& [token, id] : auth.tokens) {
-    if (id.admin) {
-      admin_token = token;
-      break;
+  // What the CLI on this machine and a local agent read: the address, an admin token, the CA
+  // of a self-signed certificate, the join token. Written again when the auth file is.
+  auto write_client_files = [&](const server::AuthConfig& a) {
+    std::string admin_token;
+    for (const auto& [token, id] : a.tokens) {
+      if (id.admin) {
+        admin_token = token;
+        break;
+      }
     }
-  }
-  nlohmann::json client = {{"server", url}};
-  if (!admin_token.empty()) client["token"] = admin_token;
-  // A self-signed certificate is its own CA: local clients trust it through this file. One
-  // signed by a CA is checked against the system's CAs (or --ca-cert).
-  if (tls && server::IsSelfSignedCertificate(f.tls_cert).value_or(false)) {
-    client["caCert"] = std::filesystem::absolute(f.tls_cert).string();
-  }
-  WriteFileAtomic(std::filesystem::path(f.data) / "join.token", auth.join_token + "\n", 0600);
-  WriteFileAtomic(std::filesystem::path(f.data) / "client.json", client.dump(2) + "\n", 0600);
+    nlohmann::json client = {{"server", url}};
+    if (!admin_token.empty()) client["token"] = admin_token;
+    // A self-signed certificate is its own CA: local clients trust it through this file. One
+    // signed by a CA is checked against the system's CAs (or --ca-cert).
+    if (tls && server::IsSelfSignedCertificate(f.tls_cert).value_or(false)) {
+      client["caCert"] = std::filesystem::absolute(f.tls_cert).string();
+    }
+    WriteFileAtomic(std::filesystem::path(f.data) / "join.token", a.join_token + "\n", 0600);
+    WriteFileAtomic(std::filesystem::path(f.data) / "client.json", client.dump(2) + "\n", 0600);
+  };
+  write_client_files(auth);
+  // SIGHUP (systemctl reload): read --auth again. A file with problems changes nothing.
+  auto reload_auth = [&] {
+    if (f.auth.empty()) {
+      std::cerr << "gangway server: SIGHUP: there is no --auth file to read again\n";
+      return;
+    }
+    const std::optional<std::string> text = TryReadFile(f.auth);
+    if (!text) {
+      std::cerr << "gangway server: SIGHUP: cannot read " << f.auth
+                << "; the users and tokens in use stay" << std::endl;
+      return;
+    }
+    auto parsed = server::ParseAuthFile(*text, f.auth);
+    if (!parsed.ok()) {
+      std::cerr << "gangway server: SIGHUP: " << f.auth
+                << " has problems; the users and tokens in use stay:\n"
+                << parsed.ErrorText() << std::endl;
+      return;
+    }
+    write_client_files(parsed.value());
+    const size_t users = parsed.value().tokens.size();
+    api->SetAuth(std::move(parsed).value());
+    std::cout << "gangway server: SIGHUP: read " << f.auth << " again: " << users << " users"
+              << std::endl;
+  };
 
-  // SIGINT/SIGTERM are taken by one thread with sigwait (blocked everywhere else), which stops
-  // the controller first, so that agents' long polls return, then the HTTP server.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // SIGINT/SIGTERM/SIGHUP are taken by one thread with sigwait (blocked everywhere else). A
+  // stop stops the controller first, so that agents' long polls return, then the HTTP server.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
   controller->Start();
   std::atomic<bool> serving_done{false};
   std::thread stopper([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    if (serving_done) return;
-    std::cout << "gangway server: stopping (" << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ")"
-              << std::endl;
-    controller->Stop();
-    api->Stop();
+    for (;;) {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      if (serving_done) return;
+      if (sig == SIGHUP) {
+        reload_auth();
+        continue;
+      }
+      std::cout << "gangway server: stopping (" << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ")"
+                << std::endl;
+      controller->Stop();
+      api->Stop();
+      return;
+    }
   });
   std::cout << "gangway server: listening on " << url << " (state in "
             << std::filesystem::absolute(f.data).string() << "/gangway.db)" << std::endl;

@@ -75,7 +75,9 @@ std::optional<uint64_t> JobId(const Request& req, Response& res) {
 }  // namespace
 
 HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
-    : controller_(controller), auth_(std::move(auth)), options_(options) {
+    : controller_(controller),
+      auth_(std::make_shared<const AuthConfig>(std::move(auth))),
+      options_(options) {
   if (options_.tls_cert.empty() != options_.tls_key.empty()) {
     throw std::runtime_error("TLS needs both a certificate and its private key");
   }
@@ -154,6 +156,17 @@ int HttpApi::Bind(const std::string& host, int port) {
 }
 
 bool HttpApi::Serve() { return server_->listen_after_bind(); }
+
+void HttpApi::SetAuth(AuthConfig auth) {
+  auto next = std::make_shared<const AuthConfig>(std::move(auth));
+  std::lock_guard lock(auth_mu_);
+  auth_ = std::move(next);
+}
+
+std::shared_ptr<const AuthConfig> HttpApi::Auth() const {
+  std::lock_guard lock(auth_mu_);
+  return auth_;
+}
 void HttpApi::Stop() { server_->stop(); }
 
 void HttpApi::Count(const std::string& route, int status, double seconds) {
@@ -178,12 +191,13 @@ void HttpApi::Routes() {
       const std::string token = BearerToken(req);
       bool allowed = who == Who::kAnyone;
       if (who == Who::kUser) {
-        if (const Identity* found = auth_.Find(token)) {
+        const std::shared_ptr<const AuthConfig> auth = Auth();  // `found` points into it
+        if (const Identity* found = auth->Find(token)) {
           id = *found;
           allowed = true;
         }
       } else if (who == Who::kAgent) {
-        allowed = auth_.IsJoinToken(token) || controller_.IsNodeToken(token);
+        allowed = Auth()->IsJoinToken(token) || controller_.IsNodeToken(token);
         id.user = "agent";
       } else if (who == Who::kNode) {
         const std::string node = req.matches[1].str();
@@ -379,7 +393,7 @@ void HttpApi::Routes() {
         [this, body_json](const Request& req, Response& res, const Identity&) {
           if (auto body = body_json(req, res)) {
             const std::string token = BearerToken(req);
-            Answer(res, controller_.Register(*body, {token, auth_.IsJoinToken(token)}));
+            Answer(res, controller_.Register(*body, {token, Auth()->IsJoinToken(token)}));
           }
         });
   route("GET", R"(/v1/agents/([A-Za-z0-9._-]+)/commands)", "agent_commands", Who::kNode,

@@ -44,14 +44,19 @@ class HttpApi {
   // Serves until Stop(); returns false if serving failed.
   bool Serve();
   void Stop();
+  // Replaces the users, their tokens and the join token (`gangway server` on SIGHUP). Requests
+  // already past authorization finish as the users they were.
+  void SetAuth(AuthConfig auth);
 
  private:
+  std::shared_ptr<const AuthConfig> Auth() const;
   void Routes();
   std::string MetricsText();
   void Count(const std::string& route, int status, double seconds);
 
   Controller& controller_;
-  AuthConfig auth_;
+  mutable std::mutex auth_mu_;
+  std::shared_ptr<const AuthConfig> auth_;  // replaced whole, never changed
   HttpOptions options_;
   std::unique_ptr<httplib::Server> server_;              // an httplib::SSLServer with TLS
   int listen_fd_ = -1;                                   // the socket the last Bind attempt created

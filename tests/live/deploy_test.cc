@@ -4,6 +4,7 @@
 // directory and the controller on 127.0.0.1. Users then work with their own tokens.
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <chrono>
@@ -198,6 +199,34 @@ TEST_F(DeployTest, TheUnitsCommandsRunAClusterThatUsersReachWithTheirOwnTokens) 
   EXPECT_EQ(drained.exit_code, 0) << Show(drained);
   const Completed wrong = Cli(std::string(48, 'f'), {"jobs"});
   EXPECT_EQ(wrong.exit_code, 4) << Show(wrong);
+
+  // systemctl reload (ExecReload: SIGHUP): carol joins, alice leaves, without a restart.
+  const std::string carol(48, 'c');
+  const std::string join = ReadWholeFile(etc / "join");
+  std::ofstream(etc / "auth.yaml", std::ios::trunc)
+      << "users:\n  - {name: ops, token: \"" << ops << "\", role: admin}\n"
+      << "  - {name: carol, token: \"" << carol << "\", role: user}\n"
+      << "joinToken: \"" << join.substr(0, join.find('\n')) << "\"\n";
+  server_->Signal(SIGHUP);
+  bool reloaded = false;
+  for (int i = 0; i < 200 && !reloaded; ++i) {
+    reloaded = Cli(carol, {"whoami"}).exit_code == 0;
+    if (!reloaded) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_TRUE(reloaded) << server_->Stdout() << server_->Stderr();
+  EXPECT_EQ(Cli(alice, {"jobs"}).exit_code, 4) << "alice's token is gone";
+  // A file with problems changes nothing, and the log says why.
+  std::ofstream(etc / "auth.yaml", std::ios::trunc) << "users: [\n";
+  server_->Signal(SIGHUP);
+  bool reported = false;
+  for (int i = 0; i < 200 && !reported; ++i) {
+    reported = server_->Stderr().find("has problems; the users and tokens in use stay") !=
+               std::string::npos;
+    if (!reported) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_TRUE(reported) << server_->Stderr();
+  EXPECT_EQ(Cli(carol, {"whoami"}).exit_code, 0);
+  EXPECT_TRUE(server_->Running());
 }
 
 }  // namespace
