@@ -706,7 +706,7 @@ TEST_F(ClientCommandsTest, TopShowsAllocationAndMeasuredUtilizationMostIdleFirst
 
 json Event(int seq, int job, const std::string& type, const std::string& message) {
   return {{"seq", seq},
-          {"time", Ago(std::chrono::seconds(60 - seq))},
+          {"time", Ago(std::chrono::seconds(20 - seq))},  // "19s ago": far from "1m ago"
           {"job", job},
           {"type", type},
           {"message", message}};
