@@ -20,6 +20,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxLogChunk = 256 * 1024;
 constexpr size_t kMaxCommandBatch = 1000;
+// A job's view (GET /v1/jobs/{id}, `gangway describe`) carries its newest events, at most this
+// many.
+constexpr int kEventsInJobView = 1000;
 
 ApiError Error(int status, std::string code, std::string message, std::string field = "") {
   return {status, std::move(code), std::move(message), std::move(field), json::array()};
@@ -103,7 +106,8 @@ json Controller::JobView(const JobRecord& j, bool detail) {
   out["taskList"] = tasks;
   if (detail) {
     json events = json::array();
-    for (const StoredEvent& e : store_->Events(0, j.id, 1000)) {
+    // The newest: a job restarted many times has more events than a view should carry.
+    for (const StoredEvent& e : store_->LastEvents(0, j.id, kEventsInJobView)) {
       events.push_back({{"seq", e.seq},
                         {"time", FormatTime(e.time)},
                         {"job", e.job},

@@ -457,6 +457,32 @@ TEST_F(ControllerTest, FailedTaskRestartsTheGangUntilTheLimit) {
   EXPECT_EQ(Job(id)["exitCode"], 1);
 }
 
+// A job restarted hundreds of times: its view carries its newest 1,000 events, oldest first,
+// so that `gangway describe` shows what happened last.
+TEST_F(ControllerTest, AJobsViewCarriesItsNewestEvents) {
+  Start();
+  Register("n1", 1);
+  const uint64_t id =
+      Submit("name: flaky\ngpu: 1\ncommand: [x]\nrestartPolicy: on-failure\nrestartLimit: 1000\n");
+  for (int attempt = 0; attempt < 400; ++attempt) {
+    const json cmds = TakeCommands("n1");
+    ASSERT_EQ(cmds.size(), 1u) << "attempt " << attempt;
+    Report("n1", {Exited(cmds[0]["task"]["taskId"], 1)});
+  }
+  json view;
+  ASSERT_TRUE(Eventually([&] {  // the last attempt's events reach the database
+    view = Job(id);
+    return view["events"].size() == 1000 &&
+           view["events"].back()["message"].get<std::string>().find("attempt 400") !=
+               std::string::npos;
+  })) << view["events"].back();
+  const json& events = view["events"];
+  for (size_t i = 1; i < events.size(); ++i) {
+    ASSERT_LT(events[i - 1]["seq"].get<int64_t>(), events[i]["seq"].get<int64_t>());
+  }
+  EXPECT_NE(events.front()["type"], "submitted") << "the oldest are left out";
+}
+
 TEST_F(ControllerTest, FailureWithoutRestartPolicyFailsTheJob) {
   Start();
   Register("n1", 1);
