@@ -16,7 +16,8 @@
 //               agent takes its launches from its poll and reports those tasks running, so
 //               that every report is checked against a cluster that is in use (past 8 per
 //               node, the rest stay pending and every cycle plans them again). The run ends
-//               by timing `GET /v1/nodes` (full and summary) and `/metrics` on that cluster.
+//               by timing `GET /v1/nodes` (full and summary), `/v1/utilization` and `/metrics`
+//               on that cluster.
 //               `--log-bytes B` makes every running task print B bytes between two reports, which
 //               then carry them, as an agent ships output; `--report-ms` sets how often each agent
 //               reports
@@ -899,10 +900,12 @@ int Heartbeats(const Flags& f) {
     };
     std::printf(
         "%lld of %d jobs running, %lld pending; GET /v1/nodes %.1f ms (?view=summary %.1f ms), GET "
-        "/metrics %.1f ms, GET /v1/queues %.1f ms\n",
+        "/v1/utilization %.1f ms (?jobs=20, as gangway top asks, %.1f ms), GET /metrics %.1f ms, "
+        "GET /v1/queues %.1f ms\n",
         static_cast<long long>(Metric(*http, "gangway_jobs{state=\"running\"}")), f.running_jobs,
         static_cast<long long>(Metric(*http, "gangway_jobs{state=\"pending\"}")),
         timed("/v1/nodes", Auth(c.token)), timed("/v1/nodes?view=summary", Auth(c.token)),
+        timed("/v1/utilization", Auth(c.token)), timed("/v1/utilization?jobs=20", Auth(c.token)),
         timed("/metrics", {}), timed("/v1/queues", Auth(c.token)));
   }
   return 0;  // stop_polls_on_return stops the controller and the pollers

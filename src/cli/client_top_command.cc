@@ -1,9 +1,10 @@
 // gangway top (cli/client_commands.h): allocation and measured GPU utilization per node and
-// per job (client/gpu_top.h), once or every --interval with --watch.
+// per job (GET /v1/utilization, server/gpu_top.h), once or every --interval with --watch.
 
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -12,14 +13,12 @@
 
 #include "cli/client_commands.h"
 #include "cli/client_common.h"
-#include "client/gpu_top.h"
 #include "client/table.h"
 
 namespace gangway::cli {
 namespace {
 
 using client::ApiClient;
-using client::GpuTop;
 using nlohmann::json;
 
 struct TopFlags {
@@ -30,6 +29,13 @@ struct TopFlags {
   int jobs = 20;
 };
 
+// A number under `key`, or nothing when it is null or missing (nothing was measured).
+std::optional<double> Number(const json& o, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
 std::string Percent(const std::optional<double>& v) {
   if (!v) return "-";
   char buf[16];
@@ -37,61 +43,77 @@ std::string Percent(const std::optional<double>& v) {
   return buf;
 }
 
-std::string Gpus(int64_t milli) { return GpuMilli(json(milli)); }
+// GPUs given as a (fractional) count.
+std::string Gpus(const json& o, const char* key) {
+  return GpuMilli(json(std::llround(Number(o, key).value_or(0) * 1000)));
+}
 
-std::string Joined(const std::vector<std::string>& items) {
+std::string Joined(const json& items) {
   std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ",") + s;
+  for (const json& s : items)
+    out += (out.empty() ? "" : ",") + (s.is_string() ? s.get<std::string>() : s.dump());
   return out.empty() ? "-" : out;
 }
 
-void PrintTop(const GpuTop& top, int job_rows, std::ostream& out) {
+std::string Text(const json& o, const char* key) {
+  const std::string s = o.value(key, std::string());
+  return s.empty() ? "-" : s;
+}
+
+// `top`: the answer of GET /v1/utilization (server/gpu_top.h).
+void PrintTop(const json& top, int job_rows, std::ostream& out) {
+  const json cluster = top.value("cluster", json::object());
+  const json nodes = top.value("nodes", json::array());
+  const json jobs = top.value("jobs", json::array());
+  const int gpus = cluster.value("gpus", 0);
+  const int reporting = cluster.value("gpusReporting", 0);
+  const json by_state = cluster.value("nodes", json::object());
   std::string states;
-  for (const auto& [state, n] : top.nodes_by_state) {
-    states += (states.empty() ? "" : ", ") + std::to_string(n) + " " + state;
+  for (const auto& [state, n] : by_state.items()) {
+    states += (states.empty() ? "" : ", ") + n.dump() + " " + state;
   }
-  out << "GPUs: " << top.gpus << " on " << top.nodes.size() << " nodes ("
-      << (states.empty() ? "none" : states) << "), " << Gpus(top.allocated_milli) << " allocated";
-  if (top.gpus > 0) {
-    out << " (" << Percent(100.0 * static_cast<double>(top.allocated_milli) / 1000.0 / top.gpus)
-        << ")";
+  out << "GPUs: " << gpus << " on " << nodes.size() << " nodes ("
+      << (states.empty() ? "none" : states) << "), " << Gpus(cluster, "allocatedGpus")
+      << " allocated";
+  if (gpus > 0) {
+    out << " (" << Percent(100.0 * Number(cluster, "allocatedGpus").value_or(0) / gpus) << ")";
   }
   out << "\n";
-  if (top.reporting == 0) {
+  if (reporting == 0) {
     out << "Utilization: not reported (fake GPUs, or agents without NVML)\n";
   } else {
-    out << "Utilization: " << Percent(top.allocated_utilization) << " of allocated GPUs, "
-        << Percent(top.utilization) << " of all (" << top.reporting << " of " << top.gpus
-        << " GPUs report)\n";
+    out << "Utilization: " << Percent(Number(cluster, "allocatedUtilization"))
+        << " of allocated GPUs, " << Percent(Number(cluster, "utilization")) << " of all ("
+        << reporting << " of " << gpus << " GPUs report)\n";
   }
   out << "\n";
-  client::Table nodes({"NODE", "STATE", "GPUS", "ALLOC", "UTIL", "JOBS"});
-  for (const client::TopNode& n : top.nodes) {
-    std::vector<std::string> jobs;
-    for (uint64_t id : n.jobs) jobs.push_back(std::to_string(id));
-    nodes.AddRow({n.name, n.state, std::to_string(n.gpus), Gpus(n.allocated_milli),
-                  Percent(n.utilization), Joined(jobs)});
+  client::Table node_table({"NODE", "STATE", "GPUS", "ALLOC", "UTIL", "JOBS"});
+  for (const json& n : nodes) {
+    node_table.AddRow({Text(n, "name"), Text(n, "state"), std::to_string(n.value("gpus", 0)),
+                       Gpus(n, "allocatedGpus"), Percent(Number(n, "utilization")),
+                       Joined(n.value("jobs", json::array()))});
   }
-  nodes.Print(out);
-  if (top.jobs.empty()) {
+  node_table.Print(out);
+  if (jobs.empty()) {
     out << "\nNo job holds GPUs.\n";
     return;
   }
   out << "\n";
-  client::Table jobs({"JOB", "NAME", "USER", "QUEUE", "GPUS", "UTIL", "IDLE", "NODES"});
+  client::Table job_table({"JOB", "NAME", "USER", "QUEUE", "GPUS", "UTIL", "IDLE", "NODES"});
   size_t shown = 0;
-  for (const client::TopJob& j : top.jobs) {
-    if (job_rows > 0 && shown == static_cast<size_t>(job_rows)) break;
+  for (const json& j : jobs) {
+    if (job_rows > 0 && shown == static_cast<size_t>(job_rows)) break;  // the answer's rows
     char idle[16] = "-";
-    if (j.utilization) std::snprintf(idle, sizeof idle, "%.1f", j.IdleGpus());
-    jobs.AddRow({std::to_string(j.id), j.name.empty() ? "-" : j.name, j.user.empty() ? "-" : j.user,
-                 j.queue.empty() ? "-" : j.queue, Gpus(j.gpu_milli), Percent(j.utilization), idle,
-                 Joined(j.nodes)});
+    if (auto v = Number(j, "idleGpus")) std::snprintf(idle, sizeof idle, "%.1f", *v);
+    job_table.AddRow({j.value("id", json()).dump(), Text(j, "name"), Text(j, "user"),
+                      Text(j, "queue"), Gpus(j, "gpus"), Percent(Number(j, "utilization")), idle,
+                      Joined(j.value("nodes", json::array()))});
     ++shown;
   }
-  jobs.Print(out);
-  if (shown < top.jobs.size()) {
-    out << "(" << top.jobs.size() - shown << " more jobs hold GPUs; --jobs 0 lists all)\n";
+  job_table.Print(out);
+  const size_t holding = cluster.value("jobs", jobs.size());
+  if (shown < holding) {
+    out << "(" << holding - shown << " more jobs hold GPUs; --jobs 0 lists all)\n";
   }
 }
 
@@ -99,12 +121,10 @@ void RunTop(const TopFlags& f) {
   ApiClient api = Connect(f.conn);
   const bool tty = isatty(STDOUT_FILENO) != 0;
   for (bool first = true;; first = false) {
-    const json nodes = Check(api.ListNodes());
-    const json jobs = Check(api.ListJobs({.states = {"scheduled", "running", "preempted"}}));
-    const GpuTop top = client::BuildGpuTop(nodes, jobs);
+    const json top = Check(api.Utilization(f.jobs));
     std::ostringstream frame;
     if (f.output == "json") {
-      frame << (f.watch ? client::GpuTopJson(top).dump() : client::GpuTopJson(top).dump(2)) << "\n";
+      frame << (f.watch ? top.dump() : top.dump(2)) << "\n";
     } else {
       PrintTop(top, f.jobs, frame);
     }

@@ -377,6 +377,10 @@ ApiResult<nlohmann::json> ApiClient::NodeAction(const std::string& name,
 
 ApiResult<nlohmann::json> ApiClient::ListQueues() const { return SendJson("GET", "/v1/queues"); }
 
+ApiResult<nlohmann::json> ApiClient::Utilization(int jobs) const {
+  return SendJson("GET", "/v1/utilization?jobs=" + std::to_string(jobs));
+}
+
 ApiResult<nlohmann::json> ApiClient::ListEvents(uint64_t after, int limit, uint64_t job) const {
   std::string path = "/v1/events?after=" + std::to_string(after);
   if (limit > 0) path += "&limit=" + std::to_string(limit);

@@ -107,6 +107,9 @@ class ApiClient {
   // POST /v1/nodes/{name}/{action}; action is drain, undrain, cordon or uncordon.
   ApiResult<nlohmann::json> NodeAction(const std::string& name, const std::string& action) const;
   ApiResult<nlohmann::json> ListQueues() const;
+  // GET /v1/utilization: GPUs allocated and used, per node and per job; the `jobs` most
+  // idle jobs (0: all).
+  ApiResult<nlohmann::json> Utilization(int jobs = 0) const;
   // GET /v1/events: the first `limit` (0: the controller's default) events after `after`, of
   // `job` unless 0.
   ApiResult<nlohmann::json> ListEvents(uint64_t after, int limit = 0, uint64_t job = 0) const;

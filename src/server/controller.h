@@ -144,6 +144,10 @@ class Controller {
                          int64_t limit);
   nlohmann::json ListNodes(const NodeListQuery& query = {});
   Outcome<nlohmann::json> GetNode(std::string_view name);
+  // GPUs allocated and their measured utilization per node and per job (server/gpu_top.h).
+  // Every job holding GPUs shows its id and user; its name and queue only if the caller may
+  // see the job. `job_rows`: the most idle jobs shown (0: all).
+  nlohmann::json Utilization(const Caller& caller, size_t job_rows = 0);
   // action: drain, undrain, cordon, uncordon
   Outcome<nlohmann::json> NodeAction(const Caller& caller, std::string_view name,
                                      std::string_view action);

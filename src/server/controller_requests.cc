@@ -10,6 +10,7 @@
 
 #include "server/auth.h"
 #include "server/controller.h"
+#include "server/gpu_top.h"
 #include "spec/yaml_reader.h"
 
 namespace gangway::server {
@@ -461,6 +462,46 @@ json Controller::ListNodes(const NodeListQuery& q) {
   json answer = {{"nodes", std::move(out)}};
   if (more) answer["next"] = facts.back().record.node.name;
   return answer;
+}
+
+json Controller::Utilization(const Caller& caller, size_t job_rows) {
+  // Sampled under the lock, summed after it, as ListNodes does.
+  std::vector<TopNodeSample> nodes;
+  std::map<uint64_t, TopJobLabel> labels;
+  {
+    std::lock_guard lock(mu_);
+    nodes.reserve(nodes_.size());
+    for (const auto& [name, e] : nodes_) {
+      const NodeRecord& r = e.record;
+      TopNodeSample& node = nodes.emplace_back();
+      node.name = name;
+      node.gpus.resize(r.node.gpus.size());
+      for (size_t i = 0; i < node.gpus.size() && i < r.gpu_status.size(); ++i) {
+        if (r.gpu_status[i].utilization >= 0)
+          node.gpus[i].utilization = r.gpu_status[i].utilization;
+      }
+      bool busy = false;
+      for (uint64_t id : ActiveOnLocked(name)) {
+        const JobRecord& job = jobs_.at(id);
+        for (const TaskRecord& t : job.tasks) {
+          if (t.node != name || !t.Holds()) continue;
+          busy = true;
+          for (const auto& g : t.alloc.gpus) {
+            if (g.gpu < 0 || static_cast<size_t>(g.gpu) >= node.gpus.size()) continue;
+            node.gpus[static_cast<size_t>(g.gpu)].held_by.push_back(
+                {.job = id,
+                 .user = job.live.job.user,
+                 .milli = g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile)});
+          }
+        }
+        if (!labels.contains(id) && Visible(caller, job)) {
+          labels[id] = {.name = job.live.job.name, .queue = job.live.job.queue};
+        }
+      }
+      node.state = NodeState(r, busy);
+    }
+  }
+  return GpuTopJson(BuildGpuTop(nodes, labels), job_rows);
 }
 
 Outcome<json> Controller::GetNode(std::string_view name) {

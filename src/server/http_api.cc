@@ -350,6 +350,12 @@ void HttpApi::Routes() {
                                           .after = req.get_param_value("after"),
                                           .limit = static_cast<size_t>(*limit)}));
         });
+  route("GET", "/v1/utilization", "utilization", Who::kUser,
+        [this, caller](const Request& req, Response& res, const Identity& id) {
+          auto jobs = IntParam(req, res, "jobs", 0, 0, INT64_MAX);
+          if (!jobs) return;
+          SendJson(res, 200, controller_.Utilization(caller(id), static_cast<size_t>(*jobs)));
+        });
   route("GET", R"(/v1/nodes/([A-Za-z0-9._-]+))", "get_node", Who::kUser,
         [this](const Request& req, Response& res, const Identity&) {
           Answer(res, controller_.GetNode(req.matches[1].str()));

@@ -93,6 +93,12 @@ json Build() {
       {"/v1/nodes/{name}/undrain", {{"post", Op("Take new work again (admin)", "nodes", {node})}}},
       {"/v1/nodes/{name}/cordon", {{"post", Op("No new work (admin)", "nodes", {node})}}},
       {"/v1/nodes/{name}/uncordon", {{"post", Op("Undo cordon (admin)", "nodes", {node})}}},
+      {"/v1/utilization",
+       {{"get", Op("GPUs allocated and their measured utilization, per node and per job (most "
+                   "idle GPUs first); names and queues of the caller's jobs only",
+                   "nodes",
+                   {Param("jobs", "query", "integer",
+                          "the most idle this many jobs (0, the default: all)")})}}},
       {"/v1/queues", {{"get", Op("Queues with quota, usage and fair share", "queues")}}},
       {"/v1/events",
        {{"get", Op("Events after a sequence number, oldest first", "events",

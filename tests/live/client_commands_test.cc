@@ -666,20 +666,49 @@ TEST_F(ClientCommandsTest, NodesJoinsTheControllersPages) {
 }
 
 TEST_F(ClientCommandsTest, TopShowsAllocationAndMeasuredUtilizationMostIdleFirst) {
-  auto gpu = [](int index, int util, json used) {
-    return json{{"index", index}, {"utilization", util}, {"usedBy", std::move(used)}};
-  };
-  const json busy = {{"job", 4}, {"milli", 1000}, {"user", "bob"}};
-  const json idle = {{"job", 7}, {"milli", 1000}, {"user", "alice"}};
-  fake_.Reply("GET /v1/nodes", 200,
-              {{"nodes",
+  // n1: job 4 on GPU 0 (95 %), job 7 on GPUs 1 (5 %) and 2 (15 %), GPU 3 free (0 %). Job 4 is
+  // another user's: no name or queue.
+  fake_.Reply("GET /v1/utilization", 200,
+              {{"cluster",
+                {{"gpus", 4},
+                 {"gpusReporting", 4},
+                 {"allocatedGpus", 3.0},
+                 {"utilization", 28.75},
+                 {"allocatedUtilization", 115.0 / 3},
+                 {"nodes", {{"ready", 1}}},
+                 {"jobs", 3}}},
+               {"nodes",
                 {{{"name", "n1"},
                   {"state", "ready"},
-                  {"gpus",
-                   {gpu(0, 95, {busy}), gpu(1, 5, {idle}), gpu(2, 15, {idle}),
-                    gpu(3, 0, json::array())}}}}}});
-  fake_.Reply("GET /v1/jobs", 200,
-              {{"jobs", {{{"id", 7}, {"name", "notebook"}, {"queue", "research"}}}}});
+                  {"gpus", 4},
+                  {"allocatedGpus", 3.0},
+                  {"utilization", 28.75},
+                  {"jobs", {4, 7}}}}},
+               {"jobs",
+                {{{"id", 7},
+                  {"name", "notebook"},
+                  {"user", "alice"},
+                  {"queue", "research"},
+                  {"gpus", 2.0},
+                  {"utilization", 10.0},
+                  {"idleGpus", 1.8},
+                  {"nodes", {"n1"}}},
+                 {{"id", 4},
+                  {"name", ""},
+                  {"user", "bob"},
+                  {"queue", ""},
+                  {"gpus", 1.0},
+                  {"utilization", 95.0},
+                  {"idleGpus", 0.05},
+                  {"nodes", {"n1"}}},
+                 {{"id", 9},
+                  {"name", "fake"},
+                  {"user", "alice"},
+                  {"queue", "research"},
+                  {"gpus", 0.5},
+                  {"utilization", nullptr},
+                  {"idleGpus", nullptr},
+                  {"nodes", {"n1"}}}}}});
   Outcome o = Run({"top"});
   ASSERT_EQ(o.exit_code, 0) << Show(o);
   EXPECT_NE(o.out.find("GPUs: 4 on 1 nodes (1 ready), 3 allocated (75%)\n"
@@ -687,19 +716,24 @@ TEST_F(ClientCommandsTest, TopShowsAllocationAndMeasuredUtilizationMostIdleFirst
             std::string::npos)
       << o.out;
   EXPECT_TRUE(std::regex_search(o.out, std::regex("\nn1 +ready +4 +3 +29% +4,7\n"))) << o.out;
-  // Job 7 leaves 1.8 of its 2 GPUs idle and comes first; job 4 is not in the job list.
   EXPECT_TRUE(
       std::regex_search(o.out, std::regex("JOB +NAME +USER +QUEUE +GPUS +UTIL +IDLE +NODES\n"
                                           "7 +notebook +alice +research +2 +10% +1\\.8 +n1\n"
-                                          "4 +- +bob +- +1 +95% +0\\.1 +n1\n")))
+                                          "4 +- +bob +- +1 +95% +0\\.1 +n1\n"
+                                          "9 +fake +alice +research +0\\.5 +- +- +n1\n")))
       << o.out;
-  EXPECT_EQ(fake_.requests("GET", "/v1/jobs")[0].Param("state"), "scheduled,running,preempted");
+  EXPECT_EQ(fake_.requests("GET", "/v1/utilization")[0].Param("jobs"), "20");
+  o = Run({"top", "--jobs", "1"});
+  ASSERT_EQ(o.exit_code, 0) << Show(o);
+  EXPECT_EQ(fake_.requests("GET", "/v1/utilization").back().Param("jobs"), "1");
+  EXPECT_NE(o.out.find("(2 more jobs hold GPUs; --jobs 0 lists all)"), std::string::npos) << o.out;
 
   o = Run({"top", "-o", "json"});
   ASSERT_EQ(o.exit_code, 0) << Show(o);
   const json top = json::parse(o.out);
   EXPECT_EQ(top["cluster"]["allocatedGpus"], 3.0);
   EXPECT_EQ(top["jobs"][0]["id"], 7);
+  EXPECT_TRUE(fake_.requests("GET", "/v1/nodes").empty()) << "one request answers it";
 }
 
 // ---- events

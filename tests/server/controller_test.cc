@@ -963,6 +963,85 @@ TEST_F(ControllerTest, NodeSummariesCountWhatTheFullViewShowsAndListsArePaged) {
   EXPECT_TRUE(c().ListNodes({.after = "n3"})["nodes"].empty());
 }
 
+// GET /v1/utilization: what agents last measured, summed per node and per job; another
+// user's job shows its id and user, not its name or queue.
+TEST_F(ControllerTest, UtilizationFollowsReportsAndShowsOnlyTheCallersJobNames) {
+  Start();
+  Register("n1", 4);
+  Register("n2", 2);
+  const uint64_t mine = Submit("name: mine\ngpu: 3\ncommand: [train]\n", kAlice);
+  const uint64_t theirs = Submit("name: theirs\ngpu: 1\ncommand: [train]\n", kBob);
+  ASSERT_TRUE(
+      Eventually([&] { return State(mine) == "scheduled" && State(theirs) == "scheduled"; }));
+  // n1: GPU i at 10 (i + 1) %; n2 reports nothing.
+  Ok(c().Report("n1", {{"gpus",
+                        {{{"index", 0}, {"utilization", 10}},
+                         {{"index", 1}, {"utilization", 20}},
+                         {{"index", 2}, {"utilization", 30}},
+                         {{"index", 3}, {"utilization", 40}}}}}));
+  // The expected figures, from the full node view.
+  std::map<uint64_t, std::vector<int>> utils;  // job -> its GPUs' samples
+  std::map<uint64_t, std::string> node_of;
+  const json full = c().ListNodes();
+  for (const json& n : full["nodes"]) {
+    for (const json& g : n["gpus"]) {
+      for (const json& u : g["usedBy"]) {
+        node_of[u["job"].get<uint64_t>()] = n["name"].get<std::string>();
+        utils[u["job"].get<uint64_t>()].push_back(
+            g["utilization"].is_null() ? -1 : g["utilization"].get<int>());
+      }
+    }
+  }
+  ASSERT_EQ(utils[mine].size(), 3u);
+  ASSERT_EQ(utils[theirs].size(), 1u);
+  auto mean = [](const std::vector<int>& v) {
+    double sum = 0;
+    int n = 0;
+    for (int x : v) {
+      if (x >= 0) sum += x, ++n;
+    }
+    return n ? json(sum / n) : json(nullptr);
+  };
+
+  const json top = c().Utilization(kAlice);
+  EXPECT_EQ(top["cluster"]["gpus"], 6);
+  EXPECT_EQ(top["cluster"]["gpusReporting"], 4);
+  EXPECT_EQ(top["cluster"]["allocatedGpus"], 4.0);
+  EXPECT_EQ(top["cluster"]["utilization"], 25.0);
+  ASSERT_EQ(top["nodes"].size(), 2u);
+  EXPECT_EQ(top["nodes"][0]["name"], "n1");
+  EXPECT_EQ(top["nodes"][0]["utilization"], 25.0);
+  EXPECT_TRUE(top["nodes"][1]["utilization"].is_null());
+  ASSERT_EQ(top["jobs"].size(), 2u);
+  for (const json& j : top["jobs"]) {
+    const uint64_t id = j["id"].get<uint64_t>();
+    EXPECT_EQ(j["utilization"], mean(utils[id])) << j;
+    if (id == mine) {
+      EXPECT_EQ(j["name"], "mine");
+      EXPECT_EQ(j["queue"], "default");
+      EXPECT_EQ(j["user"], "alice");
+      EXPECT_EQ(j["gpus"], 3.0);
+    } else {
+      EXPECT_EQ(j["name"], "") << "bob's job, seen by alice";
+      EXPECT_EQ(j["queue"], "");
+      EXPECT_EQ(j["user"], "bob");
+    }
+  }
+  const json admin = c().Utilization(kAdmin);
+  for (const json& j : admin["jobs"]) EXPECT_NE(j["name"], "") << "an admin sees every name";
+  const json first = c().Utilization(kAlice, 1);
+  ASSERT_EQ(first["jobs"].size(), 1u);
+  EXPECT_EQ(first["jobs"][0], top["jobs"][0]) << "the most idle";
+  EXPECT_EQ(first["cluster"]["jobs"], 2) << "counts them all";
+
+  // A job whose task exits leaves the view.
+  Report(node_of[mine], {Exited(std::to_string(mine) + ".0.0", 0)});
+  ASSERT_TRUE(Eventually([&] {
+    const json t = c().Utilization(kAlice);
+    return t["jobs"].size() == 1 && t["jobs"][0]["id"] == theirs;
+  }));
+}
+
 // `gangway events`: the newest on asking, per job, and only what the caller may see.
 TEST_F(ControllerTest, EventsComeOldestFirstTheNewestOnAskingAndPerJob) {
   Start();

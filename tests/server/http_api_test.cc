@@ -202,6 +202,14 @@ TEST_F(HttpApiTest, MetricsHealthAndOpenApi) {
   json openapi = json::parse(doc->body);
   EXPECT_EQ(openapi["openapi"], "3.0.3");
   EXPECT_TRUE(openapi["paths"].contains("/v1/jobs/{id}/logs"));
+  EXPECT_TRUE(openapi["paths"].contains("/v1/utilization"));
+  auto top = http_->Get("/v1/utilization", As(kAliceToken));
+  ASSERT_TRUE(top);
+  EXPECT_EQ(top->status, 200) << top->body;
+  EXPECT_EQ(json::parse(top->body)["cluster"]["allocatedGpus"], 0.0);
+  top = http_->Get("/v1/utilization");
+  ASSERT_TRUE(top);
+  EXPECT_EQ(top->status, 401) << "a user's token is needed";
   auto who = http_->Get("/v1/whoami", As(kAdminToken));
   ASSERT_TRUE(who);
   EXPECT_EQ(json::parse(who->body)["role"], "admin");

@@ -1,42 +1,37 @@
-// What `gangway top` computes from the controller's node and job lists (client/gpu_top.h).
+// What GET /v1/utilization and `gangway top` compute from the nodes' GPU samples
+// (server/gpu_top.h).
 
-#include "client/gpu_top.h"
+#include "server/gpu_top.h"
 
 #include <gtest/gtest.h>
 
-namespace gangway::client {
+namespace gangway::server {
 namespace {
 
 using nlohmann::json;
+using Holder = TopGpuSample::Holder;
 
-json Gpu(int index, std::optional<int> util, json used = json::array()) {
-  json g = {{"index", index}, {"model", "H100-80GB"}, {"usedBy", std::move(used)}};
-  g["utilization"] = util ? json(*util) : json(nullptr);
-  return g;
+TopGpuSample Gpu(std::optional<double> util, std::vector<Holder> held_by = {}) {
+  return {.utilization = util, .held_by = std::move(held_by)};
 }
 
-json Use(uint64_t job, int64_t milli = 1000, const std::string& user = "alice") {
-  return {{"job", job}, {"milli", milli}, {"user", user}, {"task", 0}};
+Holder Use(uint64_t job, int64_t milli = 1000, const std::string& user = "alice") {
+  return {.job = job, .user = user, .milli = milli};
 }
 
 // n1: job 7 on GPUs 0 (10 %) and 1 (30 %); jobs 9 and 10 share GPU 2 (90 %); GPU 3 idle and
 // unmeasured. n2 (lost): job 11, unmeasured. n0: one free GPU at 0 %.
-json Nodes() {
-  return {{"nodes",
-           {{{"name", "n2"},
-             {"state", "lost"},
-             {"gpus", {Gpu(0, std::nullopt, {Use(11, 1000, "carol")})}}},
-            {{"name", "n1"},
-             {"state", "ready"},
-             {"gpus",
-              {Gpu(0, 10, {Use(7)}), Gpu(1, 30, {Use(7)}),
-               Gpu(2, 90, {Use(9, 500, "bob"), Use(10, 500, "bob")}), Gpu(3, std::nullopt)}}},
-            {{"name", "n0"}, {"state", "ready"}, {"gpus", {Gpu(0, 0)}}}}}};
+std::vector<TopNodeSample> Nodes() {
+  return {{.name = "n2", .state = "lost", .gpus = {Gpu(std::nullopt, {Use(11, 1000, "carol")})}},
+          {.name = "n1",
+           .state = "ready",
+           .gpus = {Gpu(10, {Use(7)}), Gpu(30, {Use(7)}),
+                    Gpu(90, {Use(9, 500, "bob"), Use(10, 500, "bob")}), Gpu(std::nullopt)}},
+          {.name = "n0", .state = "ready", .gpus = {Gpu(0)}}};
 }
 
 TEST(GpuTopTest, UtilizationIsMeasuredPerNodeAndJobAndIdleGpusComeFirst) {
-  const json jobs = {{"jobs", {{{"id", 7}, {"name", "llama"}, {"queue", "nlp"}}}}};
-  const GpuTop top = BuildGpuTop(Nodes(), jobs);
+  const GpuTop top = BuildGpuTop(Nodes(), {{7, {.name = "llama", .queue = "nlp"}}});
 
   // The lost node's GPU counts nowhere in the cluster's totals.
   EXPECT_EQ(top.gpus, 5);
@@ -69,7 +64,7 @@ TEST(GpuTopTest, UtilizationIsMeasuredPerNodeAndJobAndIdleGpusComeFirst) {
   EXPECT_EQ(top.jobs[3].id, 11u);
   EXPECT_FALSE(top.jobs[3].utilization.has_value());
   EXPECT_EQ(top.jobs[3].nodes, std::vector<std::string>{"n2"});
-  EXPECT_TRUE(top.jobs[3].name.empty()) << "not in the job list";
+  EXPECT_TRUE(top.jobs[3].name.empty()) << "no label: another user's job";
 
   const json out = GpuTopJson(top);
   EXPECT_EQ(out["cluster"]["gpus"], 5);
@@ -80,27 +75,23 @@ TEST(GpuTopTest, UtilizationIsMeasuredPerNodeAndJobAndIdleGpusComeFirst) {
 }
 
 TEST(GpuTopTest, TwoTasksOfAJobOnOneGpuCountItsSampleOnce) {
-  const json nodes = {
-      {"nodes",
-       {{{"name", "n1"},
-         {"state", "ready"},
-         {"gpus", {Gpu(0, 100, {Use(5, 500), Use(5, 500)}), Gpu(1, 0, {Use(5)})}}}}}};
-  const GpuTop top = BuildGpuTop(nodes, json::object());
+  const std::vector<TopNodeSample> nodes = {
+      {.name = "n1",
+       .state = "ready",
+       .gpus = {Gpu(100, {Use(5, 500), Use(5, 500)}), Gpu(0, {Use(5)})}}};
+  const GpuTop top = BuildGpuTop(nodes, {});
   ASSERT_EQ(top.jobs.size(), 1u);
   EXPECT_EQ(top.jobs[0].gpu_milli, 2000);
   EXPECT_DOUBLE_EQ(*top.jobs[0].utilization, 50);
 }
 
-TEST(GpuTopTest, AnswersItCannotReadGiveAnEmptyView) {
-  const GpuTop top = BuildGpuTop(json("not an object"), json::array());
+TEST(GpuTopTest, AnEmptyClusterHasNoUtilization) {
+  const GpuTop top = BuildGpuTop({}, {});
   EXPECT_EQ(top.gpus, 0);
   EXPECT_TRUE(top.nodes.empty());
   EXPECT_FALSE(top.utilization.has_value());
-  const GpuTop odd = BuildGpuTop(
-      {{"nodes", {{{"name", "n"}, {"gpus", {{{"usedBy", {{{"job", "x"}}}}}}}}}}}, json());
-  EXPECT_EQ(odd.gpus, 1);
-  EXPECT_TRUE(odd.jobs.empty());
+  EXPECT_TRUE(GpuTopJson(top)["cluster"]["utilization"].is_null());
 }
 
 }  // namespace
-}  // namespace gangway::client
+}  // namespace gangway::server

@@ -1,17 +1,13 @@
-#include "client/gpu_top.h"
+#include "server/gpu_top.h"
 
 #include <algorithm>
 #include <set>
 
-namespace gangway::client {
+namespace gangway::server {
 
 namespace {
 
 using nlohmann::json;
-
-std::string StrOf(const json& o, const char* key) {
-  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
-}
 
 // Sum and count of utilization samples, for a mean.
 struct Mean {
@@ -28,14 +24,6 @@ struct Mean {
 
 json OrNull(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
-// A job id: a non-negative integer under `key`.
-std::optional<uint64_t> IdOf(const json& o, const char* key) {
-  if (!o.is_object() || !o.contains(key) || !o[key].is_number_integer()) return std::nullopt;
-  if (o[key].is_number_unsigned()) return o[key].get<uint64_t>();
-  const auto v = o[key].get<int64_t>();
-  return v >= 0 ? std::optional<uint64_t>(static_cast<uint64_t>(v)) : std::nullopt;
-}
-
 }  // namespace
 
 double TopJob::IdleGpus() const {
@@ -43,7 +31,8 @@ double TopJob::IdleGpus() const {
   return static_cast<double>(gpu_milli) / 1000.0 * (100.0 - *utilization) / 100.0;
 }
 
-GpuTop BuildGpuTop(const json& nodes, const json& jobs) {
+GpuTop BuildGpuTop(const std::vector<TopNodeSample>& nodes,
+                   const std::map<uint64_t, TopJobLabel>& labels) {
   GpuTop top;
   struct JobAcc {
     TopJob job;
@@ -53,51 +42,33 @@ GpuTop BuildGpuTop(const json& nodes, const json& jobs) {
   std::map<uint64_t, JobAcc> by_job;
   Mean all;
   Mean held;
-  const json empty = json::array();
-  const json& node_list = nodes.is_object() && nodes.contains("nodes") && nodes["nodes"].is_array()
-                              ? nodes["nodes"]
-                              : empty;
-  for (const json& n : node_list) {
-    TopNode node{.name = StrOf(n, "name"), .state = StrOf(n, "state")};
+  for (const TopNodeSample& n : nodes) {
+    TopNode node{.name = n.name, .state = n.state};
     ++top.nodes_by_state[node.state];
     const bool lost = node.state == "lost";
     Mean node_util;
     std::set<uint64_t> node_jobs;
-    const json& gpus =
-        n.is_object() && n.contains("gpus") && n["gpus"].is_array() ? n["gpus"] : empty;
-    for (const json& g : gpus) {
+    for (const TopGpuSample& g : n.gpus) {
       ++node.gpus;
-      std::optional<double> util;
-      if (g.is_object() && g.contains("utilization") && g["utilization"].is_number()) {
-        util = g["utilization"].get<double>();
-        node_util.Add(*util);
-      }
-      const json& used =
-          g.is_object() && g.contains("usedBy") && g["usedBy"].is_array() ? g["usedBy"] : empty;
+      if (g.utilization) node_util.Add(*g.utilization);
       std::set<uint64_t> gpu_jobs;
-      for (const json& u : used) {
-        const std::optional<uint64_t> job = IdOf(u, "job");
-        if (!job) continue;
-        const uint64_t id = *job;
-        const int64_t milli = u.contains("milli") && u["milli"].is_number_integer()
-                                  ? u["milli"].get<int64_t>()
-                                  : 1000;
-        node.allocated_milli += milli;
-        JobAcc& acc = by_job[id];
-        acc.job.id = id;
-        if (acc.job.user.empty()) acc.job.user = StrOf(u, "user");
-        acc.job.gpu_milli += milli;
+      for (const TopGpuSample::Holder& u : g.held_by) {
+        node.allocated_milli += u.milli;
+        JobAcc& acc = by_job[u.job];
+        acc.job.id = u.job;
+        if (acc.job.user.empty()) acc.job.user = u.user;
+        acc.job.gpu_milli += u.milli;
         acc.nodes.insert(node.name);
         // A job with two tasks on one GPU counts that GPU's sample once.
-        if (util && gpu_jobs.insert(id).second) acc.util.Add(*util);
-        node_jobs.insert(id);
+        if (g.utilization && gpu_jobs.insert(u.job).second) acc.util.Add(*g.utilization);
+        node_jobs.insert(u.job);
       }
       if (lost) continue;
       ++top.gpus;
-      if (util) {
+      if (g.utilization) {
         ++top.reporting;
-        all.Add(*util);
-        if (!used.empty()) held.Add(*util);
+        all.Add(*g.utilization);
+        if (!g.held_by.empty()) held.Add(*g.utilization);
       }
     }
     node.utilization = node_util.Get();
@@ -110,16 +81,11 @@ GpuTop BuildGpuTop(const json& nodes, const json& jobs) {
   top.utilization = all.Get();
   top.allocated_utilization = held.Get();
 
-  const json& job_list =
-      jobs.is_object() && jobs.contains("jobs") && jobs["jobs"].is_array() ? jobs["jobs"] : empty;
-  for (const json& j : job_list) {
-    const std::optional<uint64_t> id = IdOf(j, "id");
-    auto it = id ? by_job.find(*id) : by_job.end();
-    if (it == by_job.end()) continue;
-    it->second.job.name = StrOf(j, "name");
-    it->second.job.queue = StrOf(j, "queue");
-  }
   for (auto& [id, acc] : by_job) {
+    if (auto label = labels.find(id); label != labels.end()) {
+      acc.job.name = label->second.name;
+      acc.job.queue = label->second.queue;
+    }
     acc.job.utilization = acc.util.Get();
     acc.job.nodes.assign(acc.nodes.begin(), acc.nodes.end());
     top.jobs.push_back(std::move(acc.job));
@@ -131,7 +97,7 @@ GpuTop BuildGpuTop(const json& nodes, const json& jobs) {
   return top;
 }
 
-json GpuTopJson(const GpuTop& top) {
+json GpuTopJson(const GpuTop& top, size_t job_rows) {
   json nodes = json::array();
   for (const TopNode& n : top.nodes) {
     nodes.push_back({{"name", n.name},
@@ -143,6 +109,7 @@ json GpuTopJson(const GpuTop& top) {
   }
   json jobs = json::array();
   for (const TopJob& j : top.jobs) {
+    if (job_rows > 0 && jobs.size() == job_rows) break;
     jobs.push_back({{"id", j.id},
                     {"name", j.name},
                     {"user", j.user},
@@ -158,9 +125,10 @@ json GpuTopJson(const GpuTop& top) {
             {"allocatedGpus", static_cast<double>(top.allocated_milli) / 1000.0},
             {"utilization", OrNull(top.utilization)},
             {"allocatedUtilization", OrNull(top.allocated_utilization)},
-            {"nodes", top.nodes_by_state}}},
+            {"nodes", top.nodes_by_state},
+            {"jobs", top.jobs.size()}}},
           {"nodes", std::move(nodes)},
           {"jobs", std::move(jobs)}};
 }
 
-}  // namespace gangway::client
+}  // namespace gangway::server
