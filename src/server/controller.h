@@ -180,9 +180,17 @@ class Controller {
   // Whether `token` is the credential of some registered node.
   bool IsNodeToken(std::string_view token);
   // Blocks up to `wait` for commands of `node` newer than `after` in `epoch`.
-  Outcome<nlohmann::json> Commands(std::string_view node, std::string_view epoch, uint64_t after,
-                                   std::chrono::milliseconds wait);
+  struct Poll {
+    std::string_view epoch;
+    uint64_t after = 0;
+    std::chrono::milliseconds wait{0};
+  };
+  Outcome<nlohmann::json> Commands(std::string_view node, const Poll& poll);
   Outcome<nlohmann::json> Report(std::string_view node, const nlohmann::json& body);
+  // An agent's heartbeat: Report, then Commands, answered as one object (the poll's
+  // logIntervalMs wins), taking the controller lock once for both.
+  Outcome<nlohmann::json> ReportAndPoll(std::string_view node, const nlohmann::json& body,
+                                        const Poll& poll);
 
   // Prometheus text exposition.
   std::string MetricsText();
@@ -215,6 +223,12 @@ class Controller {
   static constexpr std::chrono::seconds kFollowWindow{15};
   // The logIntervalMs an agent is told in each answer: 0 (its own pace) while followed.
   int64_t LogIntervalMsLocked(const NodeEntry& node) const;
+  // Report, then Commands if `poll` is given, with what Report does under the lock done
+  // under one acquisition.
+  Outcome<nlohmann::json> ReportThenPoll(std::string_view node, const nlohmann::json& body,
+                                         const Poll* poll);
+  nlohmann::json CommandsLocked(std::unique_lock<std::mutex>& lock, NodeEntry& node,
+                                const Poll& poll);
 
   void Load();
   void Loop();

@@ -773,18 +773,21 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
   return out;
 }
 
-Outcome<json> Controller::Commands(std::string_view node, std::string_view epoch, uint64_t after,
-                                   std::chrono::milliseconds wait) {
+Outcome<json> Controller::Commands(std::string_view node, const Poll& poll) {
   std::unique_lock lock(mu_);
   auto it = nodes_.find(node);
   if (it == nodes_.end()) {
     return Error(404, "not_found", "node " + std::string(node) + " is not registered");
   }
-  NodeEntry& e = it->second;
-  if (epoch != epoch_) after = 0;
+  return CommandsLocked(lock, it->second, poll);
+}
+
+json Controller::CommandsLocked(std::unique_lock<std::mutex>& lock, NodeEntry& e,
+                                const Poll& poll) {
+  const uint64_t after = poll.epoch == epoch_ ? poll.after : 0;
   while (!e.commands.empty() && e.commands.front().seq <= after) e.commands.pop_front();
   auto ready = [&](const Command& c) { return c.gen <= durable_gen_; };
-  e.poll.wait_for(lock, wait, [&] {
+  e.poll.wait_for(lock, poll.wait, [&] {
     return stopping_ || e.follow_news || (!e.commands.empty() && ready(e.commands.front()));
   });
   e.follow_news = false;
@@ -803,7 +806,16 @@ int64_t Controller::LogIntervalMsLocked(const NodeEntry& node) const {
                               options_.log_report_rate);
 }
 
-Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
+Outcome<json> Controller::Report(std::string_view node, const json& body) {
+  return ReportThenPoll(node, body, nullptr);
+}
+
+Outcome<json> Controller::ReportAndPoll(std::string_view node, const json& body, const Poll& poll) {
+  return ReportThenPoll(node, body, &poll);
+}
+
+Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json& body,
+                                         const Poll* poll) {
   if (!body.is_object()) return Error(400, "bad_request", "expected a JSON object");
   metrics.reports++;
   bool wake = false;
@@ -1001,6 +1013,13 @@ Outcome<json> Controller::Report(std::string_view node_name, const json& body) {
     }
     // An acknowledged exit is forgotten by the agent: it must be on disk first.
     if (!ack.empty() && !WaitDurable(lock)) ack = json::array();
+    if (poll != nullptr) {
+      json out = CommandsLocked(lock, node, *poll);  // nodes_ never drops an entry
+      out["ack"] = std::move(ack);
+      out["logOffsets"] = std::move(offsets);
+      out["logCapped"] = std::move(capped);
+      return out;
+    }
   }
   return json{{"ack", ack},
               {"logOffsets", offsets},

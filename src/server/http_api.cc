@@ -408,9 +408,11 @@ void HttpApi::Routes() {
           if (!after) return;
           auto wait = IntParam(req, res, "waitMs", 0, 0, kMaxWaitMs);
           if (!wait) return;
-          Answer(res, controller_.Commands(req.matches[1].str(), req.get_param_value("epoch"),
-                                           static_cast<uint64_t>(*after),
-                                           std::chrono::milliseconds(*wait)));
+          const std::string epoch = req.get_param_value("epoch");
+          Answer(res, controller_.Commands(req.matches[1].str(),
+                                           {.epoch = epoch,
+                                            .after = static_cast<uint64_t>(*after),
+                                            .wait = std::chrono::milliseconds(*wait)}));
         });
   // A report and the next commands poll in one request: the report is taken first, then the
   // poll waits. An agent sends its heartbeat this way, so that one kept-alive connection (and,
@@ -423,21 +425,11 @@ void HttpApi::Routes() {
           if (!wait) return;
           auto body = body_json(req, res);
           if (!body) return;
-          const std::string node = req.matches[1].str();
-          Outcome<json> report = controller_.Report(node, *body);
-          if (std::holds_alternative<ApiError>(report)) {
-            Answer(res, report);
-            return;
-          }
-          Outcome<json> commands =
-              controller_.Commands(node, req.get_param_value("epoch"),
-                                   static_cast<uint64_t>(*after), std::chrono::milliseconds(*wait));
-          if (json* out = std::get_if<json>(&commands)) {
-            json merged = std::move(std::get<json>(report));
-            merged.update(*out);  // the poll's logIntervalMs is the later one
-            commands = std::move(merged);
-          }
-          Answer(res, commands);
+          const std::string epoch = req.get_param_value("epoch");
+          Answer(res, controller_.ReportAndPoll(req.matches[1].str(), *body,
+                                                {.epoch = epoch,
+                                                 .after = static_cast<uint64_t>(*after),
+                                                 .wait = std::chrono::milliseconds(*wait)}));
         });
   route("POST", R"(/v1/agents/([A-Za-z0-9._-]+)/report)", "agent_report", Who::kNode,
         [this, body_json](const Request& req, Response& res, const Identity&) {

@@ -124,7 +124,7 @@ class ControllerTest : public ::testing::Test {
   json TakeCommands(const std::string& node,
                     std::chrono::milliseconds wait = std::chrono::seconds(5)) {
     uint64_t& after = applied_[node];
-    json out = Ok(c().Commands(node, epoch_, after, wait));
+    json out = Ok(c().Commands(node, {.epoch = epoch_, .after = after, .wait = wait}));
     json cmds = out["commands"];
     for (const json& cmd : cmds) after = std::max(after, cmd["seq"].get<uint64_t>());
     return cmds;

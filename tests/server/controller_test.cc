@@ -299,7 +299,8 @@ TEST_F(ControllerTest, ReadingATasksLogsSpeedsUpItsNodesOutputAndNoOther) {
   EXPECT_EQ(Report("n2", json::array())["logIntervalMs"], 2000);
 
   auto poll = std::async(std::launch::async, [&] {
-    return Ok(c().Commands("n1", epoch_, applied_["n1"], std::chrono::seconds(30)));
+    return Ok(c().Commands(
+        "n1", {.epoch = epoch_, .after = applied_["n1"], .wait = std::chrono::seconds(30)}));
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   Ok(c().Logs(kAlice, id, 0, 0, 100));
@@ -310,7 +311,9 @@ TEST_F(ControllerTest, ReadingATasksLogsSpeedsUpItsNodesOutputAndNoOther) {
   EXPECT_EQ(answer["logIntervalMs"], 0);
   EXPECT_EQ(Report("n1", {Running(task)})["logIntervalMs"], 0);
   EXPECT_EQ(Report("n2", json::array())["logIntervalMs"], 2000);
-  EXPECT_EQ(Ok(c().Commands("n3", epoch_, 0, std::chrono::milliseconds(1)))["logIntervalMs"], 2000);
+  EXPECT_EQ(Ok(c().Commands(
+                "n3", {.epoch = epoch_, .wait = std::chrono::milliseconds(1)}))["logIntervalMs"],
+            2000);
 }
 
 TEST_F(ControllerTest, ExitIsNotAcknowledgedUntilTheWholeLogArrived) {
@@ -1173,7 +1176,8 @@ TEST_F(ControllerTest, AcceptedJobsSurviveARestartAndLaunchesAreResent) {
   EXPECT_EQ(Job(launched["job"].get<uint64_t>())["state"], "scheduled");
   // The agent still talks in the old epoch: it gets every queued command again, and the
   // launch it may already run is the same task id (agents ignore duplicates).
-  json out = Ok(c().Commands("n1", old_epoch, 99, std::chrono::seconds(2)));
+  json out =
+      Ok(c().Commands("n1", {.epoch = old_epoch, .after = 99, .wait = std::chrono::seconds(2)}));
   EXPECT_NE(out["controllerEpoch"], old_epoch);
   ASSERT_EQ(out["commands"].size(), 1u);
   EXPECT_EQ(out["commands"][0]["task"]["taskId"], launched["taskId"]);
