@@ -631,6 +631,8 @@ int Heartbeats(const Flags& f) {
   const bool reports_ride_polls = f.connections == "poll";
   std::atomic<Clock::rep> poll_reports_from{0};
   std::atomic<bool> poll_reports_over{false};
+  // Polls sent from here on are measured (after the warm-up: see below), as the late count is.
+  std::atomic<Clock::rep> poll_measured_from{Clock::time_point::max().time_since_epoch().count()};
   std::atomic<int64_t> poll_reports{0};
   std::atomic<int64_t> poll_reports_late{0};  // answered over 1 s after their wait
   std::atomic<int64_t> poll_report_errors{0};
@@ -687,7 +689,8 @@ int Heartbeats(const Flags& f) {
             } else {
               const auto over = Clock::now() - sent_at - std::chrono::milliseconds(wait_ms);
               if (over > std::chrono::seconds(1)) poll_reports_late++;
-              if (!poll_reports_over.load()) {
+              if (!poll_reports_over.load() &&
+                  sent_at.time_since_epoch().count() >= poll_measured_from.load()) {
                 std::lock_guard lock(overrun_mu);
                 overruns.push_back(std::chrono::duration<double, std::milli>(over).count());
               }
@@ -805,6 +808,7 @@ int Heartbeats(const Flags& f) {
   const int64_t poll_errors0 = poll_errors.load();
   const double cpu0 = CpuSeconds(c.server);
   const auto t0 = Clock::now();
+  poll_measured_from = t0.time_since_epoch().count();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
