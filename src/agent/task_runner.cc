@@ -67,16 +67,20 @@ int PidfdOpen(pid_t pid) {
 
 // --- CgroupLimiter ---
 
-CgroupLimiter::CgroupLimiter(const std::string& root) {
-  if (access((root + "/cgroup.controllers").c_str(), F_OK) != 0) {
-    reason_ = "no cgroup v2 hierarchy at " + root;
-    return;
-  }
+std::string CgroupLimiter::OwnCgroupV2() {
   std::ifstream self("/proc/self/cgroup");
   std::string line;
   std::string own;
   while (std::getline(self, line)) {
     if (line.starts_with("0::")) own = line.substr(3);
+  }
+  return own;
+}
+
+CgroupLimiter::CgroupLimiter(const std::string& root, const std::string& own) {
+  if (access((root + "/cgroup.controllers").c_str(), F_OK) != 0) {
+    reason_ = "no cgroup v2 hierarchy at " + root;
+    return;
   }
   if (own.empty()) {
     reason_ = "the agent is in no cgroup v2 group (/proc/self/cgroup)";

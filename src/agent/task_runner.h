@@ -55,9 +55,15 @@ struct ExitStatus {
 // failure for one task is logged, the task runs without limits.
 class CgroupLimiter {
  public:
-  explicit CgroupLimiter(const std::string& root = "/sys/fs/cgroup");
+  // `own`: the agent's group in the cgroup v2 hierarchy, as /proc/self/cgroup names it
+  // ("0::/system.slice/gangway-agent.service/agent"); empty when it is in none.
+  explicit CgroupLimiter(const std::string& root = "/sys/fs/cgroup",
+                         const std::string& own = OwnCgroupV2());
+  static std::string OwnCgroupV2();
   bool Available() const { return available_; }
   const std::string& reason() const { return reason_; }
+  // Where task groups are made: the agent's group, or its parent.
+  const std::string& base() const { return base_; }
   // Creates the task's cgroup, writes the limits and moves `pid` in. Returns the cgroup's
   // directory, or empty on failure.
   std::string Attach(const std::string& task_id, pid_t pid, int64_t cpu_milli,

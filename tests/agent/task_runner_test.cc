@@ -242,5 +242,71 @@ TEST(SignalFromName, KnowsTheCheckpointSignals) {
   EXPECT_EQ(SignalFromName("SIGFOO"), std::nullopt);
 }
 
+// CgroupLimiter over a directory laid out as cgroupfs would be: this machine may have no
+// cgroup v2 hierarchy of its own to delegate. The kernel makes a group's control files when
+// the group is made; here they are made beforehand, and Attach finds the group there.
+class CgroupLimiterTest : public ::testing::Test {
+ protected:
+  std::filesystem::path Group(const std::string& rel, const std::string& subtree_control) {
+    const std::filesystem::path dir = root_.path() / rel;
+    std::filesystem::create_directories(dir);
+    for (const char* f : {"cgroup.procs", "cgroup.kill", "cpu.max", "memory.max"}) {
+      std::ofstream(dir / f).flush();
+    }
+    std::ofstream(dir / "cgroup.subtree_control") << subtree_control;
+    return dir;
+  }
+  std::string root() const { return root_.path().string(); }
+
+  ::gangway::testing::TempDir root_{"gangway_cgroup_test_"};
+};
+
+TEST_F(CgroupLimiterTest, TasksGoBesideTheAgentInItsDelegatedGroupWithTheirLimits) {
+  std::ofstream(root_.path() / "cgroup.controllers") << "cpuset cpu io memory pids\n";
+  const auto unit = Group("system.slice/gangway-agent.service", "cpu memory\n");
+  Group("system.slice/gangway-agent.service/agent", "");
+  CgroupLimiter limiter(root(), "/system.slice/gangway-agent.service/agent");
+  ASSERT_TRUE(limiter.Available()) << limiter.reason();
+  EXPECT_EQ(limiter.base(), unit.string()) << "the agent's own group holds a process";
+
+  const auto task = Group("system.slice/gangway-agent.service/gangway-task-7.0.1", "");
+  EXPECT_EQ(limiter.Attach("7.0.1", 4242, 1500, int64_t{2} << 30), task.string());
+  EXPECT_EQ(ReadFile((task / "cpu.max").string()), "150000 100000") << "1.5 CPUs per 100 ms";
+  EXPECT_EQ(ReadFile((task / "memory.max").string()), "2147483648");
+  EXPECT_EQ(ReadFile((task / "cgroup.procs").string()), "4242");
+  limiter.Remove(task.string());
+  EXPECT_EQ(ReadFile((task / "cgroup.kill").string()), "1") << "what escaped the group dies too";
+
+  // No request, no limit.
+  const auto free = Group("system.slice/gangway-agent.service/gangway-task-8.0.0", "");
+  limiter.Attach("8.0.0", 4243, 0, 0);
+  EXPECT_EQ(ReadFile((free / "cpu.max").string()), "");
+  EXPECT_EQ(ReadFile((free / "memory.max").string()), "");
+  EXPECT_EQ(ReadFile((free / "cgroup.procs").string()), "4243");
+}
+
+TEST_F(CgroupLimiterTest, AnAgentInTheRootGroupPutsTasksUnderIt) {
+  std::ofstream(root_.path() / "cgroup.controllers") << "cpu memory\n";
+  std::ofstream(root_.path() / "cgroup.subtree_control") << "memory cpu pids\n";
+  CgroupLimiter limiter(root(), "/");
+  ASSERT_TRUE(limiter.Available()) << limiter.reason();
+  EXPECT_EQ(limiter.base(), root());
+}
+
+TEST_F(CgroupLimiterTest, WithoutDelegationTasksRunUnlimitedAndTheReasonSaysWhy) {
+  EXPECT_NE(CgroupLimiter(root(), "/x").reason().find("no cgroup v2 hierarchy at " + root()),
+            std::string::npos);
+  std::ofstream(root_.path() / "cgroup.controllers") << "cpu memory\n";
+  EXPECT_NE(CgroupLimiter(root(), "").reason().find("in no cgroup v2 group"), std::string::npos);
+  // Only cpu handed down (Delegate=cpu): memory limits could not be set.
+  Group("user.slice", "cpu\n");
+  Group("user.slice/session", "");
+  CgroupLimiter limiter(root(), "/user.slice/session");
+  EXPECT_FALSE(limiter.Available());
+  EXPECT_NE(limiter.reason().find("cpu and memory controllers enabled in cgroup.subtree_control"),
+            std::string::npos)
+      << limiter.reason();
+}
+
 }  // namespace
 }  // namespace gangway::agent
