@@ -735,6 +735,7 @@ void Controller::SettleLocked(JobRecord& job) {
     } else {
       job.state = after;
       job.finished_at = now;
+      StampStartLocked(job);
       EventLocked(job.id, std::string(JobStateName(after)), job.message);
       RemoveEmptyCheckpointDirLocked(job);
     }
@@ -745,10 +746,20 @@ void Controller::SettleLocked(JobRecord& job) {
     job.state = JobState::kSucceeded;
     job.exit_code = 0;
     job.finished_at = now;
+    StampStartLocked(job);
     EventLocked(job.id, "succeeded", "every task exited with code 0");
     RemoveEmptyCheckpointDirLocked(job);
   }
   SaveJobLocked(job);
+}
+
+void Controller::StampStartLocked(JobRecord& job) {
+  if (job.started_at != 0) return;
+  for (const TaskRecord& t : job.tasks) {
+    if (t.started_at != 0 && (job.started_at == 0 || t.started_at < job.started_at)) {
+      job.started_at = t.started_at;
+    }
+  }
 }
 
 void Controller::RemoveEmptyCheckpointDirLocked(const JobRecord& job) {

@@ -247,7 +247,10 @@ class Controller {
   void StopTasksLocked(JobRecord& job, JobState after, int grace_seconds,
                        const std::string& reason);
   void TaskEndedLocked(JobRecord& job, TaskRecord& task);
-  void SettleLocked(JobRecord& job);  // apply after_stop / success when tasks are done
+  void SettleLocked(JobRecord& job);
+  // A finished job that never was running (its tasks all exited before an agent reported
+  // one running, as short tasks do) started when its first task did, if one did.
+  void StampStartLocked(JobRecord& job);  // apply after_stop / success when tasks are done
   // Queues the removal of a finished job's GANGWAY_CHECKPOINT_DIR if it stayed empty (most
   // jobs never checkpoint; one directory per job would otherwise pile up).
   void RemoveEmptyCheckpointDirLocked(const JobRecord& job);

@@ -55,6 +55,21 @@ TEST_F(ControllerTest, JobRunsAndSucceedsWithItsOutput) {
   EXPECT_EQ(types, (std::vector<std::string>{"submitted", "scheduled", "running", "succeeded"}));
 }
 
+// /bin/true exits before its agent's next report: the job goes from scheduled to succeeded,
+// and still shows when it started.
+TEST_F(ControllerTest, AJobWhoseTasksExitedBeforeAnyReportShowsItsStart) {
+  Start();
+  Register("n1", 4);
+  const uint64_t id = Submit("name: quick\ngpu: 1\ncommand: [true]\n");
+  json cmds = TakeCommands("n1");
+  ASSERT_EQ(cmds.size(), 1u);
+  Report("n1", {Exited(cmds[0]["task"]["taskId"], 0)});
+  EXPECT_EQ(State(id), "succeeded");
+  const json job = Job(id);
+  EXPECT_TRUE(job["startedAt"].is_string()) << job["startedAt"];
+  EXPECT_EQ(job["startedAt"], job["taskList"][0]["startedAt"]);
+}
+
 TEST_F(ControllerTest, AFinishedJobsCheckpointDirIsRemovedOnlyIfEmpty) {
   Start();
   Register("n1", 2);
