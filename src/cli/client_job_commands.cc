@@ -347,7 +347,10 @@ void RunRun(const RunFlags& f) {
     if (!d.ok()) Fail(kExitBadInput, "--time-limit: " + d.error());
     job["timeLimit"] = f.time_limit;
   }
-  if (f.nodes > 1) job["replicas"] = f.nodes;
+  if (f.nodes > 1) {
+    job["replicas"] = f.nodes;
+    job["maxPerNode"] = 1;  // as srun --nodes: each task on a node of its own
+  }
   if (gpus->milli > 0) {
     if (f.nodes > 1) {
       Fail(kExitBadInput, "--gpus " + f.gpus +
@@ -692,8 +695,8 @@ void AddJobCommands(CLI::App& app) {
                     "of 4), or a fraction of one GPU (0.25)")
         ->default_str("0");
     cmd->add_option("--nodes,-N", f->nodes,
-                    "Tasks (gang replicas) to start together, each with --gpus/N GPUs on one "
-                    "node")
+                    "Nodes: tasks (gang replicas) started together, each with --gpus/N GPUs "
+                    "on a node of its own")
         ->default_str("1");
     cmd->add_option("--queue,-q", f->queue, "Queue (default: the controller's default)");
     cmd->add_option("--name", f->name, "Job name (default: the command's name plus a suffix)");

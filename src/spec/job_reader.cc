@@ -18,9 +18,9 @@ using core::TaskGroup;
 using core::TopologyLevel;
 
 // Per-task fields; a job with `tasks:` may not also have them at its top level.
-constexpr std::array<std::string_view, 11> kTaskKeys = {
-    "replicas", "gpu",    "mig",       "gpuMemory",    "gpuModel", "minGpuMemory",
-    "cpu",      "memory", "resources", "nodeSelector", "pool"};
+constexpr std::array<std::string_view, 12> kTaskKeys = {
+    "replicas",     "maxPerNode", "gpu",    "mig",       "gpuMemory",    "gpuModel",
+    "minGpuMemory", "cpu",        "memory", "resources", "nodeSelector", "pool"};
 
 constexpr int kMaxReplicas = 100000;
 
@@ -176,6 +176,9 @@ void ReadGpu(Context& ctx, MapReader& m, GpuRequest& gpu) {
 // Task fields of one group, from `m` (a task mapping or, for the single-task form, the job).
 void ReadTaskFields(Context& ctx, MapReader& m, TaskGroup& group) {
   if (auto f = m.Take("replicas")) ReadReplicas(ctx, *f, group);
+  if (auto f = m.Take("maxPerNode")) {
+    if (auto v = ReadInt(ctx, *f, 1, kMaxReplicas)) group.max_per_node = static_cast<int>(*v);
+  }
   ReadGpu(ctx, m, group.request.gpu);
   if (auto f = m.Take("cpu")) {
     if (auto v = ReadCpuMilli(ctx, *f)) group.request.cpu_milli = *v;

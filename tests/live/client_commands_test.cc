@@ -363,6 +363,7 @@ TEST_F(ClientCommandsTest, RunSplitsTotalGpusOverNodesIntoAGang) {
   json job = json::parse(reqs[0].body);
   EXPECT_EQ(job["command"], (json{"torchrun", "--nnodes", "2", "train.py"}));
   EXPECT_EQ(job["replicas"], 2);
+  EXPECT_EQ(job["maxPerNode"], 1) << "two nodes, as srun --nodes 2 gives";
   EXPECT_EQ(job["gpu"], 8);
   EXPECT_EQ(job["queue"], "nlp");
   EXPECT_EQ(job["gpuModel"], "H100-80GB");
@@ -385,6 +386,7 @@ TEST_F(ClientCommandsTest, RunDefaultsToOneTaskInThisDirectory) {
   EXPECT_EQ(job["command"], "echo hi; sleep 1");  // one argument with spaces: /bin/sh -c
   EXPECT_EQ(job["gpu"], "0.25");
   EXPECT_FALSE(job.contains("replicas"));
+  EXPECT_FALSE(job.contains("maxPerNode"));
   EXPECT_EQ(std::filesystem::canonical(job["workdir"].get<std::string>()),
             std::filesystem::canonical(scratch_.dir()));
 }

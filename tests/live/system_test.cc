@@ -363,6 +363,26 @@ TEST_F(SystemTest, SubmittedJobRunsAndTheCliShowsItsOutputAndExitCode) {
 
 // ---- gangs ---------------------------------------------------------------------------------
 
+// Two 4-GPU tasks fit one idle 8-GPU node and fill it, unless each asks for a node of its own
+// (maxPerNode: 1, what `gangway run --nodes 2` sends, as srun --nodes 2 gives two nodes).
+TEST_F(SystemTest, MaxPerNodeSpreadsAGangThatOneNodeCouldHold) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(StartAgent("a1", "8xH100-80GB"));
+  ASSERT_NO_FATAL_FAILURE(StartAgent("a2", "8xH100-80GB"));
+  auto nodes_of = [&](const json& extra) {
+    json spec = {{"name", "pair"}, {"replicas", 2}, {"gpu", 4}, {"command", {"true"}}};
+    spec.update(extra);
+    const uint64_t id = Submit(spec);
+    json job;
+    EXPECT_TRUE(WaitForState(id, "succeeded", seconds(15), &job)) << job.dump(2);
+    std::set<std::string> nodes;
+    for (const json& t : TaskList(job)) nodes.insert(Str(t, "node"));
+    return nodes;
+  };
+  EXPECT_EQ(nodes_of(json::object()).size(), 1u) << "packed: the fewest nodes";
+  EXPECT_EQ(nodes_of({{"maxPerNode", 1}}), (std::set<std::string>{"a1", "a2"}));
+}
+
 TEST_F(SystemTest, GangGetsEveryRankOnceOneRendezvousAndDisjointGpusPerNode) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   ASSERT_NO_FATAL_FAILURE(StartAgent("a1", "4xH100-80GB"));

@@ -75,6 +75,49 @@ std::vector<Scenario> GangTopologyScenarios() {
        .profile = Fifo(),
        .expect = {.starts = {{.job = 1, .nodes = {{0, 1}}, .tasks = 4, .gpu_count = 16}}}},
 
+      // `srun --nodes 2`: two replicas of 4 GPUs that one idle node could hold, one per node.
+      // Without the limit both land on node 0 (the row above); the 2-GPU job fills node 0's
+      // rest either way. Under both placers.
+      {.name = "one_replica_per_node_spreads_a_gang_one_node_could_hold",
+       .cluster = SnapshotBuilder().Nodes(3, MakeNode("n").Gpus(8)).Build(),
+       .pending = {MakeJob(1).Gpus(4).Replicas(2).MaxPerNode(1).Obj()},
+       .profile = Fifo(),
+       .expect = {.starts = {{.job = 1, .nodes = {{0, 1}}, .tasks = 2, .gpu_count = 8}}}},
+      {.name = "one_replica_per_node_under_the_greedy_placer",
+       .cluster = SnapshotBuilder().Nodes(3, MakeNode("n").Gpus(8)).Build(),
+       .pending = {MakeJob(1).Gpus(4).Replicas(3).MaxPerNode(1).Obj()},
+       .profile = Fifo("greedy"),
+       .expect = {.starts = {{.job = 1, .nodes = {{0, 1, 2}}, .tasks = 3, .gpu_count = 12}}}},
+      {.name = "at_most_two_replicas_per_node",
+       .cluster = SnapshotBuilder().Nodes(3, MakeNode("n").Gpus(8)).Build(),
+       .pending = {MakeJob(1).Gpus(1).Replicas(4).MaxPerNode(2).Obj()},
+       .profile = Fifo(),
+       .expect = {.starts = {{.job = 1, .nodes = {{0, 1}}, .tasks = 4, .gpu_count = 4}}}},
+      // Fractions too: two half-GPU replicas one GPU could hold go to two nodes.
+      {.name = "one_fractional_replica_per_node",
+       .cluster = SnapshotBuilder().Nodes(2, MakeNode("n").Gpus(1)).Build(),
+       .pending = {MakeJob(1).Fraction(500).Replicas(2).MaxPerNode(1).Obj()},
+       .profile = Fifo(),
+       .expect = {.starts = {{.job = 1, .nodes = {{0, 1}}, .tasks = 2}}}},
+      // Two free nodes now, three needed: it waits (two replicas would fit one node).
+      {.name = "one_replica_per_node_waits_for_enough_nodes",
+       .cluster = SnapshotBuilder()
+                      .Nodes(3, MakeNode("n").Gpus(8))
+                      .Running(MakeJob(100).Gpus(8), {0})
+                      .Build(),
+       .pending = {MakeJob(1).Gpus(2).Replicas(3).MaxPerNode(1).Obj()},
+       .profile = Fifo(),
+       .expect = {.pending = {{.job = 1, .code = kResources}}}},
+      // More replicas than the cluster has nodes: never.
+      {.name = "one_replica_per_node_needs_more_nodes_than_the_cluster_has",
+       .cluster = SnapshotBuilder().Nodes(2, MakeNode("n").Gpus(8)).Build(),
+       .pending = {MakeJob(1).Gpus(1).Replicas(3).MaxPerNode(1).Obj()},
+       .profile = Fifo(),
+       .expect = {.pending = {{.job = 1,
+                               .code = kInfeasible,
+                               .message = "at most 1 per node, but the whole cluster could hold "
+                                          "only 2"}}}},
+
       // Elastic 2..3 replicas with one free node: below its minimum, so it waits.
       {.name = "elastic_gang_below_min_waits",
        .cluster = SnapshotBuilder()
@@ -128,8 +171,9 @@ std::vector<Scenario> GangTopologyScenarios() {
        .cluster = SnapshotBuilder().Nodes(2, MakeNode("n").Gpus(8)).Build(),
        .pending = {MakeJob(1).Gpus(8).Replicas(2).Require(kNode).Obj()},
        .profile = Fifo(),
-       .expect = {.pending =
-                      {{.job = 1, .code = kInfeasible, .message = "the largest node has 8 GPUs"}}}},
+       .expect = {.pending = {{.job = 1,
+                               .code = kInfeasible,
+                               .message = "the largest node has 8 GPUs"}}}},
 
       // Two leaves of two nodes; each leaf has only one empty node. Requiring one leaf waits;
       // without the requirement the gang crosses leaves.

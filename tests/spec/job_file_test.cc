@@ -104,7 +104,7 @@ TEST(JobFileTest, ReadsEveryReplicaFormAndMultipleTaskGroups) {
     tasks:
       - {name: launcher, cpu: 500m, memory: 2Gi}
       - {name: worker, replicas: {min: 2, max: 8}, gpu: "0.5", gpuModel: [A100-40GB, H100-80GB]}
-      - {name: eval, replicas: 1-3, gpu: 2, nodeSelector: {zone: a}, pool: training}
+      - {name: eval, replicas: 1-3, maxPerNode: 1, gpu: 2, nodeSelector: {zone: a}, pool: training}
 )");
   ASSERT_EQ(f.jobs.size(), 1u);
   const auto& g = f.jobs[0].groups;
@@ -117,6 +117,8 @@ TEST(JobFileTest, ReadsEveryReplicaFormAndMultipleTaskGroups) {
   EXPECT_EQ(g[1].request.gpu.models, (std::vector<std::string>{"A100-40GB", "H100-80GB"}));
   EXPECT_EQ(g[2].min_replicas, 1);
   EXPECT_EQ(g[2].replicas, 3);
+  EXPECT_EQ(g[1].max_per_node, 0) << "no limit unless asked";
+  EXPECT_EQ(g[2].max_per_node, 1);
   EXPECT_EQ(g[2].request.node_selector.at("zone"), "a");
   EXPECT_EQ(g[2].request.pool, "training");
 }
@@ -187,6 +189,9 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedJob{"ZeroReplicas",
                      "jobs:\n  - name: a\n    replicas: 0\n",
                      {"jobs.yaml:3:15", "jobs[0].replicas", "at least 1"}},
+        MalformedJob{"ZeroPerNode",
+                     "jobs:\n  - name: a\n    replicas: 2\n    maxPerNode: 0\n",
+                     {"jobs.yaml:4:17", "jobs[0].maxPerNode", "at least 1"}},
         MalformedJob{"MinAboveMax",
                      "jobs:\n  - name: a\n    replicas: 4-2\n",
                      {"jobs.yaml:3:15", "jobs[0].replicas", "min replicas 4 is more than max 2"}},

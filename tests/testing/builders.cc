@@ -185,6 +185,10 @@ MakeJob& MakeJob::Replicas(int replicas, std::optional<int> min_replicas) {
   group().min_replicas = min_replicas.value_or(replicas);
   return *this;
 }
+MakeJob& MakeJob::MaxPerNode(int max_per_node) {
+  group().max_per_node = max_per_node;
+  return *this;
+}
 MakeJob& MakeJob::Group(const std::string& name) {
   job_.groups.emplace_back();
   group().name = name;

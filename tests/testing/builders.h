@@ -70,6 +70,7 @@ class MakeJob {
   MakeJob& Selector(const std::string& key, const std::string& value);
   MakeJob& Pool(const std::string& pool);
   MakeJob& Replicas(int replicas, std::optional<int> min_replicas = std::nullopt);
+  MakeJob& MaxPerNode(int max_per_node);
   // Starts a new task group; later per-replica calls apply to it.
   MakeJob& Group(const std::string& name);
   MakeJob& Require(core::TopologyLevel level);

@@ -48,6 +48,9 @@ struct TaskGroup {
   std::string name = "main";
   int replicas = 1;
   int min_replicas = 1;
+  // At most this many replicas of the group on one node (1: each on a node of its own, as
+  // `srun --nodes` gives); 0 = no limit, replicas fill the fewest nodes.
+  int max_per_node = 0;
   TaskRequest request;
 };
 

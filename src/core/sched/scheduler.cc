@@ -55,6 +55,7 @@ void AppendGroup(std::string& key, const TaskGroup& g) {
   const TaskRequest& r = g.request;
   AppendInt(key, g.replicas);
   AppendInt(key, g.min_replicas);
+  AppendInt(key, g.max_per_node);
   AppendInt(key, static_cast<int>(r.gpu.kind));
   AppendInt(key, r.gpu.count);
   AppendInt(key, r.gpu.milli);
@@ -335,21 +336,30 @@ std::optional<Outcome> Cycle::CheckFeasible(const Job& job) {
         }
         any = true;
         if (g.request.gpu.kind != GpuRequest::Kind::kWhole || g.request.gpu.count <= 0) {
-          replicas = g.min_replicas;  // capacity per node is not the limit for these
-          break;
+          // Capacity per node is not the limit for these; the group's own limit may be.
+          if (g.max_per_node <= 0) {
+            replicas = g.min_replicas;
+            break;
+          }
+          replicas += g.max_per_node;
+          if (replicas >= g.min_replicas) break;
+          continue;
         }
         int usable = 0;
         for (const GpuDevice& d : n.gpus) {
           if (!d.mig_enabled && GpuModelAllowed(d, g.request.gpu)) ++usable;
         }
-        replicas += usable / g.request.gpu.count;
+        const int fit = usable / g.request.gpu.count;
+        replicas += g.max_per_node > 0 ? std::min(fit, g.max_per_node) : fit;
         if (replicas >= g.min_replicas) break;
       }
       std::string msg;
       if (any && replicas < g.min_replicas) {
         msg = "group " + g.name + " needs " + Plural(g.min_replicas, "task", "tasks") + " of " +
-              DescribeRequest(g.request) + " but the whole cluster could hold only " +
-              std::to_string(replicas);
+              DescribeRequest(g.request) +
+              (g.max_per_node > 0 ? ", at most " + std::to_string(g.max_per_node) + " per node,"
+                                  : "") +
+              " but the whole cluster could hold only " + std::to_string(replicas);
       }
       if (!any) {
         msg = "no node can ever hold a task of group " + g.name + " (" +

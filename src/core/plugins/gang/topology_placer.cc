@@ -7,6 +7,8 @@
 //             topology except for a required level, which it checks at the end.
 
 #include <algorithm>
+#include <climits>
+#include <map>
 #include <numeric>
 #include <string>
 
@@ -65,7 +67,8 @@ bool HoldsReplicas(const ClusterState& state, TopologyLevel level, int domain, c
     int64_t replicas = 0;
     for (NodeIndex n : state.domain_nodes(level, domain)) {
       if (!state.Schedulable(n)) continue;
-      replicas += state.whole_free(n) / g.request.gpu.count;
+      const int64_t fit = state.whole_free(n) / g.request.gpu.count;
+      replicas += g.max_per_node > 0 ? std::min<int64_t>(fit, g.max_per_node) : fit;
       if (replicas >= g.min_replicas) break;
     }
     if (replicas < g.min_replicas) return false;
@@ -88,14 +91,39 @@ int Capacity(const ClusterState& s, NodeIndex n, const TaskRequest& request, int
 
 // Places the slots inside `scope`; whole-GPU groups fill the fewest nodes (a node that can
 // take all remaining replicas, the tightest such; otherwise the one that takes the most).
-// Other tasks go one by one through the scorer. True if every required slot landed.
+// Other tasks go one by one through the scorer. No node gets more of a group's replicas,
+// counting those already in `out`, than its max_per_node. True if every required slot
+// landed.
 bool PlaceInScope(const PlaceRequest& req, const PickScope& scope, const std::vector<Slot>& slots,
                   std::vector<TaskAllocation>& out) {
   ClusterState& state = req.tx.state();
   size_t i = 0;
   while (i < slots.size()) {
     const Slot& slot = slots[i];
-    const TaskRequest& request = req.job.groups[slot.group].request;
+    const TaskGroup& group = req.job.groups[slot.group];
+    const TaskRequest& request = group.request;
+    // Replicas of the group per node so far, when the group limits them.
+    std::map<uint32_t, int> on_node;
+    if (group.max_per_node > 0) {
+      for (const TaskAllocation& a : out) {
+        if (a.group == slot.group) ++on_node[a.node.value()];
+      }
+    }
+    auto room = [&](NodeIndex n) {
+      if (group.max_per_node <= 0) return INT_MAX;
+      auto it = on_node.find(n.value());
+      return group.max_per_node - (it == on_node.end() ? 0 : it->second);
+    };
+    // The scope, less the nodes the group has filled (copied only for such a group).
+    const PickScope* pick_scope = &scope;
+    PickScope limited;
+    if (group.max_per_node > 0) {
+      limited = scope;
+      limited.allowed = [&room, &scope](NodeIndex n) {
+        return room(n) > 0 && (!scope.allowed || scope.allowed(n));
+      };
+      pick_scope = &limited;
+    }
     // Count the consecutive slots of this group with the same required-ness.
     size_t j = i;
     while (j < slots.size() && slots[j].group == slot.group && slots[j].required == slot.required) {
@@ -111,9 +139,9 @@ bool PlaceInScope(const PlaceRequest& req, const PickScope& scope, const std::ve
         int best_cap = 0;
         bool best_holds_all = false;
         auto consider = [&](NodeIndex n) {
-          if (scope.allowed && !scope.allowed(n)) return;
+          if (pick_scope->allowed && !pick_scope->allowed(n)) return;
           if (!state.Schedulable(n)) return;
-          int cap = Capacity(state, n, request, static_cast<int>(remaining));
+          int cap = Capacity(state, n, request, std::min(static_cast<int>(remaining), room(n)));
           if (cap == 0) return;
           bool holds_all = cap >= static_cast<int>(remaining);
           bool better =
@@ -141,7 +169,7 @@ bool PlaceInScope(const PlaceRequest& req, const PickScope& scope, const std::ve
         }
       }
       if (!first) {
-        first = req.scorer.Pick({state, req.job, request, scope, req.rng});
+        first = req.scorer.Pick({state, req.job, request, *pick_scope, req.rng});
       }
       if (!first) break;
       // Place `take` replicas on that node (re-fitting each, since GPUs get used).
@@ -158,6 +186,7 @@ bool PlaceInScope(const PlaceRequest& req, const PickScope& scope, const std::ve
         a->group = slots[i].group;
         a->replica = slots[i].replica;
         if (!req.tx.Allocate(*a)) break;
+        if (group.max_per_node > 0) ++on_node[a->node.value()];
         out.push_back(std::move(*a));
         ++i;
         --remaining;
