@@ -1,14 +1,15 @@
-// gangway up: a controller and one agent with fake GPUs on this machine, as child processes of
-// this same executable (cli/client_commands.h).
+// gangway up: a controller and one agent with fake GPUs on this machine (or --nodes of them,
+// each a node of its own), as child processes of this same executable (cli/client_commands.h).
 //
 // Order: start `gangway server`, wait until it has written <data>/client.json (newer than any
-// earlier one) and answers /healthz, start `gangway agent` with the URL and join token from
-// there, wait until the node is registered, submit the --submit files, print how to use it,
-// then wait. SIGINT, SIGTERM and SIGHUP are forwarded to both children (they run in their own
-// process group, so a Ctrl-C in the terminal reaches them once, through us), and a second one
-// kills them (SIGKILL), since a controller may wait for its open long polls; when either child
-// exits, the other is stopped, and `up` exits when both have: 0 after a requested stop, 1 when
-// a child failed or stopped on its own. The children get SIGTERM if `up` dies (PDEATHSIG).
+// earlier one) and answers /healthz, start the agents with the URL and join token from there,
+// wait until their nodes are registered, submit the --submit files, print how to use it, then
+// wait. SIGINT, SIGTERM and SIGHUP are forwarded to the children (they run in their own
+// process group, so a Ctrl-C in the terminal reaches them once, through us), the agents first
+// and the controller last, and a second one kills them (SIGKILL), since a controller may wait
+// for its open long polls; when a child exits, the others are stopped, and `up` exits when all
+// have: 0 after a requested stop, 1 when a child failed or stopped on its own. The children get
+// SIGTERM if `up` dies (PDEATHSIG).
 
 #include <fcntl.h>
 #include <signal.h>
@@ -45,7 +46,8 @@ struct UpFlags {
   std::string data = "./gangway-data";
   int port = 8080;
   std::string fake_gpus = "8xH100-80GB";
-  std::string node_name = "local";
+  std::string node_name = "local";  // with --nodes N > 1, the prefix of local-0 ... local-N-1
+  int nodes = 1;
   // The fake node's CPU and memory: a typical 8-GPU server, so that example jobs asking for
   // tens of cores fit whatever machine `up` runs on.
   std::string node_cpu = "128";
@@ -274,8 +276,16 @@ void RunUp(const UpFlags& f) {
 
   InstallHandlers();
   Supervisor sup;
+  if (f.nodes < 1 || f.nodes > 64) Fail(kExitBadInput, "--nodes must be 1-64");
+  std::vector<std::string> node_names;
+  for (int i = 0; i < f.nodes; ++i) {
+    node_names.push_back(f.nodes == 1 ? f.node_name : f.node_name + "-" + std::to_string(i));
+  }
+  auto agent_log = [&](const std::string& node) -> std::string {
+    if (f.verbose) return "";
+    return (data / (f.nodes == 1 ? "agent.log" : "agent-" + node + ".log")).string();
+  };
   const std::string server_log = f.verbose ? "" : (data / "server.log").string();
-  const std::string agent_log = f.verbose ? "" : (data / "agent.log").string();
 
   std::vector<std::string> server_args = {"server", "--data", data.string(), "--listen",
                                           "127.0.0.1:" + std::to_string(f.port)};
@@ -294,7 +304,7 @@ void RunUp(const UpFlags& f) {
       sup.WaitAll();
       Fail(kExitInternal, "timed out after " + std::to_string(f.timeout_s) + "s waiting for " +
                               waiting_for +
-                              (f.verbose ? "" : "; see " + server_log + " and " + agent_log));
+                              (f.verbose ? "" : "; see the logs in " + data.string()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   };
@@ -322,18 +332,23 @@ void RunUp(const UpFlags& f) {
   const client::ApiClient api = std::move(created).value();
   while (!api.Health().ok()) wait_step("the controller at " + url + " to answer /healthz");
 
-  Child agent =
-      Spawn("agent", exe,
-            {"agent", "--server", api.server(), "--join-token-file", (data / "join.token").string(),
-             "--fake-gpus", f.fake_gpus, "--name", f.node_name, "--cpu", f.node_cpu, "--memory",
-             f.node_memory, "--data", (data / ("agent-" + f.node_name)).string()},
-            agent_log);
-  const pid_t agent_pid = agent.pid;
-  sup.Add(agent);
-  while (true) {
-    auto node = api.GetNode(f.node_name);
-    if (node.ok() && node->contains("node") && Str((*node)["node"], "state") == "ready") break;
-    wait_step("node " + f.node_name + " to register");
+  std::vector<pid_t> agent_pids;
+  for (const std::string& name : node_names) {
+    Child agent = Spawn(
+        "agent", exe,
+        {"agent", "--server", api.server(), "--join-token-file", (data / "join.token").string(),
+         "--fake-gpus", f.fake_gpus, "--name", name, "--cpu", f.node_cpu, "--memory", f.node_memory,
+         "--data", (data / ("agent-" + name)).string()},
+        agent_log(name));
+    agent_pids.push_back(agent.pid);
+    sup.Add(agent);
+  }
+  for (const std::string& name : node_names) {
+    while (true) {
+      auto node = api.GetNode(name);
+      if (node.ok() && node->contains("node") && Str((*node)["node"], "state") == "ready") break;
+      wait_step("node " + name + " to register");
+    }
   }
 
   for (const std::string& file : f.submit) {
@@ -346,13 +361,20 @@ void RunUp(const UpFlags& f) {
     }
   }
 
+  std::string agents;  // one line per agent
+  for (size_t i = 0; i < node_names.size(); ++i) {
+    agents += std::string(i == 0 ? (f.nodes == 1 ? "  Agent       node " : "  Agents      node ")
+                                 : "\n              node ") +
+              node_names[i] + " with " + f.fake_gpus + " fake GPUs  (pid " +
+              std::to_string(agent_pids[i]) +
+              (f.verbose ? "" : ", log " + agent_log(node_names[i])) + ")";
+  }
   const bool default_data = fs::weakly_canonical(data, ec) ==
                             fs::weakly_canonical(fs::current_path() / "gangway-data", ec);
   std::cout << "\nGangway is running on this machine.\n"
             << "  Controller  " << api.server() << "  (pid " << server_pid << "; state in "
             << data.string() << (f.verbose ? "" : ", log " + server_log) << ")\n"
-            << "  Agent       node " << f.node_name << " with " << f.fake_gpus
-            << " fake GPUs  (pid " << agent_pid << (f.verbose ? "" : ", log " + agent_log) << ")\n"
+            << agents << "\n"
             << "  API         " << api.server() << "/v1  (OpenAPI: " << api.server()
             << "/v1/openapi.json)\n\n";
   if (default_data) {
@@ -371,7 +393,7 @@ void RunUp(const UpFlags& f) {
             << "  gangway describe 1\n"
             << "  gangway logs -f 1\n"
             << "  gangway nodes\n\n"
-            << "Press Ctrl-C to stop both.\n"
+            << "Press Ctrl-C to stop " << (f.nodes == 1 ? "both" : "them all") << ".\n"
             << std::flush;
 
   const int code = sup.Run();
@@ -390,7 +412,13 @@ void AddUpCommand(CLI::App& app) {
       ->default_str("8080");
   cmd->add_option("--fake-gpus", f->fake_gpus, "The local agent's GPUs")
       ->default_str("8xH100-80GB");
-  cmd->add_option("--node-name", f->node_name, "The local agent's node name")->default_str("local");
+  cmd->add_option("--nodes,-N", f->nodes,
+                  "Local agents to run, each a node with --fake-gpus (for gangs over nodes, "
+                  "e.g. examples/live/gang-2x8.yaml or gangway run --nodes 2)")
+      ->default_str("1");
+  cmd->add_option("--node-name", f->node_name,
+                  "The local agent's node name (with --nodes N: local-0 ... local-N-1)")
+      ->default_str("local");
   cmd->add_option("--node-cpu", f->node_cpu, "The local agent's CPUs")->default_str("128");
   cmd->add_option("--node-memory", f->node_memory, "The local agent's memory")->default_str("1Ti");
   cmd->add_option("--auth", f->auth, "Auth file for the controller (users, tokens, roles)")

@@ -862,6 +862,41 @@ TEST_F(ClientCommandsTest, UpReportsAControllerThatExitsBeforeItIsReady) {
   EXPECT_TRUE(std::filesystem::is_directory(scratch_.dir() / "gangway-data"));
 }
 
+// Starts `gangway up --port 0 ARGS...` in the scratch directory, its stdout in `log` and its
+// stderr in `log`.err. The pid, or -1.
+pid_t StartUp(const Scratch& scratch, const std::vector<std::string>& args,
+              const std::string& log) {
+  std::vector<std::string> argv = {GANGWAY_BINARY, "up", "--port", "0"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(scratch.dir().c_str()) != 0) _exit(126);
+    FILE* out = std::freopen(log.c_str(), "w", stdout);
+    FILE* err = std::freopen((log + ".err").c_str(), "w", stderr);
+    if (out == nullptr || err == nullptr) _exit(126);
+    execv(GANGWAY_BINARY, cargv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits up to 60 s for `up` to print that it is ready; false if it exited first (`exited`,
+// with its `status`) or never did.
+bool WaitUpReady(pid_t pid, const std::string& log, int* status, bool* exited) {
+  for (int i = 0; i < 600; ++i) {
+    if (testing::Slurp(log).find("Press Ctrl-C") != std::string::npos) return true;
+    if (waitpid(pid, status, WNOHANG) == pid) {
+      *exited = true;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 // The whole path on one machine: `up` starts the real controller and agent, the CLI finds them
 // through ./gangway-data/client.json, a submitted example job runs and its output arrives, and
 // SIGINT stops everything. Needs the server and agent parts; skipped in a client-only build.
@@ -874,25 +909,11 @@ TEST_F(ClientCommandsTest, UpRunsAControllerAndAnAgentThatRunJobs) {
   const std::string job = scratch_.Write(
       "hello.yaml", "name: hello\ngpu: 1\ncommand: [sh, -c, 'echo hello from $GANGWAY_JOB_ID']\n");
   const std::string log = (scratch_.dir() / "up.out").string();
-  pid_t pid = fork();
+  const pid_t pid = StartUp(scratch_, {"--fake-gpus", "2xH100-80GB", "--submit", job}, log);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    if (chdir(scratch_.dir().c_str()) != 0) _exit(126);
-    FILE* out = std::freopen(log.c_str(), "w", stdout);
-    FILE* err = std::freopen((log + ".err").c_str(), "w", stderr);
-    if (out == nullptr || err == nullptr) _exit(126);
-    execl(GANGWAY_BINARY, GANGWAY_BINARY, "up", "--port", "0", "--fake-gpus", "2xH100-80GB",
-          "--submit", job.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  bool ready = false;
-  bool exited = false;
   int status = 0;
-  for (int i = 0; i < 600 && !ready && !exited; ++i) {
-    ready = testing::Slurp(log).find("Press Ctrl-C") != std::string::npos;
-    exited = waitpid(pid, &status, WNOHANG) == pid;
-    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  bool exited = false;
+  const bool ready = WaitUpReady(pid, log, &status, &exited);
   if (ready) {
     EXPECT_NE(testing::Slurp(log).find("job/1 submitted"), std::string::npos)
         << testing::Slurp(log);
@@ -939,6 +960,50 @@ TEST_F(ClientCommandsTest, UpRunsAControllerAndAnAgentThatRunJobs) {
   const std::string agent_log =
       testing::Slurp((scratch_.dir() / "gangway-data" / "agent.log").string());
   EXPECT_EQ(agent_log.find("[warning]"), std::string::npos) << agent_log;
+}
+
+// `up --nodes 2`: two local agents, so a gang over nodes runs on one machine; `run --nodes 2`
+// gets one task on each, as srun --nodes 2 would.
+TEST_F(ClientCommandsTest, UpWithNodesRunsAGangOverItsLocalNodes) {
+  const std::string help = scratch_.Gangway({"--help"}).out;
+  if (help.find("\n  server ") == std::string::npos ||
+      help.find("\n  agent ") == std::string::npos) {
+    GTEST_SKIP() << "this gangway binary has no server or agent part";
+  }
+  const std::string log = (scratch_.dir() / "up.out").string();
+  const pid_t pid = StartUp(scratch_, {"--nodes", "2", "--fake-gpus", "2xH100-80GB"}, log);
+  ASSERT_GE(pid, 0);
+  int status = 0;
+  bool exited = false;
+  const bool ready = WaitUpReady(pid, log, &status, &exited);
+  if (ready) {
+    EXPECT_NE(testing::Slurp(log).find("node local-1 with 2xH100-80GB fake GPUs"),
+              std::string::npos)
+        << testing::Slurp(log);
+    Outcome nodes = scratch_.Gangway({"nodes"});
+    EXPECT_TRUE(std::regex_search(nodes.out, std::regex("\nlocal-0 +ready +2 "))) << nodes.out;
+    EXPECT_TRUE(std::regex_search(nodes.out, std::regex("\nlocal-1 +ready +2 "))) << nodes.out;
+    // 2 GPUs in all, one per node: one 2-GPU node could hold both tasks.
+    Outcome run = scratch_.Gangway(
+        {"run", "--gpus", "2", "--nodes", "2", "-w", "--", "sh", "-c", "echo node $NODE_RANK"});
+    EXPECT_EQ(run.exit_code, 0) << Show(run);
+    EXPECT_NE(run.out.find("0: node 0\n"), std::string::npos) << run.out;
+    EXPECT_NE(run.out.find("1: node 1\n"), std::string::npos) << run.out;
+    Outcome job = scratch_.Gangway({"describe", "1"});
+    EXPECT_TRUE(std::regex_search(job.out, std::regex("\n +0 +main +0 +local-[01] ")) &&
+                std::regex_search(job.out, std::regex("\n +1 +main +1 +local-[01] ")))
+        << job.out;
+    EXPECT_TRUE(job.out.find("local-0") != std::string::npos &&
+                job.out.find("local-1") != std::string::npos)
+        << job.out;
+  }
+  if (!exited) {
+    kill(pid, SIGINT);
+    waitpid(pid, &status, 0);
+  }
+  ASSERT_TRUE(ready) << testing::Slurp(log) << testing::Slurp(log + ".err");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n"
+                                                             << testing::Slurp(log + ".err");
 }
 
 }  // namespace
