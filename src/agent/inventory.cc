@@ -66,11 +66,14 @@ spec::Expected<std::vector<GpuInfo>> ParseFakeGpus(std::string_view text, std::s
     std::string_view part =
         text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
     pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
+    const bool mig = part.ends_with(":mig");
+    if (mig) part.remove_suffix(4);
     const size_t x = part.find('x');
     int count = 0;
     auto [ptr, ec] = std::from_chars(part.data(), part.data() + (x == part.npos ? 0 : x), count);
     if (x == part.npos || x == 0 || ec != std::errc() || ptr != part.data() + x) {
-      return spec::Fail("'" + std::string(part) + "' is not <count>x<model>, e.g. 8xH100-80GB");
+      return spec::Fail("'" + std::string(part) +
+                        "' is not <count>x<model>[:mig], e.g. 8xH100-80GB or 2xA100-40GB:mig");
     }
     std::string_view model = part.substr(x + 1);
     if (count < 1) return spec::Fail("'" + std::string(part) + "': the count must be at least 1");
@@ -88,6 +91,7 @@ spec::Expected<std::vector<GpuInfo>> ParseFakeGpus(std::string_view text, std::s
       g.model = std::string(model);
       g.memory_bytes = *memory;
       g.uuid = FakeGpuUuid(node, g.index);
+      g.mig_enabled = mig;
       out.push_back(std::move(g));
     }
   }

@@ -6,7 +6,8 @@
 //
 //   --fake-gpus 8xH100-80GB          ParseFakeGpus: N GPUs per model, memory from the model
 //   --fake-gpus 2xA100-40GB,4xH100-80GB   name's size suffix, UUIDs GPU-fake-<node>-<index>,
-//                                    all in NVLink domain 0
+//                                    all in NVLink domain 0; ":mig" after an entry
+//                                    (2xH100-80GB:mig) enables MIG on those GPUs
 //   --inventory node.yaml            ParseInventoryFile: cpu, memory, labels and a list of GPUs
 //                                    with model, memory, domain, migEnabled, healthy
 //   (neither)                        NVML discovery (agent/nvml.h)

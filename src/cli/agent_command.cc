@@ -329,7 +329,9 @@ void AddAgentCommand(CLI::App& app) {
                   "IPv4)");
   cmd->add_option("--data", f.data, "Directory for task logs (default ./gangway-data/agent-NAME)")
       ->type_name("DIR");
-  cmd->add_option("--fake-gpus", f.fake_gpus, "Declared GPUs instead of NVML, e.g. 8xH100-80GB")
+  cmd->add_option("--fake-gpus", f.fake_gpus,
+                  "Declared GPUs instead of NVML, e.g. 8xH100-80GB, or 4xH100-80GB,4xH100-80GB:mig "
+                  "(\":mig\" enables MIG on those)")
       ->type_name("SPEC");
   cmd->add_option("--inventory", f.inventory, "YAML inventory file instead of NVML")
       ->type_name("FILE");

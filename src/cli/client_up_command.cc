@@ -410,7 +410,8 @@ void AddUpCommand(CLI::App& app) {
       ->default_str("./gangway-data");
   cmd->add_option("--port,-p", f->port, "Controller port on 127.0.0.1 (0: any free port)")
       ->default_str("8080");
-  cmd->add_option("--fake-gpus", f->fake_gpus, "The local agent's GPUs")
+  cmd->add_option("--fake-gpus", f->fake_gpus,
+                  "The local agent's GPUs (\":mig\" after an entry enables MIG on those)")
       ->default_str("8xH100-80GB");
   cmd->add_option("--nodes,-N", f->nodes,
                   "Local agents to run, each a node with --fake-gpus (for gangs over nodes, "

@@ -48,6 +48,19 @@ TEST(FakeGpus, SeveralModelsCountIndicesUpAcrossParts) {
   EXPECT_EQ((*gpus)[5].uuid, "GPU-fake-node-b-5");
 }
 
+// ":mig" after an entry: those GPUs take MIG tasks (and no whole-GPU ones), as in the MIG
+// notebook example under `gangway up --fake-gpus 4xH100-80GB,4xH100-80GB:mig`.
+TEST(FakeGpus, MigSuffixEnablesMigOnThatEntryOnly) {
+  auto gpus = ParseFakeGpus("1xH100-80GB,2xH100-80GB:mig", "n1");
+  ASSERT_TRUE(gpus.ok()) << gpus.error();
+  ASSERT_EQ(gpus->size(), 3u);
+  EXPECT_FALSE((*gpus)[0].mig_enabled);
+  EXPECT_TRUE((*gpus)[1].mig_enabled);
+  EXPECT_TRUE((*gpus)[2].mig_enabled);
+  EXPECT_EQ((*gpus)[2].model, "H100-80GB");
+  EXPECT_EQ((*gpus)[2].memory_bytes, 80 * GiB);
+}
+
 TEST(FakeGpus, BadSpecsAreRejectedWithTheReason) {
   struct Case {
     const char* spec;
@@ -55,7 +68,8 @@ TEST(FakeGpus, BadSpecsAreRejectedWithTheReason) {
   };
   const std::array<Case, 6> cases = {{
       {"", "empty GPU list; expected e.g. 8xH100-80GB"},
-      {"H100-80GB", "'H100-80GB' is not <count>x<model>, e.g. 8xH100-80GB"},
+      {"H100-80GB",
+       "'H100-80GB' is not <count>x<model>[:mig], e.g. 8xH100-80GB or 2xA100-40GB:mig"},
       {"0xH100-80GB", "'0xH100-80GB': the count must be at least 1"},
       {"8x", "'8x' names no GPU model, e.g. 8xH100-80GB"},
       {"8xFOO",
