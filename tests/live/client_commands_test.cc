@@ -897,6 +897,19 @@ bool WaitUpReady(pid_t pid, const std::string& log, int* status, bool* exited) {
   return false;
 }
 
+// Stops `up` with SIGINT unless it has exited (then with `status`), and expects that it had
+// been ready and that it exited with 0.
+void StopUpAndExpectACleanExit(pid_t pid, bool ready, bool exited, int status,
+                               const std::string& log) {
+  if (!exited) {
+    kill(pid, SIGINT);
+    waitpid(pid, &status, 0);
+  }
+  EXPECT_TRUE(ready) << testing::Slurp(log) << testing::Slurp(log + ".err");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n"
+                                                             << testing::Slurp(log + ".err");
+}
+
 // The whole path on one machine: `up` starts the real controller and agent, the CLI finds them
 // through ./gangway-data/client.json, a submitted example job runs and its output arrives, and
 // SIGINT stops everything. Needs the server and agent parts; skipped in a client-only build.
@@ -949,13 +962,7 @@ TEST_F(ClientCommandsTest, UpRunsAControllerAndAnAgentThatRunJobs) {
     }
     EXPECT_TRUE(running) << scratch_.Gangway({"describe", "3"}).out;
   }
-  if (!exited) {
-    kill(pid, SIGINT);
-    waitpid(pid, &status, 0);
-  }
-  ASSERT_TRUE(ready) << testing::Slurp(log) << testing::Slurp(log + ".err");
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n"
-                                                             << testing::Slurp(log + ".err");
+  StopUpAndExpectACleanExit(pid, ready, exited, status, log);
   // The agent stopped first, so its last report reached a controller still running.
   const std::string agent_log =
       testing::Slurp((scratch_.dir() / "gangway-data" / "agent.log").string());
@@ -997,13 +1004,7 @@ TEST_F(ClientCommandsTest, UpWithNodesRunsAGangOverItsLocalNodes) {
                 job.out.find("local-1") != std::string::npos)
         << job.out;
   }
-  if (!exited) {
-    kill(pid, SIGINT);
-    waitpid(pid, &status, 0);
-  }
-  ASSERT_TRUE(ready) << testing::Slurp(log) << testing::Slurp(log + ".err");
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n"
-                                                             << testing::Slurp(log + ".err");
+  StopUpAndExpectACleanExit(pid, ready, exited, status, log);
 }
 
 }  // namespace
