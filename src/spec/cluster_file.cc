@@ -17,7 +17,7 @@ using core::GpuRequest;
 using core::Node;
 using core::NodeIndex;
 
-constexpr int kMaxGpusPerNode = 64;
+using core::kMaxGpusPerNode;
 constexpr int64_t kMaxPoolSize = 100000;
 
 std::string Join(const std::vector<std::string>& items) {
@@ -580,6 +580,15 @@ void ClusterParser::ReadQueue(const Field& f) {
   }
   if (auto l = m.Take("lendLimit")) q.lend_limit = ReadQuota(*l).value_or(core::ResourceList{});
   if (auto w = m.Take("weight")) q.weight = ReadPositiveNumber(ctx_, *w).value_or(1.0);
+  if (auto t = m.Take("maxTimeLimit")) {
+    if (auto v = ReadDuration(ctx_, *t)) {
+      if (v->count() <= 0) {
+        ctx_.Error(*t, "the longest time limit must be longer than 0s; leave it out for none");
+      } else {
+        q.max_time_limit = *v;
+      }
+    }
+  }
   if (auto u = m.Take("usage")) {
     for (const Field& sample : ReadList(ctx_, *u)) {
       MapReader s(ctx_, sample);

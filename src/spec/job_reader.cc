@@ -7,10 +7,14 @@
 
 #include "core/model/mig.h"
 #include "core/model/topology.h"
+#include "spec/text.h"
 #include "spec/units.h"
 
 namespace gangway::spec {
 namespace {
+
+// Past any real job's run; keeps every sum of times far from overflow.
+constexpr core::Duration kMaxTimeLimit = std::chrono::hours(24 * 3650);
 
 using core::GpuRequest;
 using core::Job;
@@ -76,7 +80,8 @@ bool ReadReplicas(Context& ctx, const Field& f, TaskGroup& group) {
       };
       if (!parse(std::string_view(*text).substr(0, dash), min) ||
           !parse(std::string_view(*text).substr(dash + 1), max)) {
-        ctx.Error(f, "'" + *text + "' is not a replica count such as 2 or a range such as 2-4");
+        ctx.Error(f,
+                  "'" + Quote(*text) + "' is not a replica count such as 2 or a range such as 2-4");
         return false;
       }
       if (min < 1 || max > kMaxReplicas) {
@@ -127,7 +132,7 @@ void ReadGpu(Context& ctx, MapReader& m, GpuRequest& gpu) {
     if (profile) {
       std::vector<std::string> known = KnownMigProfiles();
       if (!IsMigProfileSyntax(*profile)) {
-        ctx.Error(*mig_f, "'" + *profile +
+        ctx.Error(*mig_f, "'" + Quote(*profile) +
                               "' is not a MIG profile name such as 1g.10gb or 3g.20gb" +
                               DidYouMean(*profile, known));
       } else if (std::find(known.begin(), known.end(), *profile) == known.end()) {
@@ -221,14 +226,14 @@ void ReadPriority(Context& ctx, MapReader& m, const JobReadOptions& options, Job
       for (const auto& [k, v] : *options.priority_classes) known.push_back(k);
     }
     if (known.empty()) {
-      ctx.Error(*cls, "unknown priority class '" + *name +
+      ctx.Error(*cls, "unknown priority class '" + Quote(*name) +
                           "': the cluster file defines none (add priorityClasses: {" + *name +
                           ": 100})");
       return;
     }
     std::string list;
     for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-    ctx.Error(*cls, "unknown priority class '" + *name + "'" + DidYouMean(*name, known) +
+    ctx.Error(*cls, "unknown priority class '" + Quote(*name) + "'" + DidYouMean(*name, known) +
                         "; the cluster file defines " + list);
   }
 }
@@ -292,6 +297,9 @@ std::optional<Job> ReadJob(Context& ctx, const Field& field, const JobReadOption
     if (auto v = ReadDuration(ctx, *f)) {
       if (v->count() == 0) {
         ctx.Error(*f, "a time limit must be longer than 0s; leave it out for no limit");
+      } else if (*v > kMaxTimeLimit) {
+        ctx.Error(*f, "a time limit of at most " + FormatDuration(kMaxTimeLimit) +
+                          "; leave it out for no limit");
       } else {
         job.time_limit = *v;
       }

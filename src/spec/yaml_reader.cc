@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "spec/text.h"
 #include "spec/units.h"
 
 namespace gangway::spec {
@@ -53,10 +54,13 @@ std::optional<T> ReadWith(Context& ctx, const Field& field, Parse parse) {
 }  // namespace
 
 std::string ChildPath(std::string_view path, std::string_view key) {
-  if (path.empty()) return std::string(key);
+  // Keys come from the input: a 10 KB key or one with control characters must not make every
+  // message that names the field unreadable (or rewrite a terminal).
+  const std::string shown = Quote(key);
+  if (path.empty()) return shown;
   std::string out(path);
   out += '.';
-  out += key;
+  out += shown;
   return out;
 }
 
@@ -81,7 +85,19 @@ void Context::Error(const YAML::Mark& mark, std::string_view path, std::string r
   errors_.push_back(std::move(d));
 }
 
+void Context::NoteInvalidUtf8(const YAML::Mark& mark, unsigned char byte) {
+  if (!invalid_utf8_) invalid_utf8_.emplace(mark, byte);
+}
+
 std::vector<Diagnostic> Context::TakeErrors() {
+  if (invalid_utf8_ && !utf8_reported_) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    const unsigned b = invalid_utf8_->second;
+    Error(invalid_utf8_->first, "",
+          std::string("byte 0x") + kHex[b >> 4U] + kHex[b & 0xfU] +
+              " is not UTF-8; the text must be UTF-8");
+    utf8_reported_ = true;
+  }
   std::stable_sort(errors_.begin(), errors_.end(), [](const Diagnostic& a, const Diagnostic& b) {
     return std::pair(a.line, a.column) < std::pair(b.line, b.column);
   });
@@ -94,8 +110,24 @@ std::vector<Diagnostic> Context::TakeErrors() {
 }
 
 std::optional<Field> LoadDocument(Context& ctx, std::string_view text) {
+  if (auto bad = FirstInvalidUtf8(text)) {
+    const TextPosition at = PositionOf(text, *bad);
+    YAML::Mark mark;
+    mark.pos = static_cast<int>(*bad);
+    mark.line = at.line - 1;
+    mark.column = at.column - 1;
+    ctx.NoteInvalidUtf8(mark, static_cast<unsigned char>(text[*bad]));
+  }
   try {
-    return Field{.node = YAML::Load(std::string(text)), .mark = YAML::Mark(), .path = ""};
+    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    if (docs.size() > 1) {
+      ctx.Error(YAML::Mark::null_mark(), "",
+                "the text holds " + std::to_string(docs.size()) +
+                    " YAML documents (separated by ---); give one");
+      return std::nullopt;
+    }
+    return Field{
+        .node = docs.empty() ? YAML::Node() : docs.front(), .mark = YAML::Mark(), .path = ""};
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's own message for this is "bad file".
     ctx.Error(e.mark, "",
@@ -272,6 +304,12 @@ std::optional<std::string> ReadScalar(Context& ctx, const Field& field) {
     }
     return std::nullopt;
   }
+  if (auto bad = FirstInvalidUtf8(field.node.Scalar())) {
+    ctx.Error(field, "the value is not UTF-8 (byte " + std::to_string(*bad + 1) + " of '" +
+                         Quote(field.node.Scalar()) + "')");
+    ctx.ReportedInvalidUtf8();
+    return std::nullopt;
+  }
   return field.node.Scalar();
 }
 
@@ -286,7 +324,7 @@ std::optional<std::string> ReadName(Context& ctx, const Field& field) {
             text->front() != '.' && text->front() != '_' && text->front() != '-' &&
             std::all_of(text->begin(), text->end(), ok_char);
   if (!ok) {
-    ctx.Error(field, "'" + *text +
+    ctx.Error(field, "'" + Quote(*text) +
                          "' is not a valid name (letters, digits, '.', '_' and '-', starting "
                          "with a letter or digit, at most 128 characters)");
     return std::nullopt;
@@ -303,7 +341,7 @@ std::optional<int64_t> ReadInt(Context& ctx, const Field& field, int64_t min, in
   if (begin != end && *begin == '+') ++begin;
   auto [ptr, ec] = std::from_chars(begin, end, v);
   if (ec != std::errc() || ptr != end || begin == end) {
-    ctx.Error(field, "'" + *text + "' is not a whole number");
+    ctx.Error(field, "'" + Quote(*text) + "' is not a whole number");
     return std::nullopt;
   }
   if (v < min || v > max) {
@@ -326,7 +364,7 @@ std::optional<bool> ReadBool(Context& ctx, const Field& field) {
   for (std::string_view f : kFalse) {
     if (*text == f) return false;
   }
-  ctx.Error(field, "'" + *text + "' is not true or false");
+  ctx.Error(field, "'" + Quote(*text) + "' is not true or false");
   return std::nullopt;
 }
 
@@ -336,11 +374,11 @@ std::optional<double> ReadPositiveNumber(Context& ctx, const Field& field) {
   double v = 0;
   auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
   if (ec != std::errc() || ptr != text->data() + text->size()) {
-    ctx.Error(field, "'" + *text + "' is not a number");
+    ctx.Error(field, "'" + Quote(*text) + "' is not a number");
     return std::nullopt;
   }
   if (!(v > 0) || v > 1e9) {
-    ctx.Error(field, "'" + *text + "' must be greater than 0 (and at most 1e9)");
+    ctx.Error(field, "'" + Quote(*text) + "' must be greater than 0 (and at most 1e9)");
     return std::nullopt;
   }
   return v;

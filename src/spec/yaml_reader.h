@@ -47,22 +47,30 @@ class Context {
   void Error(const Field& field, std::string reason) {
     Error(field.mark, field.path, std::move(reason));
   }
-  bool failed() const { return count_ > 0; }
+  bool failed() const { return count_ > 0 || invalid_utf8_.has_value(); }
   // Errors reported so far, including any beyond kMaxDiagnostics that were not kept.
   size_t count() const { return count_; }
   // The diagnostics sorted by position.
   std::vector<Diagnostic> TakeErrors();
   const std::string& file() const { return file_; }
+  // Text that is not UTF-8: LoadDocument notes where the first such byte is, and a reader that
+  // finds one in a value reports it under that value's field. TakeErrors reports the noted
+  // byte (in a comment, say, or a key) unless a field already did.
+  void NoteInvalidUtf8(const YAML::Mark& mark, unsigned char byte);
+  void ReportedInvalidUtf8() { utf8_reported_ = true; }
 
  private:
   std::string file_;
+  std::optional<std::pair<YAML::Mark, unsigned char>> invalid_utf8_;
+  bool utf8_reported_ = false;
   std::vector<Diagnostic> errors_;
   bool truncated_ = false;
   size_t count_ = 0;
 };
 
 // Parses `text`; a syntax error becomes a diagnostic and nullopt. An empty document is a
-// null node.
+// null node. Text holding several documents ("---" between them) is an error, not its first
+// document; bytes that are not UTF-8 are noted (see Context::NoteInvalidUtf8).
 std::optional<Field> LoadDocument(Context& ctx, std::string_view text);
 
 // "a mapping", "a list", "a value", "nothing": what a node is, for type errors.
@@ -112,7 +120,7 @@ class MapReader {
 // Elements of a sequence with their paths; reports an error and returns none otherwise.
 std::vector<Field> ReadList(Context& ctx, const Field& field);
 
-// The scalar text; reports an error for lists, mappings and nulls.
+// The scalar text; reports an error for lists, mappings, nulls and text that is not UTF-8.
 std::optional<std::string> ReadScalar(Context& ctx, const Field& field);
 // A name of a job, node, queue or pool: letters, digits, '.', '_', '-', starting with a letter
 // or digit, at most 128 characters.

@@ -47,9 +47,6 @@ int64_t Job::MinGpuMilli() const {
   return total;
 }
 
-Instant RunningJob::ExpectedEnd() const {
-  if (!job.time_limit) return kNever;
-  return started_at + *job.time_limit;
-}
+Instant RunningJob::ExpectedEnd() const { return EndOf(started_at, job.time_limit); }
 
 }  // namespace gangway::core

@@ -24,6 +24,10 @@ struct GpuDevice {
   friend bool operator==(const GpuDevice&, const GpuDevice&) = default;
 };
 
+// The most GPUs one node may have: the largest servers hold 16 (NVL72 and its kin are
+// rack-scale domains over several nodes). The placers' per-node tables grow with it.
+inline constexpr int kMaxGpusPerNode = 64;
+
 struct Node {
   std::string name;
   std::map<std::string, std::string> labels;

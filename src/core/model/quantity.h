@@ -28,6 +28,17 @@ constexpr int64_t ToSeconds(Instant t) { return t.time_since_epoch().count(); }
 // An instant later than any real one: "never", e.g. the end of a job with no time limit.
 inline constexpr Instant kNever = Instant::max();
 
+// t + d, or kNever where the sum would pass it (a time limit of years on a far instant): time
+// sums saturate rather than wrap into the past. d >= 0.
+constexpr Instant SaturatingAdd(Instant t, Duration d) {
+  return d.count() > 0 && t > kNever - d ? kNever : t + d;
+}
+// When a job that started at `start` ends at the latest: start + its limit, or kNever.
+template <typename OptionalDuration>
+constexpr Instant EndOf(Instant start, const OptionalDuration& limit) {
+  return limit ? SaturatingAdd(start, *limit) : kNever;
+}
+
 }  // namespace gangway::core
 
 #endif  // GANGWAY_CORE_MODEL_QUANTITY_H_

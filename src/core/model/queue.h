@@ -1,6 +1,7 @@
 #ifndef GANGWAY_CORE_MODEL_QUEUE_H_
 #define GANGWAY_CORE_MODEL_QUEUE_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct QueueSpec {
   ResourceList lend_limit;
   double weight = 1.0;
   std::vector<UsageSample> usage_history;
+  // The longest time limit a job of this queue may ask for, and the limit of one that asks for
+  // none (Slurm's partition MaxTime). None: jobs may run as long as they like.
+  std::optional<Duration> max_time_limit;
 };
 
 }  // namespace gangway::core

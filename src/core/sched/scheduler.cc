@@ -420,7 +420,7 @@ std::optional<Outcome> Cycle::CheckFeasible(const Job& job) {
 
 bool Cycle::MayUseNode(const Job& job, NodeIndex n) const {
   if (reservations_.empty()) return true;
-  Instant end = job.time_limit ? snap_.now + *job.time_limit : kNever;
+  Instant end = EndOf(snap_.now, job.time_limit);
   int per_task = 1;
   for (const TaskGroup& g : job.groups) {
     if (g.request.gpu.kind == GpuRequest::Kind::kWhole)
@@ -437,7 +437,7 @@ bool Cycle::MayUseNode(const Job& job, NodeIndex n) const {
 
 const Cycle::Reservation* Cycle::DelayedReservation(
     const Job& job, const std::vector<TaskAllocation>& tasks) const {
-  Instant end = job.time_limit ? snap_.now + *job.time_limit : kNever;
+  Instant end = EndOf(snap_.now, job.time_limit);
   for (const Reservation& r : reservations_) {
     if (end <= r.start) continue;
     std::map<uint32_t, int> taken;
@@ -545,7 +545,7 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
 
   const bool unrestricted =
       reservations_.empty() ||
-      (job.time_limit && snap_.now + *job.time_limit <= earliest_reservation_);
+      (job.time_limit && EndOf(snap_.now, job.time_limit) <= earliest_reservation_);
   std::string& sig = sig_;
   sig.clear();
   AppendSignature(sig, job, unrestricted);
@@ -603,7 +603,7 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
           if (released_queues_) released_queues_->AddUsage(q, exact);
         }
         for (Reservation& r : reservations_) {
-          Instant end = job.time_limit ? snap_.now + *job.time_limit : kNever;
+          Instant end = EndOf(snap_.now, job.time_limit);
           if (end <= r.start) continue;
           for (const TaskAllocation& t : placed.tasks) {
             auto slot = r.slack.find(t.node.value());
