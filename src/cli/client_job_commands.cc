@@ -32,9 +32,9 @@ using client::ApiClient;
 using nlohmann::json;
 
 constexpr auto kPollInterval = std::chrono::milliseconds(500);
-const std::set<std::string> kStates = {"pending", "scheduled", "running",  "succeeded",
-                                       "failed",  "cancelled", "preempted"};
-const std::set<std::string> kFinalStates = {"succeeded", "failed", "cancelled"};
+const std::set<std::string> kStates = {"pending", "scheduled", "running",   "succeeded",
+                                       "failed",  "cancelled", "preempted", "timeout"};
+const std::set<std::string> kFinalStates = {"succeeded", "failed", "cancelled", "timeout"};
 
 std::string Joined(const std::set<std::string>& words) {
   std::string out;
@@ -133,7 +133,7 @@ std::string JobReason(const json& job, client::Seconds now) {
     }
     return out;
   }
-  if (state == "failed") {
+  if (state == "failed" || state == "timeout") {
     std::string code = Num(job, "exitCode", "");
     std::string msg = Str(job, "message");
     if (!code.empty()) return "exit " + code + (msg.empty() ? "" : ": " + msg);

@@ -44,6 +44,9 @@ struct ServerFlags {
   std::string max_task_log = "256Mi";
   double log_report_rate = 2000;
   int cycle_depth = 1000;
+  int max_job_tasks = 10000;
+  int max_pending_per_user = 10000;
+  std::string max_time_limit;
   int64_t max_body = 1 << 20;
   size_t max_connections = 16384;
   std::string tls_cert;
@@ -125,6 +128,15 @@ void RunServer(const ServerFlags& f) {
   opts.batch = ParseMillis("--batch", f.batch);
   opts.log_report_rate = f.log_report_rate;
   opts.cycle_depth = f.cycle_depth;
+  opts.max_tasks_per_job = f.max_job_tasks;
+  opts.max_pending_per_user = f.max_pending_per_user;
+  if (!f.max_time_limit.empty()) {
+    auto d = spec::ParseDuration(f.max_time_limit);
+    if (!d.ok() || d.value().count() <= 0) {
+      Fail("--max-time-limit: '" + f.max_time_limit + "' is not a duration such as 12h or 7d");
+    }
+    opts.max_time_limit = d.value();
+  }
   if (auto bytes = spec::ParseBytes(f.max_task_log); bytes.ok() && bytes.value() >= 0) {
     opts.max_task_log_bytes = bytes.value();
   } else {
@@ -331,6 +343,18 @@ void AddServerCommand(CLI::App& app) {
                   "every pending job is considered at least once a second (0: always all)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-job-tasks", f->max_job_tasks,
+                  "Refuse a job of more tasks than this over all its groups (0: no cap)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-pending-per-user", f->max_pending_per_user,
+                  "Refuse (429) a user's submission while that many of their jobs are pending "
+                  "(0: no cap)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-time-limit", f->max_time_limit,
+                  "The longest timeLimit a job may ask for, and the limit of one without; a "
+                  "queue's maxTimeLimit is tighter where set (default: none)");
   cmd->add_option("--max-body", f->max_body, "Largest request body in bytes")
       ->capture_default_str();
   cmd->add_option("--max-connections", f->max_connections,

@@ -22,6 +22,12 @@ using Clock = std::chrono::steady_clock;
 constexpr int kFirstMasterPort = 29500;
 constexpr int kMasterPorts = 1000;
 
+// What the store keeps. Strings an agent reported (a task's exit message, labels) are not
+// checked for UTF-8; a malformed byte is stored as U+FFFD rather than failing the write.
+std::string StoredJson(const json& doc) {
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string RandomHex(int bytes) {
   std::random_device rd;
   std::string out;
@@ -124,6 +130,7 @@ void Controller::Load() {
   for (LoadedJob& l : loaded) {
     if (!l.job) continue;
     JobRecord job = std::move(*l.job);
+    (void)ApplyTimeLimit(job.live.job);  // a job over a limit lowered since keeps its own
     // A first attempt has waited since its submission; a later one's requeue time is not
     // stored, so it waits from here.
     job.waiting_since =
@@ -282,6 +289,7 @@ void Controller::Loop() {
       if (stopping_) break;
     }
     try {
+      EnforceTimeLimitsLocked();
       CheckNodesLocked();
       ForgetFinishedJobsLocked();
       // Time alone changes decisions (minimum runtimes expire, reservations come due), so
@@ -307,6 +315,28 @@ void Controller::CheckNodesLocked() {
     if (!node.record.lost && now - node.last_seen > options_.node_timeout) {
       MarkNodeLostLocked(node);
     }
+  }
+}
+
+int64_t Controller::DeadlineOf(const JobRecord& job) {
+  if (!job.live.job.time_limit || job.started_at == 0) return INT64_MAX;
+  return core::ToSeconds(core::EndOf(core::FromSeconds(job.started_at), job.live.job.time_limit));
+}
+
+void Controller::EnforceTimeLimitsLocked() {
+  const int64_t now = Now();
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const auto [deadline, id] = *deadlines_.begin();
+    deadlines_.erase(deadlines_.begin());
+    JobRecord* job = FindJob(id);
+    if (job == nullptr || job->after_stop || !job->HoldsResources() ||
+        DeadlineOf(*job) != deadline) {
+      continue;
+    }
+    job->message = "reached its time limit of " + spec::FormatDuration(*job->live.job.time_limit) +
+                   " (timeLimit)";
+    StopTasksLocked(*job, JobState::kTimeout,
+                    static_cast<int>(job->live.job.checkpoint_grace.count()), job->message);
   }
 }
 
@@ -356,7 +386,9 @@ void Controller::MarkNodeLostLocked(NodeEntry& node) {
     }
     if (!hit) continue;
     if (!job.after_stop) {
-      RequeueOrFailLocked(job, true, "node " + node.record.node.name + " was lost");
+      // restartPolicy: never means what it says, also when the node is at fault.
+      RequeueOrFailLocked(job, job.live.run.restart_policy == RestartPolicy::kOnFailure,
+                          "node " + node.record.node.name + " was lost");
     } else {
       SettleLocked(job);
     }
@@ -558,9 +590,14 @@ void Controller::UpdatePendingLocked() {
   for (uint64_t id : pending_stale_) {
     auto at = pending_at_.find(id);
     if (waiting_.contains(id)) {
-      if (at == pending_at_.end()) {
+      auto job = jobs_.find(id);
+      if (job == jobs_.end()) {
+        // Never so by construction (a job is in jobs_ before it is indexed); should it happen,
+        // one lost entry must not fail every cycle after it.
+        waiting_.erase(id);
+      } else if (at == pending_at_.end()) {
         pending_at_.emplace(id, pending_jobs_.size());
-        pending_jobs_.push_back(jobs_.at(id).live.job);
+        pending_jobs_.push_back(job->second.live.job);
       }
     } else if (at != pending_at_.end()) {
       const size_t pos = at->second;
@@ -775,11 +812,16 @@ void Controller::CountLocked(JobRecord& job, std::optional<JobState> as) {
     if (*job.counted_as == JobState::kPending) {
       auto it = pending_by_queue_.find(job.live.job.queue);
       if (it != pending_by_queue_.end() && --it->second == 0) pending_by_queue_.erase(it);
+      auto u = pending_by_user_.find(job.live.job.user);
+      if (u != pending_by_user_.end() && --u->second == 0) pending_by_user_.erase(u);
     }
   }
   if (as) {
     ++jobs_by_state_[static_cast<size_t>(*as)];
-    if (*as == JobState::kPending) ++pending_by_queue_[job.live.job.queue];
+    if (*as == JobState::kPending) {
+      ++pending_by_queue_[job.live.job.queue];
+      ++pending_by_user_[job.live.job.user];
+    }
   }
   job.counted_as = as;
 }
@@ -864,6 +906,9 @@ void Controller::IndexLocked(JobRecord& job) {
   if (Finished(job.state) && job.finished_at > 0 && !job.HoldsResources()) {
     finished_.emplace(job.finished_at, job.id);
   }
+  if (job.HoldsResources() && !job.after_stop && DeadlineOf(job) != INT64_MAX) {
+    deadlines_.emplace(DeadlineOf(job), job.id);
+  }
 }
 
 void Controller::SaveJobLocked(JobRecord& job) {
@@ -872,7 +917,7 @@ void Controller::SaveJobLocked(JobRecord& job) {
                      .job = job.id,
                      .key = std::string(JobStateName(job.state)),
                      .user = job.live.job.user,
-                     .doc = JobDoc(job).dump()});
+                     .doc = StoredJson(JobDoc(job))});
   ++queued_gen_;
   writer_wake_.notify_one();
 }
@@ -881,7 +926,7 @@ void Controller::SaveNodeLocked(const NodeRecord& node, NodeChange change) {
   if (change != NodeChange::kNone) ++nodes_version_;
   if (change == NodeChange::kMayShrink) ++shrink_version_;
   writes_.push_back(
-      {.kind = Write::Kind::kNode, .key = node.node.name, .doc = NodeDoc(node).dump()});
+      {.kind = Write::Kind::kNode, .key = node.node.name, .doc = StoredJson(NodeDoc(node))});
   ++queued_gen_;
   writer_wake_.notify_one();
 }

@@ -102,6 +102,14 @@ struct ControllerOptions {
   // backlog of thousands, a cycle per exit over all of them cost more than the exits did.
   // Zero: every cycle is full.
   int cycle_depth = 1000;
+  // Caps on what one user can make every cycle carry. A job of more tasks (over all its
+  // groups) is refused with a 400; a submission past a user's pending jobs with a 429 until
+  // some of them start or end. Zero: no cap.
+  int max_tasks_per_job = 10000;
+  int max_pending_per_user = 10000;
+  // The longest time limit of any job, and the limit of one without (a queue's maxTimeLimit is
+  // the tighter where both are set). Empty: none.
+  std::optional<core::Duration> max_time_limit;
   // Tests only: runs after the core has planned a cycle and before its decisions are applied,
   // without the controller lock, to change the state the plan was made from.
   std::function<void()> after_plan_for_tests;
@@ -232,12 +240,19 @@ class Controller {
 
   void Load();
   void Loop();
+  // Gives a job without a time limit the tightest maximum of its queue and the cluster, and
+  // refuses one that asks for more. Submit applies it, and Load again (the limit a job was
+  // given is not in its spec).
+  std::optional<ApiError> ApplyTimeLimit(core::Job& job) const;
   // Called with `lock` held. The core plans without it (a cycle over tens of thousands of
   // running jobs takes tens of milliseconds, which every request would otherwise wait for);
   // decisions are then applied under it, each only if what it was planned from still holds:
   // the nodes unchanged, the job still waiting, the victim still holding resources.
   void RunCycle(std::unique_lock<std::mutex>& lock);
   void CheckNodesLocked();
+  // Stops, as a preemption does (checkpoint signal, grace, kill), every running job past its
+  // time limit; it ends as timeout.
+  void EnforceTimeLimitsLocked();
   // Forgets up to a batch of jobs that finished more than job_retention ago.
   void ForgetFinishedJobsLocked();
   void MarkNodeLostLocked(NodeEntry& node);
@@ -361,6 +376,7 @@ class Controller {
   // /v1/queues need not walk finished jobs.
   std::array<int64_t, kJobStateCount> jobs_by_state_{};
   std::map<std::string, int64_t, std::less<>> pending_by_queue_;
+  std::map<std::string, int64_t, std::less<>> pending_by_user_;
   // The resources held, kept by CountUsageLocked for the same reason: GPU milli allocated per
   // model (tasks on lost nodes excluded), and per queue (its own jobs, not its children's) the
   // GPU milli held and the jobs holding any.
@@ -372,6 +388,10 @@ class Controller {
   std::map<std::string, int64_t, std::less<>> usage_by_queue_;
   std::map<std::string, int64_t, std::less<>> active_by_queue_;
   std::set<std::pair<int64_t, uint64_t>> finished_;  // (finished_at, id) of finished jobs
+  // (started_at + time limit, id) of running jobs with a time limit, kept by IndexLocked; an
+  // entry the job no longer matches (it stopped, or restarted) is skipped when it comes due.
+  std::set<std::pair<int64_t, uint64_t>> deadlines_;
+  static int64_t DeadlineOf(const JobRecord& job);
   std::map<std::string, NodeEntry, std::less<>> nodes_;
   // The nodes' token digests, both ways, under a lock of their own: every agent request is
   // authorized, and taking mu_ for that added to the waits for mu_ of heartbeats at 10,000

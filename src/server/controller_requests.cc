@@ -11,6 +11,7 @@
 #include "server/auth.h"
 #include "server/controller.h"
 #include "server/gpu_top.h"
+#include "spec/units.h"
 #include "spec/yaml_reader.h"
 
 namespace gangway::server {
@@ -58,26 +59,29 @@ int64_t GpuMilli(const core::TaskAllocation& a) {
 
 json Controller::JobView(const JobRecord& j, bool detail) {
   json command = j.live.run.command;
-  json out = {{"id", j.id},
-              {"name", j.live.job.name},
-              {"user", j.live.job.user},
-              {"queue", j.live.job.queue},
-              {"priority", j.live.job.priority},
-              {"priorityClass", j.live.job.priority_class},
-              {"state", JobStateName(j.state)},
-              {"attempt", j.attempt},
-              {"restarts", j.restarts},
-              {"restartPolicy", RestartPolicyName(j.live.run.restart_policy)},
-              {"restartLimit", j.live.run.restart_limit},
-              {"submittedAt", TimeOrNull(j.submitted_at)},
-              {"startedAt", TimeOrNull(j.started_at)},
-              {"finishedAt", TimeOrNull(j.finished_at)},
-              {"command", command},
-              {"tasks", j.TaskCount()},
-              {"gpus", j.Gpus()},
-              {"exitCode", j.exit_code ? json(*j.exit_code) : json(nullptr)},
-              {"message", j.message},
-              {"pending", nullptr}};
+  json out = {
+      {"id", j.id},
+      {"name", j.live.job.name},
+      {"user", j.live.job.user},
+      {"queue", j.live.job.queue},
+      {"priority", j.live.job.priority},
+      {"priorityClass", j.live.job.priority_class},
+      {"state", JobStateName(j.state)},
+      {"attempt", j.attempt},
+      {"restarts", j.restarts},
+      {"restartPolicy", RestartPolicyName(j.live.run.restart_policy)},
+      {"restartLimit", j.live.run.restart_limit},
+      {"submittedAt", TimeOrNull(j.submitted_at)},
+      {"startedAt", TimeOrNull(j.started_at)},
+      {"finishedAt", TimeOrNull(j.finished_at)},
+      {"command", command},
+      {"timeLimit",
+       j.live.job.time_limit ? json(spec::FormatDuration(*j.live.job.time_limit)) : json(nullptr)},
+      {"tasks", j.TaskCount()},
+      {"gpus", j.Gpus()},
+      {"exitCode", j.exit_code ? json(*j.exit_code) : json(nullptr)},
+      {"message", j.message},
+      {"pending", nullptr}};
   if (j.pending && j.state == JobState::kPending) {
     out["pending"] = {
         {"code", core::PendingCodeName(j.pending->code)},
@@ -229,6 +233,31 @@ json Controller::NodeSummaryView(const NodeFacts& facts) {
 
 // ---------------------------------------------------------------- user API
 
+std::optional<ApiError> Controller::ApplyTimeLimit(core::Job& job) const {
+  auto queue = std::find_if(options_.queues.begin(), options_.queues.end(),
+                            [&](const core::QueueSpec& q) { return q.name == job.queue; });
+  std::optional<core::Duration> max_limit;
+  std::string source;
+  if (queue != options_.queues.end() && queue->max_time_limit) {
+    max_limit = queue->max_time_limit;
+    source = "queue " + queue->name + "'s maxTimeLimit";
+  }
+  if (options_.max_time_limit && (!max_limit || *options_.max_time_limit < *max_limit)) {
+    max_limit = options_.max_time_limit;
+    source = "the cluster's (gangway server --max-time-limit)";
+  }
+  if (!max_limit) return std::nullopt;
+  if (!job.time_limit) {
+    job.time_limit = max_limit;
+  } else if (*job.time_limit > *max_limit) {
+    return Error(400, "invalid_job",
+                 "timeLimit: " + spec::FormatDuration(*job.time_limit) + " is longer than " +
+                     source + " of " + spec::FormatDuration(*max_limit),
+                 "timeLimit");
+  }
+  return std::nullopt;
+}
+
 Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
   const int64_t now = Now();
   auto parsed = ParseLiveJob(
@@ -275,9 +304,27 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
                      "' groups other queues and takes no jobs itself; submit to one of " + list,
                  "queue");
   }
+  int64_t tasks = 0;
+  for (const core::TaskGroup& g : live.job.groups) tasks += std::max(g.replicas, g.min_replicas);
+  if (options_.max_tasks_per_job > 0 && tasks > options_.max_tasks_per_job) {
+    return Error(400, "invalid_job",
+                 "replicas: the job has " + std::to_string(tasks) + " tasks over its groups; at " +
+                     "most " + std::to_string(options_.max_tasks_per_job) +
+                     " are allowed (gangway server --max-job-tasks)",
+                 "replicas");
+  }
+  if (auto e = ApplyTimeLimit(live.job)) return *e;
   json view;
   {
     std::unique_lock lock(mu_);
+    if (options_.max_pending_per_user > 0 &&
+        CountIn(pending_by_user_, live.job.user) >= options_.max_pending_per_user) {
+      return Error(429, "too_many_jobs",
+                   "user " + live.job.user + " has " +
+                       std::to_string(CountIn(pending_by_user_, live.job.user)) +
+                       " pending jobs, the most allowed (gangway server --max-pending-per-user); "
+                       "submit more once some have started or been cancelled");
+    }
     JobRecord job;
     job.id = next_job_id_++;
     job.spec_text = std::string(body);
@@ -286,9 +333,11 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
     job.live.job.submit_time = core::FromSeconds(now);
     job.submitted_at = now;
     job.waiting_since = Clock::now();
-    SaveJobLocked(job);
-    EventLocked(job.id, "submitted", "by " + job.live.job.user + " to queue " + job.live.job.queue);
+    // In jobs_ before anything indexes it: the indexes never name a job that is not there.
     auto [it, inserted] = jobs_.emplace(job.id, std::move(job));
+    SaveJobLocked(it->second);
+    EventLocked(it->first, "submitted",
+                "by " + it->second.live.job.user + " to queue " + it->second.live.job.queue);
     view = JobView(it->second, false);
     dirty_ = true;
     wake_.notify_one();
@@ -672,7 +721,17 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
     rec.node.labels = n.value("labels", std::map<std::string, std::string>{});
     std::set<int> indices;
     size_t i = 0;
-    for (const json& g : n.value("gpus", json::array())) {
+    const json gpus = n.value("gpus", json::array());
+    if (!gpus.is_array()) {
+      return Error(400, "bad_request", "node.gpus: expected a list of GPUs", "node.gpus");
+    }
+    if (gpus.size() > static_cast<size_t>(core::kMaxGpusPerNode)) {
+      return Error(400, "bad_request",
+                   "node.gpus: " + std::to_string(gpus.size()) + " GPUs on one node; at most " +
+                       std::to_string(core::kMaxGpusPerNode) + " are allowed",
+                   "node.gpus");
+    }
+    for (const json& g : gpus) {
       core::GpuDevice d{.model = g.at("model").get<std::string>(),
                         .memory_bytes = g.at("memoryBytes").get<int64_t>(),
                         .index = g.at("index").get<int>(),
@@ -768,7 +827,11 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
     }
   }
   wake_.notify_one();
-  json out = {{"controllerEpoch", epoch_}, {"heartbeatMs", options_.heartbeat.count()}};
+  // nodeTimeoutMs: after this long without a report the node is lost and its jobs requeued;
+  // the agent stops its tasks itself before then (docs/design/live-system.md).
+  json out = {{"controllerEpoch", epoch_},
+              {"heartbeatMs", options_.heartbeat.count()},
+              {"nodeTimeoutMs", options_.node_timeout.count()}};
   if (!issued.empty()) out["nodeToken"] = issued;
   return out;
 }
@@ -814,9 +877,71 @@ Outcome<json> Controller::ReportAndPoll(std::string_view node, const json& body,
   return ReportThenPoll(node, body, &poll);
 }
 
+namespace {
+
+// Checks the shape of an agent's report, so that a malformed one is a 400 naming the field
+// rather than a library error in the middle of applying it.
+std::optional<ApiError> CheckReport(const json& body) {
+  if (!body.is_object()) return Error(400, "bad_request", "expected a JSON object");
+  using Check = bool (json::*)() const noexcept;
+  auto expect = [](const json& object, const char* key, const std::string& path, Check is_ok,
+                   const char* what) -> std::optional<ApiError> {
+    auto it = object.find(key);
+    if (it == object.end() || ((*it).*is_ok)()) return std::nullopt;
+    const std::string field = path.empty() ? key : path + "." + key;
+    return Error(400, "bad_request", field + ": expected " + what, field);
+  };
+  for (auto [key, check, what] :
+       {std::tuple{"reportSeq", Check(&json::is_number_unsigned), "a whole number >= 0"},
+        std::tuple{"appliedSeq", Check(&json::is_number_unsigned), "a whole number >= 0"},
+        std::tuple{"agentId", Check(&json::is_string), "a string"},
+        std::tuple{"controllerEpoch", Check(&json::is_string), "a string"},
+        std::tuple{"gpus", Check(&json::is_array), "a list"},
+        std::tuple{"tasks", Check(&json::is_array), "a list"},
+        std::tuple{"logs", Check(&json::is_array), "a list"}}) {
+    if (auto e = expect(body, key, "", check, what)) return e;
+  }
+  if (auto gpus = body.find("gpus"); gpus != body.end()) {
+    for (size_t i = 0; i < gpus->size(); ++i) {
+      const json& g = (*gpus)[i];
+      const std::string path = "gpus[" + std::to_string(i) + "]";
+      if (!g.is_object()) return Error(400, "bad_request", path + ": expected an object", path);
+      for (auto [key, check, what] :
+           {std::tuple{"index", Check(&json::is_number_integer), "a whole number"},
+            std::tuple{"utilization", Check(&json::is_number_integer), "a whole number"},
+            std::tuple{"healthy", Check(&json::is_boolean), "true or false"}}) {
+        if (auto e = expect(g, key, path, check, what)) return e;
+      }
+    }
+  }
+  if (auto tasks = body.find("tasks"); tasks != body.end()) {
+    for (size_t i = 0; i < tasks->size(); ++i) {
+      const json& t = (*tasks)[i];
+      const std::string path = "tasks[" + std::to_string(i) + "]";
+      if (!t.is_object()) return Error(400, "bad_request", path + ": expected an object", path);
+      for (auto [key, check, what] :
+           {std::tuple{"taskId", Check(&json::is_string), "a string"},
+            std::tuple{"state", Check(&json::is_string), "a string"},
+            std::tuple{"signal", Check(&json::is_number_integer), "a whole number"},
+            std::tuple{"message", Check(&json::is_string), "a string"},
+            std::tuple{"logBytes", Check(&json::is_number_integer), "a whole number"}}) {
+        if (auto e = expect(t, key, path, check, what)) return e;
+      }
+      if (auto code = t.find("exitCode");
+          code != t.end() && !code->is_null() && !code->is_number_integer()) {
+        return Error(400, "bad_request", path + ".exitCode: expected a whole number or null",
+                     path + ".exitCode");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json& body,
                                          const Poll* poll) {
-  if (!body.is_object()) return Error(400, "bad_request", "expected a JSON object");
+  if (auto bad = CheckReport(body)) return *bad;
   metrics.reports++;
   bool wake = false;
   json ack = json::array();
@@ -865,7 +990,16 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
       if (!nodes_.contains(node_name)) {
         return Error(404, "not_found", "node " + std::string(node_name) + " is not registered");
       }
-      std::erase_if(chunks, [&](const Chunk& c) { return FindJob(c.job) == nullptr; });
+      // Output is taken only for a task of the job's current attempt that this node runs: one
+      // node's credential must not write into another node's logs, nor create files for tasks
+      // that do not exist. What is refused is answered as capped, so that the agent drops it.
+      std::erase_if(chunks, [&](const Chunk& c) {
+        TaskRecord* task = nullptr;
+        const JobRecord* job = FindTask(c.task_id, &task);
+        if (job != nullptr && task->node == node_name) return false;
+        capped.push_back(std::string(c.task_id));
+        return true;
+      });
     }
     for (const Chunk& c : chunks) {
       const std::string id(c.task_id);
@@ -999,7 +1133,7 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
         if (!changed) continue;
         wake = true;
         if (!job.after_stop) {
-          RequeueOrFailLocked(job, true,
+          RequeueOrFailLocked(job, job.live.run.restart_policy == RestartPolicy::kOnFailure,
                               "a task of the job disappeared from " + std::string(node_name));
         } else {
           SettleLocked(job);
@@ -1035,7 +1169,7 @@ std::string Controller::MetricsText() {
   o << "# HELP gangway_jobs Jobs by state.\n# TYPE gangway_jobs gauge\n";
   for (JobState s :
        {JobState::kPending, JobState::kScheduled, JobState::kRunning, JobState::kSucceeded,
-        JobState::kFailed, JobState::kPreempted, JobState::kCancelled}) {
+        JobState::kFailed, JobState::kPreempted, JobState::kCancelled, JobState::kTimeout}) {
     o << "gangway_jobs{state=\"" << JobStateName(s) << "\"} "
       << jobs_by_state_[static_cast<size_t>(s)] << "\n";
   }

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "spec/text.h"
+
 namespace gangway::server {
 namespace {
 
@@ -15,6 +17,10 @@ using httplib::Response;
 using nlohmann::json;
 
 constexpr int kMaxWaitMs = 30000;
+// The most of a refused request's body read (and thrown away) before answering it.
+constexpr size_t kDrainRefused = 64 * 1024;
+// The most of an authorized request's body over --max-body read and thrown away to answer 413.
+constexpr size_t kDrainAuthorized = 16 << 20;
 
 void SendJson(Response& res, int status, const json& body) {
   res.status = status;
@@ -36,6 +42,38 @@ bool Answer(Response& res, const Outcome<T>& out, int ok_status = 200) {
   }
   SendJson(res, ok_status, std::get<T>(out));
   return true;
+}
+
+// Answers and then closes the connection. For a request whose body was not read (no valid
+// token, or over the size limit): left on the connection, the body would be read as the next
+// request. The body goes out through a content provider that fails once it has written it,
+// which makes httplib close the connection after the answer.
+void CloseAfter(Response& res) {
+  auto body = std::make_shared<std::string>(std::move(res.body));
+  const std::string type = res.get_header_value("Content-Type");
+  res.body.clear();
+  res.set_header("Connection", "close");
+  res.set_content_provider(body->size(), type.empty() ? "application/json" : type,
+                           [body](size_t offset, size_t length, httplib::DataSink& sink) {
+                             sink.write(body->data() + offset, length);
+                             return false;
+                           });
+}
+
+bool IsChunked(const Request& req) {
+  std::string te = req.get_header_value("Transfer-Encoding");
+  std::transform(te.begin(), te.end(), te.begin(), [](unsigned char c) { return std::tolower(c); });
+  return te.find("chunked") != std::string::npos;
+}
+
+// The media type of a Content-Type header, lower-cased, without parameters or spaces.
+std::string MediaType(const std::string& header) {
+  std::string out;
+  for (char c : header.substr(0, header.find(';'))) {
+    if (c != ' ' && c != '\t')
+      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return out;
 }
 
 std::string BearerToken(const Request& req) {
@@ -116,7 +154,8 @@ HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
   server_->set_keep_alive_timeout(1);  // an idle keep-alive connection delays stop() this long
   server_->set_write_timeout(std::chrono::seconds(60));
   server_->set_error_handler([this](const Request& req, Response& res) {
-    if (!res.body.empty()) return;  // our own JSON error
+    // Our own JSON error, in the body or (CloseAfter) in a content provider.
+    if (!res.body.empty() || res.get_header_value("Connection") == "close") return;
     if (res.status == 413) {
       SendError(res, {413, "too_large",
                       "the request body is larger than the limit of " +
@@ -178,18 +217,34 @@ void HttpApi::Count(const std::string& route, int status, double seconds) {
   it->second.Observe(std::chrono::microseconds(std::llround(seconds * 1e6)));
 }
 
+ApiError HttpApi::TooLarge() const {
+  return {413, "too_large",
+          "the request body is larger than the limit of " + std::to_string(options_.max_body) +
+              " bytes",
+          "", json::array()};
+}
+
 void HttpApi::Routes() {
   using Handler = std::function<void(const Request&, Response&, const Identity&)>;
   // kAgent: the join token or a node's token (the controller decides which node it may
   // register); kNode: the token of the node named by the path's first group.
   enum class Who { kUser, kAgent, kNode, kAnyone };
+  // Authorizes the request, reads its body (POST), then runs `fn`. Authorization comes first:
+  // a body is read only for a valid token, and at most max_body of it, whether it comes with a
+  // Content-Length or in chunks.
   auto route = [this](const char* method, const char* pattern, const char* name, Who who,
                       Handler fn) {
-    auto wrapped = [this, name, who, fn](const Request& req, Response& res) {
+    auto wrapped = [this, name, who, fn](const Request& req, Response& res,
+                                         const httplib::ContentReader* read_body) {
       const auto t0 = std::chrono::steady_clock::now();
+      auto count = [&] {
+        Count(name, res.status,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      };
       Identity id;
       const std::string token = BearerToken(req);
       bool allowed = who == Who::kAnyone;
+      std::optional<ApiError> refused;
       if (who == Who::kUser) {
         const std::shared_ptr<const AuthConfig> auth = Auth();  // `found` points into it
         if (const Identity* found = auth->Find(token)) {
@@ -207,33 +262,100 @@ void HttpApi::Routes() {
             break;
           case Controller::NodeAccess::kUnknownNode:
             // The agent registers again on 404 (e.g. the controller's state was reset).
-            SendError(res,
-                      {404, "not_found", "node " + node + " is not registered", "", json::array()});
-            Count(name, res.status,
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-            return;
+            refused = ApiError{404, "not_found", "node " + node + " is not registered", "",
+                               json::array()};
+            break;
           case Controller::NodeAccess::kDenied:
             break;
         }
       }
-      if (!allowed) {
+      if (!allowed && !refused) {
         res.set_header("WWW-Authenticate", "Bearer");
-        SendError(res, {401, "unauthorized",
-                        token.empty() ? "missing bearer token: send Authorization: Bearer <token>"
-                        : who == Who::kNode
-                            ? "the bearer token is not this node's token; an agent gets its node "
-                              "token when it registers"
-                            : "the bearer token is not valid for this endpoint",
-                        "", json::array()});
+        refused = ApiError{
+            401, "unauthorized",
+            token.empty()       ? "missing bearer token: send Authorization: Bearer <token>"
+            : who == Who::kNode ? "the bearer token is not this node's token; an agent gets its "
+                                  "node token when it registers"
+                                : "the bearer token is not valid for this endpoint",
+            "", json::array()};
+      }
+      if (read_body != nullptr) {
+        const bool chunked = IsChunked(req);
+        const bool has_length = req.has_header("Content-Length");
+        if (!chunked && !has_length) {
+          // Its end would be the connection's: nothing to wait for.
+          if (!refused) {
+            refused = ApiError{411, "length_required",
+                               "send the body with a Content-Length (or Transfer-Encoding: "
+                               "chunked)",
+                               "", json::array()};
+          }
+          SendError(res, *refused);
+          CloseAfter(res);
+          count();
+          return;
+        }
+        const uint64_t length = has_length ? req.get_header_value<uint64_t>("Content-Length") : 0;
+        // Read and kept: an authorized body within the limit. Read and thrown away: a refused
+        // one of a few KB (a client with a stale token reads its 401, not a reset connection), or
+        // an authorized one over the limit with a Content-Length of at most kDrainAuthorized (a
+        // client that sent a large file by mistake reads its 413). Anything else is left unread and
+        // the connection closed.
+        const bool authorized = !refused;
+        const bool keep = authorized && length <= options_.max_body;
+        const size_t drain = refused ? std::min<size_t>(options_.max_body, kDrainRefused)
+                                     : std::max<size_t>(options_.max_body, kDrainAuthorized);
+        if (!refused && length > options_.max_body) refused = TooLarge();
+        // A refused request's chunks are never read: their end may be long in coming.
+        if ((has_length && length > drain) || (chunked && !authorized)) {
+          SendError(res, *refused);
+          CloseAfter(res);
+          count();
+          return;
+        }
+        std::string body;
+        size_t seen = 0;
+        bool over = false;
+        const bool read = (*read_body)([&](const char* data, size_t n) {
+          seen += n;
+          if (seen > (chunked ? options_.max_body : drain)) {  // chunks: only authorized ones
+            over = true;
+            return false;
+          }
+          if (keep) body.append(data, n);
+          return true;
+        });
+        if (over || !read) {
+          if (!refused) {
+            refused = over ? TooLarge()
+                           : ApiError{400, "bad_request", "the request body could not be read", "",
+                                      json::array()};
+          }
+          SendError(res, *refused);
+          CloseAfter(res);
+          count();
+          return;
+        }
+        // httplib owns the request (it is not const there); the handlers read req.body.
+        const_cast<Request&>(req).body = std::move(body);
+      }
+      if (refused) {
+        SendError(res, *refused);
       } else {
         fn(req, res, id);
       }
-      Count(name, res.status,
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      count();
     };
     const std::string m = method;
-    if (m == "GET") server_->Get(pattern, wrapped);
-    if (m == "POST") server_->Post(pattern, wrapped);
+    if (m == "GET") {
+      server_->Get(pattern,
+                   [wrapped](const Request& req, Response& res) { wrapped(req, res, nullptr); });
+    }
+    if (m == "POST") {
+      server_->Post(pattern,
+                    [wrapped](const Request& req, Response& res,
+                              const httplib::ContentReader& read) { wrapped(req, res, &read); });
+    }
   };
   auto caller = [](const Identity& id) { return Caller{id.user, id.admin}; };
 
@@ -258,11 +380,12 @@ void HttpApi::Routes() {
           static const std::vector<std::string> kTypes = {
               "",          "application/json", "application/yaml", "application/x-yaml",
               "text/yaml", "text/plain"};
-          const std::string base = type.substr(0, type.find(';'));
+          const std::string base = MediaType(type);
           if (std::find(kTypes.begin(), kTypes.end(), base) == kTypes.end()) {
             SendError(res, {415, "unsupported_media_type",
-                            "send the job as application/json or application/yaml, not " + type, "",
-                            json::array()});
+                            "send the job as application/json or application/yaml, not " +
+                                spec::Quote(type),
+                            "", json::array()});
             return;
           }
           if (req.body.empty()) {
@@ -285,7 +408,7 @@ void HttpApi::Routes() {
                 SendError(res, {400, "bad_request",
                                 "state: '" + s +
                                     "' is not a job state (pending, scheduled, running, "
-                                    "succeeded, failed, preempted, cancelled)",
+                                    "succeeded, failed, preempted, cancelled, timeout)",
                                 "state", json::array()});
                 return;
               }

@@ -52,6 +52,7 @@ class HttpApi {
   std::shared_ptr<const AuthConfig> Auth() const;
   void Routes();
   std::string MetricsText();
+  ApiError TooLarge() const;
   void Count(const std::string& route, int status, double seconds);
 
   Controller& controller_;

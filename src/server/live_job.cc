@@ -3,6 +3,7 @@
 #include <csignal>
 
 #include "spec/job_reader.h"
+#include "spec/text.h"
 #include "spec/yaml_reader.h"
 
 namespace gangway::server {
@@ -14,6 +15,12 @@ using spec::MapReader;
 
 constexpr size_t kMaxArgs = 4096;
 constexpr size_t kMaxEnv = 1024;
+// execve(2) refuses (E2BIG) one argument or NAME=value string of 128 KiB or more
+// (MAX_ARG_STRLEN), and an argument list and environment together over a quarter of the stack
+// limit (2 MiB under the default 8 MiB). A job's own strings may take half of that; the rest
+// is for the variables Gangway and the agent add.
+constexpr size_t kMaxArgBytes = (size_t{128} << 10) - 1;
+constexpr size_t kMaxArgvEnvBytes = size_t{1} << 20;
 
 bool ValidEnvName(std::string_view s) {
   if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
@@ -55,7 +62,7 @@ void ReadRunFields(Context& ctx, MapReader& m, RunSpec& run, bool& has_command) 
         std::string key = entry.first.Scalar();
         Field value{entry.second, entry.second.Mark(), spec::ChildPath(f->path, key)};
         if (!ValidEnvName(key)) {
-          ctx.Error(value, "'" + key +
+          ctx.Error(value, "'" + spec::Quote(key) +
                                "' is not a valid environment variable name (letters, digits and "
                                "_, not starting with a digit)");
         } else if (key.starts_with("GANGWAY_")) {
@@ -68,6 +75,31 @@ void ReadRunFields(Context& ctx, MapReader& m, RunSpec& run, bool& has_command) 
         ctx.Error(*f, "more than " + std::to_string(kMaxEnv) + " variables");
       }
     }
+  }
+  // What the kernel would refuse to start is refused here, not after the job waited for GPUs.
+  size_t total = 0;
+  for (size_t i = 0; i < run.command.size(); ++i) {
+    const size_t n = run.command[i].size();
+    total += n + 1;
+    if (n > kMaxArgBytes) {
+      ctx.Error(m.field().mark, "command[" + std::to_string(i) + "]",
+                "an argument of " + std::to_string(n) + " bytes is over the kernel's limit of " +
+                    std::to_string(kMaxArgBytes) + " bytes for one argument");
+    }
+  }
+  for (const auto& [key, value] : run.env) {
+    const size_t n = key.size() + 1 + value.size();
+    total += n + 1;
+    if (n > kMaxArgBytes) {
+      ctx.Error(m.field().mark, "env." + key,
+                "the variable takes " + std::to_string(n) + " bytes, over the kernel's limit of " +
+                    std::to_string(kMaxArgBytes) + " bytes for one");
+    }
+  }
+  if (total > kMaxArgvEnvBytes) {
+    ctx.Error(m.field().mark, "command",
+              "the command and env take " + std::to_string(total) + " bytes, over the limit of " +
+                  std::to_string(kMaxArgvEnvBytes) + " bytes that the kernel leaves for them");
   }
   if (auto f = m.Take("workdir")) {
     if (auto s = spec::ReadScalar(ctx, *f)) {
@@ -85,7 +117,7 @@ void ReadRunFields(Context& ctx, MapReader& m, RunSpec& run, bool& has_command) 
       } else if (*s == "on-failure" || *s == "OnFailure") {
         run.restart_policy = RestartPolicy::kOnFailure;
       } else {
-        ctx.Error(*f, "'" + *s + "' is not a restart policy; use never or on-failure" +
+        ctx.Error(*f, "'" + spec::Quote(*s) + "' is not a restart policy; use never or on-failure" +
                           spec::DidYouMean(*s, {"never", "on-failure"}));
       }
     }
@@ -96,7 +128,7 @@ void ReadRunFields(Context& ctx, MapReader& m, RunSpec& run, bool& has_command) 
   if (auto f = m.Take("checkpointSignal")) {
     if (auto s = spec::ReadScalar(ctx, *f)) {
       if (SignalNumber(*s) == 0) {
-        ctx.Error(*f, "'" + *s +
+        ctx.Error(*f, "'" + spec::Quote(*s) +
                           "' is not a checkpoint signal; use SIGTERM, SIGINT, SIGUSR1 or "
                           "SIGUSR2");
       } else {
@@ -127,6 +159,12 @@ spec::ParseResult<LiveJob> ParseLiveJob(std::string_view text, const LiveJobOpti
   if (!doc->node.IsMap()) {
     ctx.Error(*doc, "expected one job: a mapping with name:, command: and resources, got " +
                         std::string(spec::DescribeKind(doc->node)));
+    return ctx.TakeErrors();
+  }
+  if (const YAML::Node& map = doc->node; map["jobs"] && map["jobs"].IsSequence()) {
+    ctx.Error(doc->mark, "jobs",
+              "this is a list of jobs; a request carries one job (a mapping with name:, "
+              "command: and resources): submit each on its own");
     return ctx.TakeErrors();
   }
   LiveJob out;

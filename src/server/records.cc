@@ -8,8 +8,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 7> kJobStates = {
-    "pending", "scheduled", "running", "succeeded", "failed", "preempted", "cancelled"};
+constexpr std::array<std::string_view, kJobStateCount> kJobStates = {
+    "pending", "scheduled", "running", "succeeded", "failed", "preempted", "cancelled", "timeout"};
 constexpr std::array<std::string_view, 5> kTaskStates = {"scheduled", "running", "stopping",
                                                          "exited", "lost"};
 
@@ -58,7 +58,8 @@ std::optional<JobState> ParseJobState(std::string_view s) {
 std::string_view TaskStateName(TaskState s) { return kTaskStates[static_cast<size_t>(s)]; }
 
 bool Finished(JobState s) {
-  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled ||
+         s == JobState::kTimeout;
 }
 
 double JobRecord::Gpus() const {

@@ -32,15 +32,16 @@ enum class JobState : uint8_t {
   kSucceeded,
   kFailed,
   kPreempted,
-  kCancelled
+  kCancelled,
+  kTimeout,  // stopped at its time limit
 };
-inline constexpr size_t kJobStateCount = static_cast<size_t>(JobState::kCancelled) + 1;
+inline constexpr size_t kJobStateCount = static_cast<size_t>(JobState::kTimeout) + 1;
 enum class TaskState : uint8_t { kScheduled, kRunning, kStopping, kExited, kLost };
 
 std::string_view JobStateName(JobState s);
 std::optional<JobState> ParseJobState(std::string_view s);
 std::string_view TaskStateName(TaskState s);
-bool Finished(JobState s);  // succeeded, failed or cancelled
+bool Finished(JobState s);  // succeeded, failed, cancelled or timeout
 
 struct TaskRecord {
   int index = 0;  // RANK: position in the job's task list

@@ -687,6 +687,7 @@ TEST_F(SystemTest, JobOfANodeKilledWithSigkillRestartsOnTheOtherNode) {
   const uint64_t id =
       Submit({{"name", "long"},
               {"gpu", 1},
+              {"restartPolicy", "on-failure"},
               {"command",
                {"sh", "-c",
                 RecordPid("long") +

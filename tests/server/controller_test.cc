@@ -238,9 +238,10 @@ TEST_F(ControllerTest, GpuCountsFollowJobsAcrossModelsLostNodesAndRestarts) {
   const uint64_t big = Submit("name: big\nqueue: nlp\ngpu: 2\ngpuModel: H100-80GB\ncommand: [x]\n");
   const uint64_t part = Submit(
       "name: part\nqueue: nlp\nreplicas: 3\ngpu: 0.25\ngpuModel: A100-40GB\nrestartLimit: 0\n"
+      "restartPolicy: on-failure\ncommand: [x]\n");
+  const uint64_t one = Submit(
+      "name: one\ngpu: 1\ngpuModel: A100-40GB\nrestartLimit: 1\nrestartPolicy: on-failure\n"
       "command: [x]\n");
-  const uint64_t one =
-      Submit("name: one\ngpu: 1\ngpuModel: A100-40GB\nrestartLimit: 1\ncommand: [x]\n");
   json on_a = TakeCommands("a");
   ASSERT_TRUE(Eventually([&] {
     for (const json& cmd : TakeCommands("a", std::chrono::milliseconds(20))) on_a.push_back(cmd);
@@ -880,7 +881,7 @@ TEST_F(ControllerTest, LostNodeRequeuesItsJobElsewhere) {
   o.node_timeout = std::chrono::milliseconds(300);
   Start(o);
   Register("n1", 1);
-  const uint64_t id = Submit("name: j\ngpu: 1\ncommand: [train]\n");
+  const uint64_t id = Submit("name: j\ngpu: 1\ncommand: [train]\nrestartPolicy: on-failure\n");
   const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
   Report("n1", {Running(task)});
   Register("n2", 1);
@@ -899,6 +900,26 @@ TEST_F(ControllerTest, LostNodeRequeuesItsJobElsewhere) {
   EXPECT_EQ(nodes[1]["state"], "ready");
 }
 
+// restartPolicy: never (the default) holds when the node is at fault too: the job fails, and is
+// not started a second time elsewhere while its first copy may still run.
+TEST_F(ControllerTest, ALostNodesJobWithoutRestartsFails) {
+  auto o = Options();
+  o.node_timeout = std::chrono::milliseconds(300);
+  Start(o);
+  Register("n1", 1);
+  const uint64_t id = Submit("name: j\ngpu: 1\ncommand: [train]\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  Report("n1", {Running(task)});
+  Register("n2", 1);
+  ASSERT_TRUE(Eventually([&] {
+    Report("n2", json::array());
+    return State(id) == "failed";
+  }));
+  EXPECT_THAT(Job(id)["message"].get<std::string>(), HasSubstr("node n1 was lost"));
+  EXPECT_EQ(Job(id)["restarts"], 0);
+  EXPECT_TRUE(TakeCommands("n2", std::chrono::milliseconds(200)).empty());
+}
+
 // Reports, node views and lost nodes read the jobs on a node from an index kept as jobs move;
 // a job requeued from one node to another must leave the first's entry and join the second's.
 TEST_F(ControllerTest, WhatANodeHoldsFollowsAJobThatMovedToAnotherNode) {
@@ -906,7 +927,8 @@ TEST_F(ControllerTest, WhatANodeHoldsFollowsAJobThatMovedToAnotherNode) {
   o.node_timeout = std::chrono::milliseconds(300);
   Start(o);
   Register("n1", 1);
-  const uint64_t id = Submit("name: j\ngpu: 1\ncommand: [train]\nrestartLimit: 1\n");
+  const uint64_t id =
+      Submit("name: j\ngpu: 1\ncommand: [train]\nrestartLimit: 1\nrestartPolicy: on-failure\n");
   Report("n1", {Running(TakeCommands("n1")[0]["task"]["taskId"])});
   Register("n2", 1);
   json cmds;
@@ -1353,6 +1375,91 @@ TEST_F(ControllerTest, QueuesShowUsageUpTheTreeAndFairShareByWeight) {
   ApiError e = Err(c().Submit(kAlice, "name: b\nqueue: research\ngpu: 1\ncommand: [x]\n"));
   EXPECT_EQ(e.field, "queue");
   EXPECT_THAT(e.message, HasSubstr("submit to one of nlp, vision"));
+}
+
+}  // namespace
+}  // namespace gangway::server::testing
+
+namespace gangway::server::testing {
+namespace {
+
+// Defect 9: a job that claimed a short limit (to be backfilled, say) is stopped at it as Slurm
+// does: the checkpoint signal with its grace, then the kill; it ends as timeout.
+TEST_F(ControllerTest, AJobIsStoppedAtItsTimeLimitAndEndsAsTimeout) {
+  Start();
+  Register("n1", 1);
+  const uint64_t id = Submit(
+      "name: short\ngpu: 1\ntimeLimit: 1s\ncheckpoint: {grace: 7s}\ncommand: [sleep, '20']\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  Report("n1", {Running(task)});
+  json stop;
+  ASSERT_TRUE(Eventually([&] {
+    for (const json& cmd : TakeCommands("n1", std::chrono::milliseconds(50))) {
+      if (cmd["type"] == "stop") stop = cmd;
+    }
+    return !stop.is_null();
+  }));
+  EXPECT_EQ(stop["taskId"], task);
+  EXPECT_EQ(stop["graceSeconds"], 7);
+  EXPECT_EQ(stop["signal"], "SIGTERM");
+  EXPECT_THAT(stop["reason"].get<std::string>(), HasSubstr("time limit of 1s"));
+  EXPECT_EQ(State(id), "running") << "until its task has stopped";
+  Report("n1", {{{"taskId", task}, {"state", "exited"}, {"exitCode", nullptr}, {"signal", 15}}});
+  EXPECT_EQ(State(id), "timeout");
+  EXPECT_THAT(Job(id)["message"].get<std::string>(), HasSubstr("time limit of 1s"));
+  EXPECT_TRUE(Job(id)["finishedAt"].is_string());
+}
+
+TEST_F(ControllerTest, TimeLimitsAreCappedByTheQueueAndTheCluster) {
+  auto o = Options();
+  o.queues = {{.name = "default"}, {.name = "short", .max_time_limit = std::chrono::hours(4)}};
+  o.max_time_limit = std::chrono::hours(24);
+  Start(o);
+  ApiError e = Err(c().Submit(kAlice, "name: x\nqueue: short\ntimeLimit: 5h\ncommand: [x]\n"));
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.field, "timeLimit");
+  EXPECT_THAT(e.message, HasSubstr("longer than queue short's maxTimeLimit of 4h"));
+  e = Err(c().Submit(kAlice, "name: x\ntimeLimit: 2d\ncommand: [x]\n"));
+  EXPECT_THAT(e.message, HasSubstr("the cluster's (gangway server --max-time-limit) of 1d"));
+  // The reader's own cap keeps every sum of times far from overflow: INT64_MAX seconds made
+  // an estimated start in the year -219246473.
+  e = Err(c().Submit(kAlice, "name: x\ntimeLimit: 9223372036854775807s\ncommand: [x]\n"));
+  EXPECT_EQ(e.field, "timeLimit");
+  // A job without a limit gets the tightest, and keeps it across a restart.
+  const uint64_t id = Submit("name: x\nqueue: short\ncommand: [x]\n");
+  const uint64_t other = Submit("name: y\ncommand: [x]\n");
+  EXPECT_EQ(Job(id)["timeLimit"], "4h");
+  EXPECT_EQ(Job(other)["timeLimit"], "1d");
+  Restart(o);
+  EXPECT_EQ(Job(id)["timeLimit"], "4h");
+}
+
+TEST_F(ControllerTest, SaturatingTimeSumsNeverWrap) {
+  EXPECT_EQ(core::SaturatingAdd(core::kNever - core::Duration(5), core::Duration(10)),
+            core::kNever);
+  EXPECT_EQ(core::SaturatingAdd(core::FromSeconds(10), core::Duration(5)), core::FromSeconds(15));
+  EXPECT_EQ(core::EndOf(core::FromSeconds(100), std::optional<core::Duration>()), core::kNever);
+}
+
+// Defect 5: one user cannot make every cycle carry millions of tasks.
+TEST_F(ControllerTest, TasksPerJobAndPendingJobsPerUserAreCapped) {
+  auto o = Options();
+  o.max_tasks_per_job = 100;
+  o.max_pending_per_user = 2;
+  Start(o);
+  ApiError e = Err(c().Submit(kAlice,
+                              "name: x\ncommand: [x]\ntasks:\n- {name: a, replicas: 60}\n"
+                              "- {name: b, replicas: 41}\n"));
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.field, "replicas");
+  EXPECT_THAT(e.message, HasSubstr("at most 100"));
+  Submit("name: a\ngpu: 1\ncommand: [x]\n");
+  Submit("name: b\ngpu: 1\ncommand: [x]\n");
+  e = Err(c().Submit(kAlice, "name: c\ngpu: 1\ncommand: [x]\n"));
+  EXPECT_EQ(e.status, 429);
+  EXPECT_EQ(e.code, "too_many_jobs");
+  EXPECT_THAT(e.message, HasSubstr("user alice has 2 pending jobs"));
+  Ok(c().Submit(kBob, "name: c\ngpu: 1\ncommand: [x]\n"));  // another user is not held back
 }
 
 }  // namespace
