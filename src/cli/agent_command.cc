@@ -44,6 +44,7 @@ struct AgentFlags {
   std::string labels;
   std::string heartbeat = "5s";
   std::string shutdown_grace = "10s";
+  std::string controller_loss_timeout = "15s";
   bool print_inventory = false;
   std::string try_gpus;
   std::vector<std::string> command;
@@ -273,6 +274,8 @@ void RunAgent(const AgentFlags& f) {
   }
   options.heartbeat = ParseSeconds("--heartbeat", f.heartbeat, false);
   options.shutdown_grace = ParseSeconds("--shutdown-grace", f.shutdown_grace, true);
+  options.controller_loss_timeout =
+      ParseSeconds("--controller-loss-timeout", f.controller_loss_timeout, false);
   options.data_dir = data;
   options.inventory = inv;
   // Two agents on one directory would both adopt its leftover tasks and share a node token.
@@ -343,6 +346,11 @@ void AddAgentCommand(CLI::App& app) {
   cmd->add_option("--shutdown-grace", f.shutdown_grace,
                   "On SIGTERM/SIGINT: time tasks get after their checkpoint signal")
       ->default_str("10s");
+  cmd->add_option("--controller-loss-timeout", f.controller_loss_timeout,
+                  "Stop every task once the controller has answered no report for this long, "
+                  "timed to end before it declares the node lost; the controller's node timeout "
+                  "replaces it when its register answer names one (nodeTimeoutMs)")
+      ->default_str("15s");
   cmd->add_flag("--print-inventory", f.print_inventory,
                 "Print the discovered inventory as JSON and exit");
   cmd->add_option("--try-gpus", f.try_gpus,
