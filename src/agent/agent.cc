@@ -72,6 +72,10 @@ bool WriteNodeToken(const std::filesystem::path& path, const std::string& token)
   const std::string tmp = path.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return false;
+  if (::fchmod(fd, 0600) != 0) {  // a leftover file keeps the mode it was created with
+    ::close(fd);
+    return false;
+  }
   const std::string line = token + "\n";
   const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
                   ::fsync(fd) == 0;
@@ -228,19 +232,41 @@ void Agent::Start() {
     throw std::runtime_error("cannot create " + (options_.data_dir / "logs").string() + ": " +
                              ec.message());
   }
+  // The node token and the tasks' output are the agent's alone, also in a directory that
+  // existed before with a looser mode.
+  std::filesystem::permissions(options_.data_dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, ec);
+  if (ec) {
+    throw std::runtime_error("cannot make " + options_.data_dir.string() +
+                             " private (mode 0700): " + ec.message());
+  }
+  if (std::filesystem::exists(options_.data_dir / kNodeTokenFile, ec)) {
+    std::filesystem::permissions(
+        options_.data_dir / kNodeTokenFile,
+        std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+        std::filesystem::perm_options::replace, ec);
+  }
   node_token_ = ReadNodeToken(options_.data_dir / kNodeTokenFile);
   const std::filesystem::path journal = options_.data_dir / "running.journal";
   for (const std::string& id : KillLeftoverTasks(journal)) {
     spdlog::warn("killed task {}, left running by an agent that did not stop cleanly", id);
   }
   running_journal_ = std::make_unique<RunningTaskJournal>(journal);
+  std::vector<std::filesystem::path> private_dirs = options_.private_dirs;
+  private_dirs.push_back(options_.data_dir);
   runner_ = std::make_unique<TaskRunner>(TaskRunner::Options{
       .on_exit = [this](const std::string& id, ExitStatus status) { OnExit(id, status); },
       .base_env = std::nullopt,
-      .use_cgroups = options_.use_cgroups});
+      .use_cgroups = options_.use_cgroups,
+      .private_dirs = std::move(private_dirs)});
   started_ = true;
+  {
+    std::lock_guard lock(mu_);
+    last_contact_ = Clock::now();  // no task runs before the controller answers
+  }
   commands_thread_ = std::thread([this] { CommandsLoop(); });
   report_thread_ = std::thread([this] { ReportLoop(); });
+  contact_thread_ = std::thread([this] { ContactLoop(); });
 }
 
 void Agent::Shutdown() {

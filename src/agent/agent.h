@@ -88,6 +88,9 @@ struct AgentOptions {
   std::chrono::milliseconds log_interval{500};
   size_t max_log_bytes_per_report = 256 * 1024;
   bool use_cgroups = true;
+  // Directories no task may work in, besides `data_dir` (which holds the node token): under
+  // `gangway up`, the controller's data directory with its admin token (client.json).
+  std::vector<std::filesystem::path> private_dirs;
 };
 
 class Agent {

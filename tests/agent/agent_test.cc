@@ -136,6 +136,11 @@ class FakeController {
     std::lock_guard lock(mu_);
     node_timeout_ms_ = ms;
   }
+  // A node token the controller knows already, as one kept from an earlier run.
+  void SetNodeToken(const std::string& token) {
+    std::lock_guard lock(mu_);
+    node_token_ = token;
+  }
   // While silent, every request is held unanswered (a controller that hangs, or a network that
   // drops everything); answered once it speaks again.
   void SetSilent(bool silent) {
@@ -359,6 +364,7 @@ class AgentTest : public ::testing::Test {
     options.max_log_bytes_per_report = max_log_bytes;
     options.use_cgroups = false;
     options.controller_loss_timeout = controller_loss_timeout_;
+    options.private_dirs = private_dirs_;
     auto gpus = ParseFakeGpus("2xH100-80GB", "n1");
     agent_ =
         std::make_unique<Agent>(std::move(options), std::make_unique<StaticGpuSource>("n1", *gpus));
@@ -390,6 +396,7 @@ class AgentTest : public ::testing::Test {
   ::gangway::testing::TempDir tmp_{"gangway_agent_test_"};
   const std::filesystem::path dir_ = tmp_.path();
   std::chrono::milliseconds controller_loss_timeout_ = 15s;
+  std::vector<std::filesystem::path> private_dirs_;
   FakeController controller_;
   std::unique_ptr<Agent> agent_;
 };
@@ -880,6 +887,54 @@ TEST_F(AgentTest, ATaskTheControllerNoLongerExpectsIsKilled) {
   const json exited = *FakeController::Entry(controller_.Reports(), "10.0.0", "exited");
   EXPECT_EQ(exited["signal"], SIGKILL);
   EXPECT_EQ(exited["message"], "the controller does not expect this task");
+}
+
+// Defect 10: the node token lives in a directory only the agent's user can enter, also when it
+// existed before with a looser mode.
+TEST_F(AgentTest, TheDataDirectoryAndTheNodeTokenArePrivateEvenIfTheyExistedBefore) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir_ / "data");
+  fs::permissions(dir_ / "data", fs::perms::owner_all | fs::perms::group_read |
+                                     fs::perms::group_exec | fs::perms::others_read |
+                                     fs::perms::others_exec);
+  std::ofstream(dir_ / "data" / "node.token") << "node-secret-kept\n";
+  fs::permissions(dir_ / "data" / "node.token", fs::perms::owner_read | fs::perms::owner_write |
+                                                    fs::perms::group_read | fs::perms::others_read);
+  controller_.SetNodeToken("node-secret-kept");
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.registers_.size() == 1; }));
+  EXPECT_EQ(fs::status(dir_ / "data").permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fs::status(dir_ / "data" / "node.token").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  controller_.WaitUntil([&] {
+    EXPECT_EQ(controller_.register_auth_.at(0), "Bearer node-secret-kept");
+    return true;
+  });
+}
+
+TEST_F(AgentTest, ATaskCannotWorkInTheDataDirectoryNorInAnotherPrivateOne) {
+  private_dirs_ = {dir_ / "controller-data"};
+  std::filesystem::create_directories(dir_ / "controller-data" / "sub");
+  StartAgent();
+  const std::string data_dir = std::filesystem::weakly_canonical(dir_ / "data").string();
+  const std::string other = std::filesystem::weakly_canonical(dir_ / "controller-data").string();
+  controller_.Launch("20.0.0", {"cat", "node.token"}, {{"workdir", (dir_ / "data").string()}});
+  controller_.Launch("21.0.0", {"cat", "../client.json"},
+                     {{"workdir", (dir_ / "controller-data" / "sub").string()}});
+  ASSERT_TRUE(HasState("20.0.0", "exited"));
+  ASSERT_TRUE(HasState("21.0.0", "exited"));
+  const auto reports = controller_.Reports();
+  const json in_data = *FakeController::Entry(reports, "20.0.0", "exited");
+  EXPECT_EQ(in_data["exitCode"], 127);
+  EXPECT_EQ(in_data["message"], "workdir " + (dir_ / "data").string() + " is inside " + data_dir +
+                                    ", where the agent keeps credentials; tasks may not run "
+                                    "there (give the job another workdir)");
+  const json in_other = *FakeController::Entry(reports, "21.0.0", "exited");
+  EXPECT_EQ(in_other["exitCode"], 127);
+  EXPECT_NE(in_other["message"].get<std::string>().find(" is inside " + other + ","),
+            std::string::npos)
+      << in_other["message"];
+  EXPECT_EQ(controller_.LogOf("20.0.0"), "");
 }
 
 TEST(LogChunkText, KeepsValidUtf8AndReplacesBadBytesOneForOne) {
