@@ -760,8 +760,14 @@ TEST_F(SystemTest, TasksSeeNeitherTheAgentsGangwayVariablesNorItsProcess) {
   ASSERT_NE(id, 0u);
   json job;
   ASSERT_TRUE(WaitForState(id, "succeeded", seconds(10), &job)) << job.dump(2);
-  EXPECT_EQ(CompleteLog(id, 0, seconds(5)).value_or("(incomplete)"),
-            "no-token\nagent-unreadable\n");
+  const std::string log = CompleteLog(id, 0, seconds(5)).value_or("(incomplete)");
+  EXPECT_TRUE(log.starts_with("no-token\n")) << log;
+  if (geteuid() == 0) {
+    // Root reads any process's files, dumpable or not: nothing to see here.
+    std::cerr << "running as root: not checking that the agent's /proc files are private\n";
+  } else {
+    EXPECT_EQ(log, "no-token\nagent-unreadable\n");
+  }
 }
 
 TEST_F(SystemTest, ASecondControllerOrAgentOnTheSameDirectoryRefusesToStart) {
