@@ -14,6 +14,7 @@
 #include <optional>
 #include <random>
 
+#include "agent/contact_loss.h"
 #include "agent/leftover_tasks.h"
 #include "spec/units.h"
 
@@ -71,6 +72,10 @@ bool WriteNodeToken(const std::filesystem::path& path, const std::string& token)
   const std::string tmp = path.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return false;
+  if (::fchmod(fd, 0600) != 0) {  // a leftover file keeps the mode it was created with
+    ::close(fd);
+    return false;
+  }
   const std::string line = token + "\n";
   const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
                   ::fsync(fd) == 0;
@@ -188,6 +193,7 @@ Agent::Agent(AgentOptions options, std::unique_ptr<GpuSource> gpus)
       agent_id_(RandomId()),
       heartbeat_(options_.heartbeat),
       log_interval_(options_.log_interval),
+      loss_timeout_(options_.controller_loss_timeout),
       last_report_(Clock::now() - options_.heartbeat) {  // the first poll carries a report
   options_.inventory.gpus = gpus_->Gpus();
 }
@@ -226,19 +232,41 @@ void Agent::Start() {
     throw std::runtime_error("cannot create " + (options_.data_dir / "logs").string() + ": " +
                              ec.message());
   }
+  // The node token and the tasks' output are the agent's alone, also in a directory that
+  // existed before with a looser mode.
+  std::filesystem::permissions(options_.data_dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, ec);
+  if (ec) {
+    throw std::runtime_error("cannot make " + options_.data_dir.string() +
+                             " private (mode 0700): " + ec.message());
+  }
+  if (std::filesystem::exists(options_.data_dir / kNodeTokenFile, ec)) {
+    std::filesystem::permissions(
+        options_.data_dir / kNodeTokenFile,
+        std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+        std::filesystem::perm_options::replace, ec);
+  }
   node_token_ = ReadNodeToken(options_.data_dir / kNodeTokenFile);
   const std::filesystem::path journal = options_.data_dir / "running.journal";
   for (const std::string& id : KillLeftoverTasks(journal)) {
     spdlog::warn("killed task {}, left running by an agent that did not stop cleanly", id);
   }
   running_journal_ = std::make_unique<RunningTaskJournal>(journal);
+  std::vector<std::filesystem::path> private_dirs = options_.private_dirs;
+  private_dirs.push_back(options_.data_dir);
   runner_ = std::make_unique<TaskRunner>(TaskRunner::Options{
       .on_exit = [this](const std::string& id, ExitStatus status) { OnExit(id, status); },
       .base_env = std::nullopt,
-      .use_cgroups = options_.use_cgroups});
+      .use_cgroups = options_.use_cgroups,
+      .private_dirs = std::move(private_dirs)});
   started_ = true;
+  {
+    std::lock_guard lock(mu_);
+    last_contact_ = Clock::now();  // no task runs before the controller answers
+  }
   commands_thread_ = std::thread([this] { CommandsLoop(); });
   report_thread_ = std::thread([this] { ReportLoop(); });
+  contact_thread_ = std::thread([this] { ContactLoop(); });
 }
 
 void Agent::Shutdown() {
@@ -257,6 +285,7 @@ void Agent::Shutdown() {
     std::this_thread::sleep_for(milliseconds(2));
   }
   commands_thread_.join();
+  contact_thread_.join();
   {
     std::lock_guard lock(mu_);
     for (const auto& [id, task] : tasks_) {
@@ -305,6 +334,7 @@ bool Agent::EnsureRegistered(httplib::Client& client) {
     node_token = node_token_;
   }
   client.set_bearer_token_auth(node_token.empty() ? options_.join_token : node_token);
+  const auto sent = Clock::now();
   auto res =
       Resend([&] { return client.Post("/v1/agents/register", body.dump(), "application/json"); });
   if (res && res->status == 401 && !node_token.empty()) {
@@ -333,11 +363,13 @@ bool Agent::EnsureRegistered(httplib::Client& client) {
   }
   std::string epoch;
   int64_t heartbeat_ms = 0;
+  int64_t node_timeout_ms = 0;
   std::string issued;
   try {
     const json answer = json::parse(res->body);
     epoch = answer.at("controllerEpoch").get<std::string>();
     heartbeat_ms = answer.value("heartbeatMs", int64_t{0});
+    node_timeout_ms = answer.value("nodeTimeoutMs", int64_t{0});
     issued = answer.value("nodeToken", std::string());
   } catch (const json::exception& e) {
     spdlog::error("register at {}: bad answer: {}", options_.server, e.what());
@@ -356,6 +388,16 @@ bool Agent::EnsureRegistered(httplib::Client& client) {
       applied_seq_ = 0;
     }
     if (heartbeat_ms > 0) heartbeat_ = milliseconds(heartbeat_ms);
+    if (node_timeout_ms > 0) loss_timeout_ = milliseconds(node_timeout_ms);
+    ContactAt(sent);
+    const LossStopPlan plan = PlanLossStop(loss_timeout_, heartbeat_, milliseconds(0));
+    if (plan.timeout_too_short) {
+      spdlog::warn(
+          "the controller's node timeout ({} ms) leaves no room past two heartbeats ({} ms "
+          "each): this agent may stop its tasks while the controller still hears from it; "
+          "give the controller a longer --node-timeout",
+          loss_timeout_.count(), heartbeat_.count());
+    }
     registered_ = true;
     report_due_ = true;
   }
@@ -435,12 +477,17 @@ void Agent::CommandsLoop() {
         fmt::format("/v1/agents/{}/commands?epoch={}&after={}&waitMs={}",
                     UrlEncode(options_.inventory.name), UrlEncode(epoch), after, wait.count());
     client->set_bearer_token_auth(Credential());
+    const auto sent_at = Clock::now();
     auto res = Resend([&] {
       return report ? client->Post(path, report->dump(), "application/json") : client->Get(path);
     });
     {
       std::lock_guard lock(mu_);
       if (commands_stopped_) break;
+    }
+    if (report && res && res->status == 200) {
+      std::lock_guard lock(mu_);
+      ContactAt(sent_at);  // the controller took the report before it waited
     }
     if (report && (!res || res->status != 200)) {
       {
@@ -563,6 +610,7 @@ void Agent::Launch(const json& launch) {
   spec.task_id = id;
   std::vector<GpuGrant> grants;
   int stop_signal = SIGTERM;
+  milliseconds grace = options_.shutdown_grace;
   std::string checkpoint_dir;
   try {
     spec.argv = launch.at("command").get<std::vector<std::string>>();
@@ -575,6 +623,10 @@ void Agent::Launch(const json& launch) {
     spec.cpu_milli = launch.value("cpuMilli", int64_t{0});
     spec.memory_bytes = launch.value("memoryBytes", int64_t{0});
     checkpoint_dir = launch.value("checkpointDir", std::string());
+    if (auto g = launch.find("checkpointGraceSeconds"); g != launch.end() && g->is_number()) {
+      grace = std::chrono::duration_cast<milliseconds>(
+          std::chrono::duration<double>(std::max(0.0, g->get<double>())));
+    }
     const std::string signal_name = launch.value("checkpointSignal", std::string("SIGTERM"));
     if (auto s = SignalFromName(signal_name)) {
       stop_signal = *s;
@@ -623,6 +675,7 @@ void Agent::Launch(const json& launch) {
   t.started_at = NowRfc3339();
   t.log_path = spec.log_path;
   t.stop_signal = stop_signal;
+  t.grace = grace;
 }
 
 void Agent::OnExit(const std::string& task_id, ExitStatus status) {
@@ -652,6 +705,54 @@ void Agent::Forget(const std::string& task_id) {
   while (forgotten_order_.size() > kRememberForgotten) {
     forgotten_.erase(forgotten_order_.front());
     forgotten_order_.pop_front();
+  }
+}
+
+void Agent::ContactAt(Clock::time_point sent) { last_contact_ = std::max(last_contact_, sent); }
+
+Clock::time_point Agent::StopTasksOfLostContactLocked() {
+  const auto now = Clock::now();
+  auto next = Clock::time_point::max();
+  for (auto& [id, t] : tasks_) {
+    if (t.exited || t.lost_contact) continue;
+    const LossStopPlan plan = PlanLossStop(loss_timeout_, heartbeat_, t.grace);
+    const auto signal_at = last_contact_ + plan.signal_after;
+    if (now < signal_at) {
+      next = std::min(next, signal_at);
+      continue;
+    }
+    // Timed from the deadline, not from now: a late wake-up shortens the grace, never moves
+    // the kill past the controller's timeout.
+    const auto kill_at = last_contact_ + plan.kill_after;
+    const auto grace = std::max(milliseconds(0), std::chrono::ceil<milliseconds>(kill_at - now));
+    const double silent_s = std::chrono::duration<double>(now - last_contact_).count();
+    t.lost_contact = true;
+    t.message = fmt::format("stopped: lost contact with the controller for {:.1f} s", silent_s);
+    if (plan.grace_shortened) {
+      t.message += fmt::format(
+          " (checkpoint grace cut from {:.1f} s to {:.1f} s, so that the task ended before the "
+          "controller's node timeout of {:.1f} s could start it elsewhere)",
+          std::chrono::duration<double>(t.grace).count(),
+          std::chrono::duration<double>(grace).count(),
+          std::chrono::duration<double>(loss_timeout_).count());
+    }
+    spdlog::warn("task {}: {}", id, t.message);
+    runner_->Stop(id, t.stop_signal, grace);
+  }
+  return next;
+}
+
+void Agent::ContactLoop() {
+  std::unique_lock lock(mu_);
+  while (!commands_stopped_) {
+    const auto next = StopTasksOfLostContactLocked();
+    // Woken for new tasks and for Shutdown; a newer contact only moves deadlines later, which
+    // the next pass sees.
+    if (next == Clock::time_point::max()) {
+      cv_.wait(lock);
+    } else {
+      cv_.wait_until(lock, next);
+    }
   }
 }
 
@@ -744,6 +845,7 @@ json Agent::BuildReportLocked(std::vector<SentLog>* sent) {
                        {"finishedAt", t.finished_at},
                        {"message", t.message},
                        {"logBytes", size}});
+      if (t.lost_contact) tasks.back()["lostContact"] = true;
     }
     if (t.log_capped) {
       t.log_sent = size;  // dropped by the controller anyway: not read, not sent
@@ -830,14 +932,15 @@ bool Agent::TakeReportAnswerLocked(const json& answer, const std::vector<SentLog
 }
 
 bool Agent::SendReport(httplib::Client& client) {
-  std::vector<SentLog> sent;
+  std::vector<SentLog> sent_logs;
   json body;
   {
     std::lock_guard lock(mu_);
-    body = BuildReportLocked(&sent);
+    body = BuildReportLocked(&sent_logs);
   }
   const std::string path = fmt::format("/v1/agents/{}/report", UrlEncode(options_.inventory.name));
   client.set_bearer_token_auth(Credential());
+  const auto sent = Clock::now();
   auto res = Resend([&] { return client.Post(path, body.dump(), "application/json"); });
   if (!res) {
     spdlog::warn("report to {}: {}", options_.server, TransportError(res.error()));
@@ -861,7 +964,8 @@ bool Agent::SendReport(httplib::Client& client) {
     return false;
   }
   std::lock_guard lock(mu_);
-  TakeReportAnswerLocked(answer, sent);
+  ContactAt(sent);
+  TakeReportAnswerLocked(answer, sent_logs);
   return true;
 }
 

@@ -3,7 +3,7 @@
 
 // The node agent's protocol loop (docs/design/live-system.md, "Agent protocol").
 //
-// Three threads:
+// Four threads:
 //   commands  long-polls /v1/agents/{node}/commands and applies launches and stops in
 //             sequence order (idempotently: a task the agent runs or ran is not launched
 //             twice; a stop of an unknown task is reported as exited). It carries the
@@ -18,10 +18,17 @@
 //             log chunks (at most 256 KiB per report, resent
 //             from the controller's logOffsets) and GPU samples; forgets acknowledged exits
 //             once their whole log has been delivered;
-//   runner    the TaskRunner's supervisor, which wakes the report thread when a task exits.
+//   runner    the TaskRunner's supervisor, which wakes the report thread when a task exits;
+//   contact   stops the tasks when the controller has answered no report for so long that it
+//             may have declared the node lost (see contact_loss.h): each task gets its
+//             checkpoint signal, then SIGKILL, both timed from the start of the newest report
+//             (or registration) the controller answered, so that it is gone before the
+//             controller can start a new copy elsewhere. Its exit is reported, with the message
+//             "stopped: lost contact with the controller for N s", once the controller answers.
 // Either thread (re-)registers when the controller answers 404 for the node or shows a new
-// epoch. While the controller is unreachable the tasks keep running and the threads retry
-// with exponential backoff (100 ms doubling to `max_backoff`).
+// epoch. While the controller is unreachable the threads retry with exponential backoff
+// (100 ms doubling to `max_backoff`), and the tasks keep running until the contact thread
+// stops them.
 //
 // Shutdown() (the agent's SIGINT/SIGTERM): stop asking for commands, send every task its
 // checkpoint signal, SIGKILL what is left after `shutdown_grace`, send one last report with
@@ -44,6 +51,7 @@
 #include <string>
 #include <thread>
 #include <unordered_set>
+#include <vector>
 
 #include "agent/gpu_source.h"
 #include "agent/inventory.h"
@@ -70,12 +78,19 @@ struct AgentOptions {
   std::chrono::milliseconds heartbeat{5000};
   std::chrono::milliseconds poll_wait{25000};  // waitMs of the commands long poll
   std::chrono::milliseconds shutdown_grace{10000};
+  // The controller's node timeout, until its register answer names it (nodeTimeoutMs): after
+  // this long without an answered report the controller may start the node's tasks elsewhere,
+  // so the agent stops them before (contact_loss.h).
+  std::chrono::milliseconds controller_loss_timeout{15000};
   std::chrono::milliseconds max_backoff{5000};
   // New output of a task is reported within this interval (sooner with any other report), or
   // the longer one the controller asks for.
   std::chrono::milliseconds log_interval{500};
   size_t max_log_bytes_per_report = 256 * 1024;
   bool use_cgroups = true;
+  // Directories no task may work in, besides `data_dir` (which holds the node token): under
+  // `gangway up`, the controller's data directory with its admin token (client.json).
+  std::vector<std::filesystem::path> private_dirs;
 };
 
 class Agent {
@@ -105,6 +120,9 @@ class Agent {
     uint64_t log_freed = 0;   // bytes at the start of the file given back to the filesystem
     bool log_capped = false;  // the controller keeps no more of this task's output
     int stop_signal = SIGTERM;
+    // The job's checkpoint grace (launch checkpointGraceSeconds), else the shutdown grace.
+    std::chrono::milliseconds grace{0};
+    bool lost_contact = false;  // stopped by the contact thread
   };
 
   std::unique_ptr<httplib::Client> MakeClient(std::chrono::milliseconds read_timeout) const;
@@ -114,6 +132,11 @@ class Agent {
   std::string Credential();
   void CommandsLoop();
   void ReportLoop();
+  void ContactLoop();
+  // Stops the running tasks whose time has come; the next time one comes due. mu_ held.
+  std::chrono::steady_clock::time_point StopTasksOfLostContactLocked();
+  // A request that started at `sent` was answered: the controller heard from the node since.
+  void ContactAt(std::chrono::steady_clock::time_point sent);  // mu_ held
   // A log chunk a report carries: its answer's offsets are applied past it.
   struct SentLog {
     std::string id;
@@ -159,6 +182,11 @@ class Agent {
   uint64_t applied_seq_ = 0;
   std::chrono::milliseconds heartbeat_;
   std::chrono::milliseconds log_interval_;  // what the controller asks for, within bounds
+  std::chrono::milliseconds loss_timeout_;  // the controller's node timeout
+  // When the newest request the controller answered (registration, report, poll carrying a
+  // report) was sent. A commands poll without a report does not count: the controller does not
+  // count it as a sign of life either.
+  std::chrono::steady_clock::time_point last_contact_{};
   // When the last report (from either thread) was built, and its number: reports from the
   // two threads may cross, and the controller draws no conclusion from an older one.
   std::chrono::steady_clock::time_point last_report_{};
@@ -177,6 +205,7 @@ class Agent {
   std::atomic<bool> commands_done_{false};
   std::thread commands_thread_;
   std::thread report_thread_;
+  std::thread contact_thread_;
   bool started_ = false;
 };
 

@@ -63,6 +63,24 @@ int PidfdOpen(pid_t pid) {
 #endif
 }
 
+// `path` made absolute, with symbolic links and dot-dot resolved as far as it exists.
+std::filesystem::path Resolved(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path out = std::filesystem::weakly_canonical(path, ec);
+  if (ec) out = std::filesystem::absolute(path, ec).lexically_normal();
+  return out;
+}
+
+// Whether `dir` is `top` or below it; both resolved.
+bool IsWithin(const std::filesystem::path& dir, const std::filesystem::path& top) {
+  auto d = dir.begin();
+  for (auto t = top.begin(); t != top.end(); ++t, ++d) {
+    if (t->empty()) continue;  // a trailing slash
+    if (d == dir.end() || *d != *t) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // --- CgroupLimiter ---
@@ -156,7 +174,21 @@ TaskRunner::TaskRunner(Options options) : options_(std::move(options)) {
   if (options_.base_env) {
     base_env_ = *options_.base_env;
   } else {
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) base_env_.emplace_back(*e);
+    // The agent's own GANGWAY_* variables are its configuration, credentials among them (its
+    // join token; under `gangway up` a user's GANGWAY_TOKEN): not the task's.
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      if (!std::string_view(*e).starts_with("GANGWAY_")) base_env_.emplace_back(*e);
+    }
+  }
+  for (const std::filesystem::path& dir : options_.private_dirs) {
+    private_dirs_.push_back(Resolved(dir));
+  }
+  std::error_code ec;
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  default_workdir_ = "/";
+  if (!ec && std::none_of(private_dirs_.begin(), private_dirs_.end(),
+                          [&](const auto& p) { return IsWithin(Resolved(cwd), p); })) {
+    default_workdir_ = cwd.string();
   }
   if (options_.use_cgroups) {
     cgroups_ = std::make_unique<CgroupLimiter>();
@@ -207,11 +239,23 @@ spec::Expected<pid_t> TaskRunner::Start(const LaunchSpec& spec) {
     }
     env[k] = v;
   }
+  // Checked and entered by its resolved path, so that a link cannot lead elsewhere than what
+  // was checked (short of being swapped in between).
+  std::string workdir = default_workdir_;
   if (!spec.workdir.empty()) {
     struct stat st {};
     if (stat(spec.workdir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       return spec::Fail("workdir " + spec.workdir + " is not a directory");
     }
+    const std::filesystem::path resolved = Resolved(spec.workdir);
+    for (const std::filesystem::path& dir : private_dirs_) {
+      if (IsWithin(resolved, dir)) {
+        return spec::Fail("workdir " + spec.workdir + " is inside " + dir.string() +
+                          ", where the agent keeps credentials; tasks may not run there (give "
+                          "the job another workdir)");
+      }
+    }
+    workdir = resolved.string();
   }
   std::string program = spec.argv[0];
   if (program.find('/') == std::string::npos) {
@@ -223,15 +267,14 @@ spec::Expected<pid_t> TaskRunner::Start(const LaunchSpec& spec) {
       size_t j = path.find(':', i);
       if (j == std::string::npos) j = path.size();
       std::string dir = path.substr(i, j - i);
-      if (dir.empty()) dir = spec.workdir.empty() ? "." : spec.workdir;
+      if (dir.empty()) dir = workdir;
       if (IsExecutableFile(dir + "/" + program)) found = dir + "/" + program;
       i = j + 1;
     }
     if (found.empty()) return spec::Fail(program + ": command not found in PATH " + path);
     program = found;
   } else {
-    const std::string resolved =
-        program[0] == '/' || spec.workdir.empty() ? program : spec.workdir + "/" + program;
+    const std::string resolved = program[0] == '/' ? program : workdir + "/" + program;
     if (!IsExecutableFile(resolved)) return spec::Fail(program + ": no such executable file");
   }
 
@@ -259,7 +302,7 @@ spec::Expected<pid_t> TaskRunner::Start(const LaunchSpec& spec) {
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
-  if (!spec.workdir.empty()) posix_spawn_file_actions_addchdir_np(&actions, spec.workdir.c_str());
+  posix_spawn_file_actions_addchdir_np(&actions, workdir.c_str());
   // Descriptors other threads opened without O_CLOEXEC (HTTP sockets) stay with the agent.
   posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   sigset_t empty;

@@ -15,12 +15,20 @@
 // outlive it), reaps it, and calls `on_exit` (on the supervisor thread, with no lock held).
 // Stop() signals the whole group and, if it is still there after the grace period, kills it.
 //
+// Tasks run as the agent's own user, so the runner keeps the agent's credentials out of their
+// way where it can: no task works in a private directory (the agent's data directory with its
+// node token, `gangway up`'s with the admin token) or below one, and no variable named
+// GANGWAY_* is inherited from the agent's environment (GANGWAY_TOKEN, GANGWAY_JOIN_TOKEN,
+// GANGWAY_SERVER...); the GANGWAY_* variables of a task come with its launch. A task that
+// reads the files by their absolute path still can: only running it as another user stops that.
+//
 // Thread safety: all methods may be called from any thread.
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -38,10 +46,10 @@ struct LaunchSpec {
   std::string task_id;
   std::vector<std::string> argv;           // argv[0] is looked up in PATH when it has no '/'
   std::map<std::string, std::string> env;  // on top of the runner's base environment
-  std::string workdir;                     // empty: the agent's working directory
-  std::string log_path;                    // created or truncated
-  int64_t cpu_milli = 0;                   // cgroup cpu.max; 0 = no limit
-  int64_t memory_bytes = 0;                // cgroup memory.max; 0 = no limit
+  std::string workdir;       // empty: the agent's working directory, or / if that is private
+  std::string log_path;      // created or truncated
+  int64_t cpu_milli = 0;     // cgroup cpu.max; 0 = no limit
+  int64_t memory_bytes = 0;  // cgroup memory.max; 0 = no limit
 };
 
 struct ExitStatus {
@@ -81,9 +89,12 @@ class TaskRunner {
   using ExitCallback = std::function<void(const std::string& task_id, ExitStatus status)>;
   struct Options {
     ExitCallback on_exit;
-    // "K=V" entries every task starts from; nullopt: the agent's own environment.
+    // "K=V" entries every task starts from; nullopt: the agent's own environment, without
+    // its GANGWAY_* variables.
     std::optional<std::vector<std::string>> base_env;
     bool use_cgroups = true;
+    // Directories no task may work in, nor below.
+    std::vector<std::filesystem::path> private_dirs;
   };
 
   explicit TaskRunner(Options options);
@@ -114,6 +125,8 @@ class TaskRunner {
 
   Options options_;
   std::vector<std::string> base_env_;
+  std::vector<std::filesystem::path> private_dirs_;  // canonical
+  std::string default_workdir_;
   std::unique_ptr<CgroupLimiter> cgroups_;
   int wake_fd_ = -1;  // eventfd
   mutable std::mutex mu_;

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -44,6 +45,8 @@ struct AgentFlags {
   std::string labels;
   std::string heartbeat = "5s";
   std::string shutdown_grace = "10s";
+  std::string controller_loss_timeout = "15s";
+  std::vector<std::string> private_dirs;
   bool print_inventory = false;
   std::string try_gpus;
   std::vector<std::string> command;
@@ -273,6 +276,9 @@ void RunAgent(const AgentFlags& f) {
   }
   options.heartbeat = ParseSeconds("--heartbeat", f.heartbeat, false);
   options.shutdown_grace = ParseSeconds("--shutdown-grace", f.shutdown_grace, true);
+  options.controller_loss_timeout =
+      ParseSeconds("--controller-loss-timeout", f.controller_loss_timeout, false);
+  for (const std::string& dir : f.private_dirs) options.private_dirs.emplace_back(dir);
   options.data_dir = data;
   options.inventory = inv;
   // Two agents on one directory would both adopt its leftover tasks and share a node token.
@@ -280,7 +286,15 @@ void RunAgent(const AgentFlags& f) {
     std::error_code ec;
     std::filesystem::create_directories(data, ec);
     if (ec) Fail("cannot create " + data + ": " + ec.message());
+    // Before anything lands there: the node token and the tasks' output are the agent's alone.
+    std::filesystem::permissions(data, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace, ec);
+    if (ec) Fail("cannot make " + data + " private (mode 0700): " + ec.message());
   }
+  // Tasks run as this same user: without this they could read the join token from
+  // /proc/<agent>/environ or its memory, or attach a debugger. Tasks themselves are dumpable
+  // again (execve resets it).
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (auto held = HoldDirectoryLock(data, "agent.lock", "gangway agent")) Fail(*held);
 
   // SIGINT/SIGTERM are taken by sigwait below; every thread inherits the mask (tasks get a
@@ -343,6 +357,15 @@ void AddAgentCommand(CLI::App& app) {
   cmd->add_option("--shutdown-grace", f.shutdown_grace,
                   "On SIGTERM/SIGINT: time tasks get after their checkpoint signal")
       ->default_str("10s");
+  cmd->add_option("--controller-loss-timeout", f.controller_loss_timeout,
+                  "Stop every task once the controller has answered no report for this long, "
+                  "timed to end before it declares the node lost; the controller's node timeout "
+                  "replaces it when its register answer names one (nodeTimeoutMs)")
+      ->default_str("15s");
+  cmd->add_option("--private-dir", f.private_dirs,
+                  "A directory with credentials that no task may work in (repeatable; the "
+                  "--data directory always is one; gangway up passes its own)")
+      ->type_name("DIR");
   cmd->add_flag("--print-inventory", f.print_inventory,
                 "Print the discovered inventory as JSON and exit");
   cmd->add_option("--try-gpus", f.try_gpus,

@@ -265,6 +265,10 @@ void RunUp(const UpFlags& f) {
   const fs::path data = f.data;
   fs::create_directories(data, ec);
   if (ec) Fail(kExitBadInput, "cannot create " + data.string() + ": " + ec.message());
+  // It holds the admin token (client.json), the join token and every node's: this user's alone.
+  fs::permissions(data, fs::perms::owner_all, fs::perm_options::replace, ec);
+  if (ec)
+    Fail(kExitBadInput, "cannot make " + data.string() + " private (mode 0700): " + ec.message());
   // Checked before anything is started, so that a second `up` does not truncate the first's
   // logs; the controller and the agent hold their own locks as well.
   if (auto held = HoldDirectoryLock(data, "up.lock", "gangway up")) Fail(kExitBadInput, *held);
@@ -338,7 +342,7 @@ void RunUp(const UpFlags& f) {
         "agent", exe,
         {"agent", "--server", api.server(), "--join-token-file", (data / "join.token").string(),
          "--fake-gpus", f.fake_gpus, "--name", name, "--cpu", f.node_cpu, "--memory", f.node_memory,
-         "--data", (data / ("agent-" + name)).string()},
+         "--data", (data / ("agent-" + name)).string(), "--private-dir", data.string()},
         agent_log(name));
     agent_pids.push_back(agent.pid);
     sup.Add(agent);

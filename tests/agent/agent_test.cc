@@ -13,10 +13,13 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,7 +41,8 @@ class FakeController {
                  [this](const httplib::Request& req, httplib::Response& res) {
                    // The join token gets a new node token; the node token registers again.
                    const std::string auth = req.get_header_value("Authorization");
-                   std::lock_guard lock(mu_);
+                   std::unique_lock lock(mu_);
+                   WaitWhileSilent(lock);
                    register_auth_.push_back(auth);
                    const bool join = auth == std::string("Bearer ") + kToken;
                    if (!join && (node_token_.empty() || auth != "Bearer " + node_token_)) {
@@ -48,6 +52,7 @@ class FakeController {
                    registers_.push_back(json::parse(req.body));
                    unknown_node_ = false;
                    json answer = {{"controllerEpoch", epoch_}, {"heartbeatMs", heartbeat_ms_}};
+                   if (node_timeout_ms_ > 0) answer["nodeTimeoutMs"] = node_timeout_ms_;
                    if (join) {
                      node_token_ = "node-secret-" + std::to_string(++tokens_issued_);
                      answer["nodeToken"] = node_token_;
@@ -126,6 +131,29 @@ class FakeController {
     std::lock_guard lock(mu_);
     heartbeat_ms_ = ms;
   }
+  // The register answer names this nodeTimeoutMs (none if 0).
+  void SetNodeTimeoutMs(int ms) {
+    std::lock_guard lock(mu_);
+    node_timeout_ms_ = ms;
+  }
+  // A node token the controller knows already, as one kept from an earlier run.
+  void SetNodeToken(const std::string& token) {
+    std::lock_guard lock(mu_);
+    node_token_ = token;
+  }
+  // While silent, every request is held unanswered (a controller that hangs, or a network that
+  // drops everything); answered once it speaks again.
+  void SetSilent(bool silent) {
+    std::lock_guard lock(mu_);
+    silent_ = silent;
+    cv_.notify_all();
+  }
+  // As the controller does for a task it does not expect: a report listing it running gets a
+  // stop command with SIGKILL and no grace.
+  void Unexpect(const std::string& task) {
+    std::lock_guard lock(mu_);
+    unexpected_.insert(task);
+  }
   // Every answer to a poll or a report names this logIntervalMs (none if negative).
   void SetLogIntervalMs(int ms) {
     std::lock_guard lock(mu_);
@@ -160,6 +188,8 @@ class FakeController {
   std::string node_token_;                  // the one last issued; empty once revoked
   int carried_reports_ = 0;                 // reports that came with a commands poll
   std::vector<json> polls_;                 // every poll: {"waitMs", "report": carried one}
+  // When the newest report was taken: what the controller's node timeout counts from.
+  std::chrono::steady_clock::time_point last_report_at_{};
 
   std::vector<json> Reports() {
     std::lock_guard lock(mu_);
@@ -217,6 +247,7 @@ class FakeController {
     const uint64_t after = std::stoull(req.get_param_value("after"));
     const auto wait = std::chrono::milliseconds(std::stoll(req.get_param_value("waitMs")));
     std::unique_lock lock(mu_);
+    WaitWhileSilent(lock);
     if (down_) return Down(res);
     if (unknown_node_) return NotFound(res);
     json out = req.method == "POST" ? TakeReport(json::parse(req.body)) : json::object();
@@ -241,11 +272,16 @@ class FakeController {
 
   void Report(const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req, res)) return;
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    WaitWhileSilent(lock);
     if (down_) return Down(res);
     if (unknown_node_) return NotFound(res);
     res.set_content(TakeReport(json::parse(req.body)).dump(), "application/json");
     cv_.notify_all();
+  }
+
+  void WaitWhileSilent(std::unique_lock<std::mutex>& lock) {
+    cv_.wait(lock, [&] { return !silent_ || closing_; });
   }
 
   // Records a report and returns its answer; mu_ held.
@@ -269,7 +305,17 @@ class FakeController {
     }
     for (const json& t : report["tasks"]) {
       if (t["state"] == "exited" && auto_ack_) answer["ack"].push_back(t["taskId"]);
+      if (t["state"] == "running" && unexpected_.contains(t["taskId"])) {
+        unexpected_.erase(t["taskId"]);
+        commands_.push_back({{"seq", ++seq_},
+                             {"type", "stop"},
+                             {"taskId", t["taskId"]},
+                             {"graceSeconds", 0},
+                             {"signal", "SIGKILL"},
+                             {"reason", "the controller does not expect this task"}});
+      }
     }
+    last_report_at_ = std::chrono::steady_clock::now();
     if (log_interval_ms_ >= 0) answer["logIntervalMs"] = log_interval_ms_;
     reports_.push_back(std::move(report));
     cv_.notify_all();
@@ -285,6 +331,9 @@ class FakeController {
   uint64_t seq_ = 0;
   int epochs_ = 0;
   int heartbeat_ms_ = 60000;
+  int node_timeout_ms_ = 0;
+  bool silent_ = false;
+  std::set<std::string> unexpected_;
   int tokens_issued_ = 0;
   bool unknown_node_ = false;
   bool down_ = false;
@@ -314,6 +363,8 @@ class AgentTest : public ::testing::Test {
     options.max_backoff = 200ms;
     options.max_log_bytes_per_report = max_log_bytes;
     options.use_cgroups = false;
+    options.controller_loss_timeout = controller_loss_timeout_;
+    options.private_dirs = private_dirs_;
     auto gpus = ParseFakeGpus("2xH100-80GB", "n1");
     agent_ =
         std::make_unique<Agent>(std::move(options), std::make_unique<StaticGpuSource>("n1", *gpus));
@@ -334,8 +385,18 @@ class AgentTest : public ::testing::Test {
         [&] { return FakeController::Entry(controller_.reports_, id, state).has_value(); });
   }
 
+  // The task's output as the agent keeps it, before the controller has it.
+  std::string LocalLog(const std::string& id) {
+    std::ifstream in(dir_ / "data" / "logs" / (id + ".log"), std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
   ::gangway::testing::TempDir tmp_{"gangway_agent_test_"};
   const std::filesystem::path dir_ = tmp_.path();
+  std::chrono::milliseconds controller_loss_timeout_ = 15s;
+  std::vector<std::filesystem::path> private_dirs_;
   FakeController controller_;
   std::unique_ptr<Agent> agent_;
 };
@@ -688,6 +749,192 @@ TEST_F(AgentTest, ShutdownStopsTasksWithTheirSignalAndReportsTheExits) {
   EXPECT_EQ(exited->at("exitCode"), 0);
   const std::string log = controller_.LogOf("15.0.0");
   EXPECT_TRUE(log.starts_with("ready\n") && log.ends_with("saving\n")) << log;
+}
+
+// Polls `done` every millisecond until it holds or `timeout` passes: for what only the agent's
+// machine shows (a file, a process), which no condition variable announces.
+template <typename F>
+bool PollFor(F done, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// A process that no longer runs: gone, or a zombie its reaper has not collected yet.
+bool ProcessGone(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  if (stat.empty()) return true;
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
+double MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Defect 6: the controller hears nothing from the node (here: it stops answering), so after its
+// node timeout it would start the node's tasks elsewhere. The agent stops them first: the
+// checkpoint signal, then SIGKILL, all before the node timeout has passed since the last report
+// the controller took; and once the controller answers again, it reports why.
+TEST_F(AgentTest, AnAgentCutOffFromTheControllerStopsItsTasksBeforeTheNodeTimeout) {
+  controller_.SetHeartbeatMs(200);
+  controller_.SetNodeTimeoutMs(3000);  // wins over the agent's own 15 s
+  StartAgent();
+  controller_.Launch("7.0.0",
+                     {"/bin/sh", "-c",
+                      "trap 'echo checkpoint-signal' TERM; echo ready; "
+                      "while :; do sleep 0.005; done"},
+                     {{"checkpointGraceSeconds", 30}});
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["7.0.0"] == "ready\n"; }));
+  const int pid = FakeController::Entry(controller_.Reports(), "7.0.0", "running")->at("pid");
+
+  controller_.SetSilent(true);
+  const auto silent_at = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_report{};
+  controller_.WaitUntil([&] {
+    last_report = controller_.last_report_at_;
+    return true;
+  });
+  const auto node_timeout_at = last_report + 3000ms;
+  ASSERT_TRUE(
+      PollFor([&] { return LocalLog("7.0.0").find("checkpoint-signal") != std::string::npos; }, 4s))
+      << "no checkpoint signal; the task still runs: " << !ProcessGone(pid);
+  const double signal_ms = MsSince(silent_at);
+  ASSERT_TRUE(PollFor([&] { return ProcessGone(pid); }, 4s)) << "the task ignores its signal";
+  const double kill_ms = MsSince(silent_at);
+  EXPECT_LT(std::chrono::steady_clock::now(), node_timeout_at)
+      << "stopped only after the controller could have started it elsewhere";
+  std::cout << "silence to checkpoint signal: " << signal_ms << " ms, to the task gone: " << kill_ms
+            << " ms (node timeout 3000 ms after the "
+            << "last report, which came "
+            << std::chrono::duration<double, std::milli>(silent_at - last_report).count()
+            << " ms before the silence)\n";
+  RecordProperty("silence_to_signal_ms", static_cast<int>(signal_ms));
+  RecordProperty("silence_to_kill_ms", static_cast<int>(kill_ms));
+
+  controller_.SetSilent(false);
+  ASSERT_TRUE(HasState("7.0.0", "exited"));
+  const json exited = *FakeController::Entry(controller_.Reports(), "7.0.0", "exited");
+  EXPECT_EQ(exited["signal"], SIGKILL);
+  EXPECT_EQ(exited["lostContact"], true);
+  const std::string message = exited["message"];
+  EXPECT_TRUE(message.starts_with("stopped: lost contact with the controller for ")) << message;
+  EXPECT_NE(message.find("checkpoint grace cut from 30.0 s to "), std::string::npos) << message;
+  EXPECT_NE(message.find("node timeout of 3.0 s"), std::string::npos) << message;
+}
+
+// Without nodeTimeoutMs in the register answer, --controller-loss-timeout is the timeout; a
+// task that ends on its checkpoint signal ends with its own status, and a grace that fits is
+// left whole.
+TEST_F(AgentTest, WithoutTheControllersTimeoutTheAgentsOwnIsUsed) {
+  controller_.SetHeartbeatMs(200);
+  controller_loss_timeout_ = 3s;
+  StartAgent();
+  controller_.Launch("8.0.0",
+                     {"/bin/sh", "-c",
+                      "trap 'echo saved; exit 0' TERM; echo ready; while :; do sleep 0.005; done"},
+                     {{"checkpointGraceSeconds", 1}});
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["8.0.0"] == "ready\n"; }));
+  const int pid = FakeController::Entry(controller_.Reports(), "8.0.0", "running")->at("pid");
+  controller_.SetSilent(true);
+  const auto silent_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(PollFor([&] { return ProcessGone(pid); }, 4s));
+  std::cout << "silence to the task gone: " << MsSince(silent_at) << " ms\n";
+  EXPECT_TRUE(LocalLog("8.0.0").ends_with("saved\n")) << LocalLog("8.0.0");
+  controller_.SetSilent(false);
+  ASSERT_TRUE(HasState("8.0.0", "exited"));
+  const json exited = *FakeController::Entry(controller_.Reports(), "8.0.0", "exited");
+  EXPECT_EQ(exited["exitCode"], 0);
+  EXPECT_EQ(exited["lostContact"], true);
+  const std::string message = exited["message"];
+  EXPECT_TRUE(message.starts_with("stopped: lost contact with the controller for ")) << message;
+  EXPECT_EQ(message.find("cut"), std::string::npos) << message;
+}
+
+// A controller that answers keeps the tasks running, however long: each answered report moves
+// the deadline.
+TEST_F(AgentTest, TasksOutliveTheLossTimeoutWhileTheControllerAnswers) {
+  controller_.SetHeartbeatMs(100);
+  controller_loss_timeout_ = 1s;
+  StartAgent();
+  controller_.Launch("9.0.0", Waiting("echo up", "go"));
+  ASSERT_TRUE(HasState("9.0.0", "running"));
+  const size_t reports = controller_.Reports().size();
+  // Two and a half loss timeouts of heartbeats, counted, not slept.
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.reports_.size() >= reports + 25; }));
+  Release("go");
+  ASSERT_TRUE(HasState("9.0.0", "exited"));
+  const json exited = *FakeController::Entry(controller_.Reports(), "9.0.0", "exited");
+  EXPECT_EQ(exited["exitCode"], 0);
+  EXPECT_FALSE(exited.contains("lostContact"));
+}
+
+// What the controller answers for a task it no longer expects (one it requeued elsewhere while
+// the agent was away) is applied at once: SIGKILL, whatever the task's checkpoint signal does.
+TEST_F(AgentTest, ATaskTheControllerNoLongerExpectsIsKilled) {
+  StartAgent();
+  controller_.Launch("10.0.0",
+                     {"/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.005; done"});
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["10.0.0"] == "ready\n"; }));
+  controller_.Unexpect("10.0.0");
+  controller_.Launch("10.0.1", {"true"});  // its start and exit bring reports listing 10.0.0
+  ASSERT_TRUE(HasState("10.0.0", "exited"));
+  const json exited = *FakeController::Entry(controller_.Reports(), "10.0.0", "exited");
+  EXPECT_EQ(exited["signal"], SIGKILL);
+  EXPECT_EQ(exited["message"], "the controller does not expect this task");
+}
+
+// Defect 10: the node token lives in a directory only the agent's user can enter, also when it
+// existed before with a looser mode.
+TEST_F(AgentTest, TheDataDirectoryAndTheNodeTokenArePrivateEvenIfTheyExistedBefore) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir_ / "data");
+  fs::permissions(dir_ / "data", fs::perms::owner_all | fs::perms::group_read |
+                                     fs::perms::group_exec | fs::perms::others_read |
+                                     fs::perms::others_exec);
+  std::ofstream(dir_ / "data" / "node.token") << "node-secret-kept\n";
+  fs::permissions(dir_ / "data" / "node.token", fs::perms::owner_read | fs::perms::owner_write |
+                                                    fs::perms::group_read | fs::perms::others_read);
+  controller_.SetNodeToken("node-secret-kept");
+  StartAgent();
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.registers_.size() == 1; }));
+  EXPECT_EQ(fs::status(dir_ / "data").permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fs::status(dir_ / "data" / "node.token").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  controller_.WaitUntil([&] {
+    EXPECT_EQ(controller_.register_auth_.at(0), "Bearer node-secret-kept");
+    return true;
+  });
+}
+
+TEST_F(AgentTest, ATaskCannotWorkInTheDataDirectoryNorInAnotherPrivateOne) {
+  private_dirs_ = {dir_ / "controller-data"};
+  std::filesystem::create_directories(dir_ / "controller-data" / "sub");
+  StartAgent();
+  const std::string data_dir = std::filesystem::weakly_canonical(dir_ / "data").string();
+  const std::string other = std::filesystem::weakly_canonical(dir_ / "controller-data").string();
+  controller_.Launch("20.0.0", {"cat", "node.token"}, {{"workdir", (dir_ / "data").string()}});
+  controller_.Launch("21.0.0", {"cat", "../client.json"},
+                     {{"workdir", (dir_ / "controller-data" / "sub").string()}});
+  ASSERT_TRUE(HasState("20.0.0", "exited"));
+  ASSERT_TRUE(HasState("21.0.0", "exited"));
+  const auto reports = controller_.Reports();
+  const json in_data = *FakeController::Entry(reports, "20.0.0", "exited");
+  EXPECT_EQ(in_data["exitCode"], 127);
+  EXPECT_EQ(in_data["message"], "workdir " + (dir_ / "data").string() + " is inside " + data_dir +
+                                    ", where the agent keeps credentials; tasks may not run "
+                                    "there (give the job another workdir)");
+  const json in_other = *FakeController::Entry(reports, "21.0.0", "exited");
+  EXPECT_EQ(in_other["exitCode"], 127);
+  EXPECT_NE(in_other["message"].get<std::string>().find(" is inside " + other + ","),
+            std::string::npos)
+      << in_other["message"];
+  EXPECT_EQ(controller_.LogOf("20.0.0"), "");
 }
 
 TEST(LogChunkText, KeepsValidUtf8AndReplacesBadBytesOneForOne) {

@@ -78,6 +78,17 @@ class TaskRunnerTest : public ::testing::Test {
     return exits_.at(id);
   }
   std::string Log(const std::string& id) { return ReadFile((dir_ / (id + ".log")).string()); }
+  // Replaces the runner with one made from `options` (its on_exit is the fixture's).
+  void Reset(TaskRunner::Options options) {
+    runner_.reset();
+    options.on_exit = [this](const std::string& id, ExitStatus status) {
+      std::lock_guard lock(mu_);
+      exits_[id] = status;
+      cv_.notify_all();
+    };
+    options.use_cgroups = false;
+    runner_ = std::make_unique<TaskRunner>(std::move(options));
+  }
 
   ::gangway::testing::TempDir tmp_{"gangway_runner_test_"};
   const std::filesystem::path dir_ = tmp_.path();
@@ -232,6 +243,81 @@ TEST_F(TaskRunnerTest, StopAllAndWaitIdleEndEveryTask) {
   EXPECT_TRUE(runner_->WaitIdle(5s));
   EXPECT_EQ(runner_->running(), 0u);
   for (const char* id : {"a", "b", "c"}) EXPECT_EQ(WaitExit(id)->signal, SIGTERM);
+}
+
+// The agent's own GANGWAY_* variables hold its credentials (the join token; under `gangway up`
+// maybe the user's admin GANGWAY_TOKEN); the task's come with its launch.
+TEST_F(TaskRunnerTest, TasksDoNotInheritTheAgentsGangwayVariables) {
+  setenv("GANGWAY_TOKEN", "admin-secret", 1);
+  setenv("GANGWAY_JOIN_TOKEN", "join-secret", 1);
+  setenv("GANGWAY_SERVER", "http://controller:8080", 1);
+  setenv("GANGWAY_RUNNER_TEST_OTHER", "x", 1);
+  setenv("RUNNER_TEST_KEPT", "kept", 1);
+  Reset({.base_env = std::nullopt});  // the agent's environment
+  unsetenv("GANGWAY_TOKEN");
+  unsetenv("GANGWAY_JOIN_TOKEN");
+  unsetenv("GANGWAY_SERVER");
+  unsetenv("GANGWAY_RUNNER_TEST_OTHER");
+  unsetenv("RUNNER_TEST_KEPT");
+  LaunchSpec spec = Shell("env", "env | grep -E '^(GANGWAY_|RUNNER_TEST_)' | sort");
+  spec.env = {{"GANGWAY_JOB_ID", "7"}};
+  ASSERT_TRUE(runner_->Start(spec).ok());
+  ASSERT_TRUE(WaitExit("env"));
+  EXPECT_EQ(Log("env"), "GANGWAY_JOB_ID=7\nRUNNER_TEST_KEPT=kept\n");
+}
+
+TEST_F(TaskRunnerTest, AWorkdirInsideAPrivateDirectoryIsRefusedByName) {
+  const auto secret = dir_ / "agent-data";
+  std::filesystem::create_directories(secret / "logs");
+  std::filesystem::create_directory_symlink(secret, dir_ / "innocent-link");
+  Reset({.base_env = std::vector<std::string>{"PATH=/usr/bin:/bin"}, .private_dirs = {secret}});
+  for (const auto& workdir :
+       {secret, secret / "logs", secret / "logs" / "..", dir_ / "innocent-link"}) {
+    LaunchSpec spec = Shell("wd", "cat node.token");
+    spec.workdir = workdir.string();
+    auto started = runner_->Start(spec);
+    ASSERT_FALSE(started.ok()) << workdir;
+    EXPECT_EQ(started.error(), "workdir " + workdir.string() + " is inside " + secret.string() +
+                                   ", where the agent keeps credentials; tasks may not run there "
+                                   "(give the job another workdir)");
+  }
+  // Beside it, and above it, is fine.
+  std::filesystem::create_directories(dir_ / "agent-data-2");
+  for (const auto& workdir : {dir_ / "agent-data-2", dir_}) {
+    LaunchSpec spec = Shell("ok", "pwd");
+    spec.workdir = workdir.string();
+    ASSERT_TRUE(runner_->Start(spec).ok()) << workdir;
+    ASSERT_TRUE(WaitExit("ok"));
+    EXPECT_EQ(Log("ok"), workdir.string() + "\n");
+    std::lock_guard lock(mu_);
+    exits_.erase("ok");
+  }
+  EXPECT_EQ(runner_->running(), 0u);
+}
+
+// A task without a workdir runs where the agent runs, unless that is a private directory (an
+// agent started inside its data directory): then in /.
+TEST_F(TaskRunnerTest, ATaskWithoutWorkdirNeverRunsInAPrivateDirectory) {
+  const auto secret = dir_ / "agent-data";
+  std::filesystem::create_directories(secret);
+  const auto before = std::filesystem::current_path();
+  std::filesystem::current_path(secret);
+  Reset({.base_env = std::vector<std::string>{"PATH=/usr/bin:/bin"}, .private_dirs = {secret}});
+  std::filesystem::current_path(before);
+  ASSERT_TRUE(runner_->Start(Shell("pwd", "pwd")).ok());
+  ASSERT_TRUE(WaitExit("pwd"));
+  EXPECT_EQ(Log("pwd"), "/\n");
+
+  std::filesystem::current_path(dir_);
+  Reset({.base_env = std::vector<std::string>{"PATH=/usr/bin:/bin"}, .private_dirs = {secret}});
+  std::filesystem::current_path(before);
+  {
+    std::lock_guard lock(mu_);
+    exits_.clear();
+  }
+  ASSERT_TRUE(runner_->Start(Shell("pwd", "pwd")).ok());
+  ASSERT_TRUE(WaitExit("pwd"));
+  EXPECT_EQ(Log("pwd"), dir_.string() + "\n");
 }
 
 TEST(SignalFromName, KnowsTheCheckpointSignals) {

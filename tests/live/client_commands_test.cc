@@ -1003,6 +1003,19 @@ TEST_F(ClientCommandsTest, UpWithNodesRunsAGangOverItsLocalNodes) {
     EXPECT_TRUE(job.out.find("local-0") != std::string::npos &&
                 job.out.find("local-1") != std::string::npos)
         << job.out;
+    // Its state directory holds the admin token (client.json): this user's alone, and no task
+    // works there (the agents' data directories are inside it).
+    const auto data = scratch_.dir() / "gangway-data";
+    EXPECT_EQ(std::filesystem::status(data).permissions() & std::filesystem::perms::all,
+              std::filesystem::perms::owner_all);
+    Outcome peek = scratch_.Gangway(
+        {"run", "--gpus", "1", "-w", "--workdir", data.string(), "--", "cat", "client.json"});
+    EXPECT_EQ(peek.exit_code, 127) << Show(peek);  // the launch was refused
+    EXPECT_EQ(peek.out.find("token"), std::string::npos) << peek.out;
+    const std::string agent_logs = testing::Slurp((data / "agent-local-0.log").string()) +
+                                   testing::Slurp((data / "agent-local-1.log").string());
+    EXPECT_NE(agent_logs.find("workdir " + data.string() + " is inside "), std::string::npos)
+        << agent_logs;
   }
   StopUpAndExpectACleanExit(pid, ready, exited, status, log);
 }

@@ -741,6 +741,36 @@ TEST_F(SystemTest, JobOfANodeKilledWithSigkillRestartsOnTheOtherNode) {
   EXPECT_TRUE(Eventually([&] { return !alive(orphan); }, seconds(5)));
 }
 
+// Tasks run as the agent's user, so the agent keeps its credentials out of their reach where it
+// can: no GANGWAY_* variable of its own environment reaches them, and its process (its
+// environment, its memory) is not theirs to read.
+TEST_F(SystemTest, TasksSeeNeitherTheAgentsGangwayVariablesNorItsProcess) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  setenv("GANGWAY_TOKEN", "admin-token-in-the-agents-environment", 1);
+  StartAgent("n1", "1xH100-80GB");
+  unsetenv("GANGWAY_TOKEN");
+  ASSERT_FALSE(HasFatalFailure());
+  const uint64_t id =
+      Submit({{"name", "peek"},
+              {"gpu", 1},
+              {"command",
+               {"sh", "-c",
+                "env | grep '^GANGWAY_TOKEN=' || echo no-token\n"
+                "if cat /proc/$PPID/environ >/dev/null 2>&1; then echo agent-readable; "
+                "else echo agent-unreadable; fi\n"}}});
+  ASSERT_NE(id, 0u);
+  json job;
+  ASSERT_TRUE(WaitForState(id, "succeeded", seconds(10), &job)) << job.dump(2);
+  const std::string log = CompleteLog(id, 0, seconds(5)).value_or("(incomplete)");
+  EXPECT_TRUE(log.starts_with("no-token\n")) << log;
+  if (geteuid() == 0) {
+    // Root reads any process's files, dumpable or not: nothing to see here.
+    std::cerr << "running as root: not checking that the agent's /proc files are private\n";
+  } else {
+    EXPECT_EQ(log, "no-token\nagent-unreadable\n");
+  }
+}
+
 TEST_F(SystemTest, ASecondControllerOrAgentOnTheSameDirectoryRefusesToStart) {
   ASSERT_NO_FATAL_FAILURE(StartServer());
   ASSERT_NO_FATAL_FAILURE(StartAgent("n1", "1xH100-80GB"));
