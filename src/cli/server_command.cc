@@ -44,6 +44,7 @@ struct ServerFlags {
   std::string max_task_log = "256Mi";
   double log_report_rate = 2000;
   int cycle_depth = 1000;
+  bool salvage_database = false;
   int max_job_tasks = 10000;
   int max_pending_per_user = 10000;
   std::string max_time_limit;
@@ -129,6 +130,7 @@ void RunServer(const ServerFlags& f) {
   opts.log_report_rate = f.log_report_rate;
   opts.cycle_depth = f.cycle_depth;
   opts.max_tasks_per_job = f.max_job_tasks;
+  opts.salvage_store = f.salvage_database;
   opts.max_pending_per_user = f.max_pending_per_user;
   if (!f.max_time_limit.empty()) {
     auto d = spec::ParseDuration(f.max_time_limit);
@@ -165,6 +167,7 @@ void RunServer(const ServerFlags& f) {
     if (!config.ok()) Fail("the configuration file has problems:\n" + config.ErrorText());
     opts.queues = config->snapshot.queues;
     opts.priority_classes = config->priority_classes;
+    opts.priority_access = config->priority_access;
     if (!config->snapshot.nodes.empty()) {
       Fail(f.config +
            ": nodes join through `gangway agent`; remove nodes: and pools: from the "
@@ -173,6 +176,10 @@ void RunServer(const ServerFlags& f) {
   }
   server::AuthConfig auth;
   std::filesystem::create_directories(f.data);
+  // The database, the join token and client.json (the admin's token under `gangway up`) are
+  // the controller's alone.
+  std::filesystem::permissions(f.data, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace);
   // Two controllers on one database would both schedule and dispatch the same jobs.
   if (auto held = HoldDirectoryLock(f.data, "server.lock", "gangway server")) Fail(*held);
   if (!f.auth.empty()) {
@@ -343,6 +350,9 @@ void AddServerCommand(CLI::App& app) {
                   "every pending job is considered at least once a second (0: always all)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--salvage-database", f->salvage_database,
+                "Start on a damaged state database (or a lost one) with the jobs that can still "
+                "be read, saying what was lost, instead of refusing to start");
   cmd->add_option("--max-job-tasks", f->max_job_tasks,
                   "Refuse a job of more tasks than this over all its groups (0: no cap)")
       ->capture_default_str()

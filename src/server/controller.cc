@@ -1,5 +1,6 @@
 #include "server/controller.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +39,17 @@ std::string RandomHex(int bytes) {
     out.push_back(kHex[b & 0xfU]);
   }
   return out;
+}
+
+constexpr char kJobIdsFile[] = "job-ids";
+// Ids reserved ahead at a time: one write (and fsync) per this many submissions.
+constexpr uint64_t kJobIdBlock = 10000;
+
+uint64_t ReadJobIdFloor(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  uint64_t floor = 0;
+  if (in >> floor) return floor;
+  return 0;
 }
 
 // A stored job as the controller reads it back, before it is indexed.
@@ -93,7 +105,24 @@ Controller::Controller(ControllerOptions options)
     if (!event.ok()) throw std::invalid_argument(event.status().message());
     event_scheduler_.emplace(std::move(event.value()));
   }
-  store_ = std::make_unique<Store>((options_.data_dir / "gangway.db").string());
+  // The id floor outlives the database: a database of 0 bytes, or none, in a directory that
+  // handed out ids was lost, and would hand them out again. Checked before the store opens
+  // it, which would make it a new, empty one.
+  const std::filesystem::path db = options_.data_dir / "gangway.db";
+  const std::filesystem::path ids_file = options_.data_dir / kJobIdsFile;
+  std::error_code ec;
+  const bool empty_db = !std::filesystem::exists(db) || std::filesystem::file_size(db, ec) == 0;
+  if (const uint64_t reserved = ReadJobIdFloor(ids_file);
+      empty_db && reserved > 0 && !options_.salvage_store) {
+    throw StoreError("the state database " + db.string() +
+                     " is empty or missing, but this data directory has handed out job ids up "
+                     "to " +
+                     std::to_string(reserved) + " (" + ids_file.string() +
+                     "): its jobs were lost. Restore the database from a backup, or start with "
+                     "--salvage-database to start without them (job ids go on from " +
+                     std::to_string(reserved) + ")");
+  }
+  store_ = std::make_unique<Store>(db.string(), StoreOptions{.salvage = options_.salvage_store});
   Load();
 }
 
@@ -118,7 +147,12 @@ void Controller::Load() {
     if (!e.record.token_digest.empty()) node_by_digest_[e.record.token_digest] = name;
     e.last_seen = now;  // every node gets a full timeout to report to this controller
   }
+  const uint64_t reserved = ReadJobIdFloor(options_.data_dir / kJobIdsFile);
   next_job_id_ = store_->MaxJobId() + 1;
+  if (store_->created() || !store_->damage().empty()) {
+    next_job_id_ = std::max(next_job_id_, reserved);
+  }
+  ids_reserved_until_ = reserved;
   // Reading a job back parses its spec again, the bulk of a restart (about 30 us a job), so
   // it runs on every core; indexing stays in id order on this thread.
   std::vector<Store::JobRow> rows = store_->LoadJobs();
@@ -127,8 +161,12 @@ void Controller::Load() {
   });
   rows = {};
   const int64_t wall_now = Now();
+  size_t unreadable = 0;
   for (LoadedJob& l : loaded) {
-    if (!l.job) continue;
+    if (!l.job) {
+      ++unreadable;
+      continue;
+    }
     JobRecord job = std::move(*l.job);
     (void)ApplyTimeLimit(job.live.job);  // a job over a limit lowered since keeps its own
     // A first attempt has waited since its submission; a later one's requeue time is not
@@ -144,6 +182,28 @@ void Controller::Load() {
     }
     IndexLocked(job);
     jobs_.emplace(job.id, std::move(job));
+  }
+  std::vector<std::string> damage = store_->damage();
+  if (unreadable > 0) {
+    if (!options_.salvage_store) {
+      throw StoreError("the state database holds " + std::to_string(unreadable) +
+                       " job rows that are not job documents. Restore it from a backup, or "
+                       "start with --salvage-database to start without them");
+    }
+    damage.push_back(std::to_string(unreadable) + " job rows were not job documents");
+  }
+  if (!damage.empty()) {
+    std::string what;
+    for (const std::string& d : damage) what += (what.empty() ? "" : "; ") + d;
+    what = "started on a damaged database with " + std::to_string(jobs_.size()) +
+           " jobs that could be read; lost: " + what;
+    fprintf(stderr, "gangway server: %s\n", what.c_str());
+    EventLocked(0, "database-salvaged", what);
+  } else if (store_->created() && reserved > 0) {
+    const std::string what = "started on an empty database; the jobs before id " +
+                             std::to_string(reserved) + " were lost";
+    fprintf(stderr, "gangway server: %s\n", what.c_str());
+    EventLocked(0, "database-salvaged", what);
   }
   // Work launched by the previous controller: launches not yet confirmed are sent again in
   // this epoch (agents ignore the ones they run), stops likewise.
@@ -255,6 +315,11 @@ void Controller::WriterLoop() {
         break;
       } catch (const std::exception& e) {
         store_->Rollback();
+        {
+          std::lock_guard failed(mu_);
+          store_error_ = e.what();
+        }
+        durable_.notify_all();
         // Nothing waiting on this batch proceeds until it is on disk (e.g. the disk is full
         // and an operator frees space); waiters time out with an error meanwhile.
         fprintf(stderr, "gangway server: writing state failed (attempt %d): %s\n", attempt + 1,
@@ -263,6 +328,7 @@ void Controller::WriterLoop() {
       }
     }
     lock.lock();
+    store_error_.clear();
     durable_gen_ = gen;
     durable_.notify_all();
     wake_polls();
@@ -274,7 +340,7 @@ void Controller::WriterLoop() {
 bool Controller::WaitDurable(std::unique_lock<std::mutex>& lock) {
   const uint64_t gen = queued_gen_;
   durable_.wait_for(lock, std::chrono::seconds(30),
-                    [&] { return durable_gen_ >= gen || writer_done_; });
+                    [&] { return durable_gen_ >= gen || writer_done_ || !store_error_.empty(); });
   return durable_gen_ >= gen;
 }
 
@@ -668,7 +734,8 @@ void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
                  {"cpuMilli", task.alloc.cpu_milli},
                  {"memoryBytes", task.alloc.memory_bytes},
                  {"checkpointDir", ckpt},
-                 {"checkpointSignal", job.live.run.checkpoint_signal}};
+                 {"checkpointSignal", job.live.run.checkpoint_signal},
+                 {"checkpointGraceSeconds", job.live.job.checkpoint_grace.count()}};
   NodeEntry& node = node_it->second;
   task.launch_seq = node.next_seq;
   PushCommandLocked(node, {{"type", "launch"}, {"task", std::move(launch)}});
@@ -938,6 +1005,21 @@ void Controller::EventLocked(uint64_t job, std::string type, std::string message
            .time = Now(), .job = job, .type = std::move(type), .message = std::move(message)}});
   ++queued_gen_;
   writer_wake_.notify_one();
+}
+
+bool Controller::ReserveJobIdsLocked() {
+  const uint64_t until = next_job_id_ + kJobIdBlock;
+  const std::filesystem::path path = options_.data_dir / kJobIdsFile;
+  const std::string tmp = path.string() + ".tmp";
+  const std::string text = std::to_string(until) + "\n";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                  ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) return false;
+  ids_reserved_until_ = until;
+  return true;
 }
 
 JobRecord* Controller::FindJob(uint64_t id) {

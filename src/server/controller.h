@@ -38,6 +38,7 @@
 #include "server/log_store.h"
 #include "server/records.h"
 #include "server/store.h"
+#include "spec/cluster_file.h"
 
 namespace gangway::server {
 
@@ -81,6 +82,9 @@ struct ControllerOptions {
   core::Profile profile;
   std::vector<core::QueueSpec> queues;  // empty: one queue "default" without quota
   std::map<std::string, int32_t> priority_classes;
+  // Who may use which class (spec::PriorityClassAccess); a class not listed is open to all.
+  // Only admins give a job a priority number above 0.
+  std::map<std::string, spec::PriorityClassAccess> priority_access;
   std::chrono::milliseconds heartbeat{5000};
   std::chrono::milliseconds node_timeout{15000};  // lost after this long without a report
   std::chrono::milliseconds batch{2};             // wait this long to batch events
@@ -105,6 +109,9 @@ struct ControllerOptions {
   // Caps on what one user can make every cycle carry. A job of more tasks (over all its
   // groups) is refused with a 400; a submission past a user's pending jobs with a 429 until
   // some of them start or end. Zero: no cap.
+  // Start on a damaged or lost database with what can be read, saying what was lost, rather
+  // than refuse (gangway server --salvage-database).
+  bool salvage_store = false;
   int max_tasks_per_job = 10000;
   int max_pending_per_user = 10000;
   // The longest time limit of any job, and the limit of one without (a queue's maxTimeLimit is
@@ -199,6 +206,14 @@ class Controller {
   // logIntervalMs wins), taking the controller lock once for both.
   Outcome<nlohmann::json> ReportAndPoll(std::string_view node, const nlohmann::json& body,
                                         const Poll& poll);
+
+  // GET /healthz: {"status": "ok"}, or "degraded" with the reason (the state database cannot
+  // be written, e.g. the disk is full) and ok false.
+  struct HealthReport {
+    bool ok = true;
+    nlohmann::json body;
+  };
+  HealthReport Health();
 
   // Prometheus text exposition.
   std::string MetricsText();
@@ -357,6 +372,9 @@ class Controller {
   std::vector<std::filesystem::path> log_dirs_to_remove_;
   uint64_t queued_gen_ = 0;   // generation of the last queued write
   uint64_t durable_gen_ = 0;  // every write up to this generation is committed
+  // The last commit's error while the writer cannot commit (empty once one succeeds):
+  // submissions are refused at once meanwhile, rather than waiting for a write that fails.
+  std::string store_error_;
   bool writer_stopping_ = false;
   bool writer_done_ = false;
   std::condition_variable writer_wake_;
@@ -403,6 +421,11 @@ class Controller {
   std::map<std::string, std::string, std::less<>> digest_by_node_;
   std::unordered_map<std::string, std::string> node_by_digest_;
   uint64_t next_job_id_ = 1;
+  // Job ids below this may have been handed out, as data_dir/job-ids records (written ahead,
+  // a block at a time), so that ids are never handed out twice even if the database is lost.
+  uint64_t ids_reserved_until_ = 0;
+  // Raises ids_reserved_until_ past next_job_id_ on disk; false if it cannot be written.
+  bool ReserveJobIdsLocked();
   uint64_t cycle_seed_ = 1;
   std::chrono::steady_clock::time_point last_cycle_{};
   std::chrono::steady_clock::time_point last_full_cycle_{};

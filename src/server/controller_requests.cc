@@ -283,6 +283,42 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
                  "user: you are " + caller.user + " and may not submit jobs as " + live.job.user,
                  "user");
   }
+  // Priorities come from the classes the admin defined, each for whom and where it says.
+  if (!caller.admin && live.job.priority_class.empty() && live.job.priority > 0) {
+    std::string classes;
+    for (const auto& [name, value] : options_.priority_classes) {
+      classes += (classes.empty() ? "" : ", ") + name;
+    }
+    return Error(403, "forbidden",
+                 "priority: only admins give a job a priority number above 0; use a " +
+                     std::string("priorityClass") +
+                     (classes.empty() ? " (the cluster defines none)" : " (" + classes + ")"),
+                 "priority");
+  }
+  if (auto rule = options_.priority_access.find(live.job.priority_class);
+      !caller.admin && rule != options_.priority_access.end()) {
+    const spec::PriorityClassAccess& access = rule->second;
+    auto listed = [](const std::vector<std::string>& list, const std::string& name) {
+      return list.empty() || std::find(list.begin(), list.end(), name) != list.end();
+    };
+    auto join = [](const std::vector<std::string>& list) {
+      std::string out;
+      for (const std::string& x : list) out += (out.empty() ? "" : ", ") + x;
+      return out;
+    };
+    if (!listed(access.users, caller.user)) {
+      return Error(403, "forbidden",
+                   "priorityClass: user " + caller.user + " may not use priority class " +
+                       rule->first + " (it is for " + join(access.users) + ")",
+                   "priorityClass");
+    }
+    if (!listed(access.queues, live.job.queue)) {
+      return Error(403, "forbidden",
+                   "priorityClass: priority class " + rule->first + " may not be used in queue " +
+                       live.job.queue + " (only in " + join(access.queues) + ")",
+                   "priorityClass");
+    }
+  }
   std::vector<std::string> queue_names;
   std::vector<std::string> children;
   for (const auto& q : options_.queues) {
@@ -324,6 +360,17 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
                        std::to_string(CountIn(pending_by_user_, live.job.user)) +
                        " pending jobs, the most allowed (gangway server --max-pending-per-user); "
                        "submit more once some have started or been cancelled");
+    }
+    if (!store_error_.empty()) {
+      return Error(507, "insufficient_storage",
+                   "the state database cannot be written (" + store_error_ +
+                       "); nothing was accepted. Free space under " + options_.data_dir.string() +
+                       " and submit again");
+    }
+    if (next_job_id_ >= ids_reserved_until_ && !ReserveJobIdsLocked()) {
+      return Error(507, "insufficient_storage",
+                   "cannot record job ids in " + options_.data_dir.string() +
+                       " (is the disk full?); nothing was accepted");
     }
     JobRecord job;
     job.id = next_job_id_++;
@@ -924,7 +971,8 @@ std::optional<ApiError> CheckReport(const json& body) {
             std::tuple{"state", Check(&json::is_string), "a string"},
             std::tuple{"signal", Check(&json::is_number_integer), "a whole number"},
             std::tuple{"message", Check(&json::is_string), "a string"},
-            std::tuple{"logBytes", Check(&json::is_number_integer), "a whole number"}}) {
+            std::tuple{"logBytes", Check(&json::is_number_integer), "a whole number"},
+            std::tuple{"lostContact", Check(&json::is_boolean), "true or false"}}) {
         if (auto e = expect(t, key, path, check, what)) return e;
       }
       if (auto code = t.find("exitCode");
@@ -1105,8 +1153,18 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
             task->finished_at = Now();
             if (task->started_at == 0) task->started_at = task->finished_at;
             task->state = TaskState::kExited;
-            TaskEndedLocked(*job, *task);  // may requeue the job: `task` is gone after
             wake = true;
+            if (t.value("lostContact", false) && !job->after_stop) {
+              // The agent stopped it itself, having lost the controller for nearly the node
+              // timeout: as if the node had been lost, whatever the exit code.
+              task->state = TaskState::kLost;
+              if (task->message.empty()) task->message = "the agent lost the controller";
+              RequeueOrFailLocked(*job, job->live.run.restart_policy == RestartPolicy::kOnFailure,
+                                  "node " + std::string(node_name) +
+                                      " lost contact with the controller and stopped the task");
+            } else {
+              TaskEndedLocked(*job, *task);  // may requeue the job: `task` is gone after
+            }
           }
         }
       }
@@ -1159,6 +1217,14 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
               {"logOffsets", offsets},
               {"logCapped", capped},
               {"logIntervalMs", log_interval_ms}};
+}
+
+Controller::HealthReport Controller::Health() {
+  std::lock_guard lock(mu_);
+  if (store_error_.empty()) return {.ok = true, .body = {{"status", "ok"}}};
+  return {.ok = false,
+          .body = {{"status", "degraded"},
+                   {"reason", "the state database cannot be written: " + store_error_}}};
 }
 
 // ---------------------------------------------------------------- metrics

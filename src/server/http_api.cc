@@ -359,8 +359,9 @@ void HttpApi::Routes() {
   };
   auto caller = [](const Identity& id) { return Caller{id.user, id.admin}; };
 
-  route("GET", "/healthz", "healthz", Who::kAnyone, [](const Request&, Response& res, auto&) {
-    SendJson(res, 200, {{"status", "ok"}});
+  route("GET", "/healthz", "healthz", Who::kAnyone, [this](const Request&, Response& res, auto&) {
+    const Controller::HealthReport health = controller_.Health();
+    SendJson(res, health.ok ? 200 : 503, health.body);
   });
   route("GET", "/metrics", "metrics", Who::kAnyone, [this](const Request&, Response& res, auto&) {
     res.set_content(controller_.MetricsText() + MetricsText(), "text/plain; version=0.0.4");

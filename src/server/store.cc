@@ -32,7 +32,7 @@ std::string ColumnText(sqlite3_stmt* s, int i) {
 
 }  // namespace
 
-Store::Store(const std::string& path) : path_(path) {
+Store::Store(const std::string& path, StoreOptions options) : path_(path), options_(options) {
   if (sqlite3_open_v2(path.c_str(), &db_,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
@@ -42,6 +42,7 @@ Store::Store(const std::string& path) : path_(path) {
     throw StoreError("cannot open the state database " + path + ": " + msg);
   }
   sqlite3_busy_timeout(db_, 5000);
+  CheckIntegrity();
   Exec("PRAGMA journal_mode=WAL");
   Exec("PRAGMA synchronous=FULL");
   Exec("PRAGMA foreign_keys=ON");
@@ -55,6 +56,7 @@ Store::Store(const std::string& path) : path_(path) {
                      ", this build reads up to " + std::to_string(kSchemaVersion) + ")");
   }
   if (version == 0) {
+    created_ = true;
     Begin();
     Exec(
         "CREATE TABLE jobs (id INTEGER PRIMARY KEY, state TEXT NOT NULL, user TEXT NOT NULL, "
@@ -135,15 +137,89 @@ int64_t Store::AppendEvent(const StoredEvent& e) {
   return sqlite3_last_insert_rowid(db_);
 }
 
+void Store::CheckIntegrity() {
+  // A damaged page shows in quick_check (O(size), about 1 s per GB) or as SQLITE_NOTADB and
+  // SQLITE_CORRUPT on the first read.
+  sqlite3_stmt* s = nullptr;
+  std::vector<std::string> problems;
+  int rc = sqlite3_prepare_v2(db_, "PRAGMA quick_check(20)", -1, &s, nullptr);
+  if (rc == SQLITE_OK) {
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+      std::string line = ColumnText(s, 0);
+      std::replace(line.begin(), line.end(), '\n', ' ');
+      if (line != "ok") problems.push_back(std::move(line));
+    }
+  }
+  if (rc != SQLITE_DONE) problems.emplace_back(sqlite3_errmsg(db_));
+  sqlite3_finalize(s);
+  if (problems.empty()) return;
+  std::string what;
+  for (size_t i = 0; i < problems.size() && i < 3; ++i) {
+    what += (what.empty() ? "" : "; ") + problems[i];
+  }
+  if (problems.size() > 3) what += "; and " + std::to_string(problems.size() - 3) + " more";
+  if (!options_.salvage) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw StoreError("the state database " + path_ + " is damaged (" + what +
+                     "). Restore it from a backup, or start with --salvage-database to load what "
+                     "can still be read (the rest is lost, and said so)");
+  }
+  damage_.push_back("integrity check: " + what);
+}
+
 std::vector<Store::JobRow> Store::LoadJobs() {
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db_, "SELECT id, doc FROM jobs ORDER BY id", -1, &s, nullptr) !=
       SQLITE_OK) {
-    Fail("loading jobs");
+    if (!options_.salvage) Fail("loading jobs");
+    damage_.push_back(std::string("the jobs table cannot be read: ") + sqlite3_errmsg(db_));
+    return {};
   }
   std::vector<JobRow> out;
-  while (sqlite3_step(s) == SQLITE_ROW) {
-    out.push_back({static_cast<uint64_t>(sqlite3_column_int64(s, 0)), ColumnText(s, 1)});
+  // A damaged page ends the scan; salvaging, the scan goes on by id past it.
+  sqlite3_stmt* after = nullptr;
+  int rc = SQLITE_OK;
+  for (;;) {
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+      out.push_back({static_cast<uint64_t>(sqlite3_column_int64(s, 0)), ColumnText(s, 1)});
+    }
+    if (rc == SQLITE_DONE) break;
+    const std::string error = sqlite3_errmsg(db_);
+    const uint64_t last = out.empty() ? 0 : out.back().id;
+    if (!options_.salvage) {
+      sqlite3_finalize(s);
+      Fail("loading jobs (after job " + std::to_string(last) + ")");
+    }
+    // Jobs stored after `last` are tried from the next id on that reads; a gap is lost.
+    sqlite3_finalize(s);
+    s = nullptr;
+    bool resumed = false;
+    for (uint64_t probe = last + 1; probe <= last + 100000 && !resumed; probe += 1) {
+      if (sqlite3_prepare_v2(db_, "SELECT id, doc FROM jobs WHERE id >= ? ORDER BY id", -1, &after,
+                             nullptr) != SQLITE_OK) {
+        break;
+      }
+      sqlite3_bind_int64(after, 1, static_cast<sqlite3_int64>(probe));
+      const int first = sqlite3_step(after);
+      if (first == SQLITE_ROW || first == SQLITE_DONE) {
+        damage_.push_back("jobs after " + std::to_string(last) + " up to " +
+                          (first == SQLITE_ROW
+                               ? std::to_string(sqlite3_column_int64(after, 0)) + " (excluded)"
+                               : std::string("the last")) +
+                          " could not be read: " + error);
+        sqlite3_reset(after);
+        s = after;
+        resumed = true;
+      } else {
+        sqlite3_finalize(after);
+      }
+      after = nullptr;
+    }
+    if (!resumed) {
+      damage_.push_back("jobs after " + std::to_string(last) + " could not be read: " + error);
+      break;
+    }
   }
   sqlite3_finalize(s);
   return out;

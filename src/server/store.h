@@ -35,12 +35,20 @@ struct StoredEvent {
   std::string message;
 };
 
+struct StoreOptions {
+  // Open a database that fails its integrity check, and load what can still be read, rather
+  // than refuse to start. damage() then says what was found.
+  bool salvage = false;
+};
+
 class Store {
  public:
   static constexpr int kSchemaVersion = 1;
 
-  // Opens or creates the database; throws StoreError naming the file and the reason.
-  explicit Store(const std::string& path);
+  // Opens or creates the database, and checks an existing one (PRAGMA quick_check); throws
+  // StoreError naming the file and the reason, also when it is damaged (unless
+  // options.salvage). A file of 0 bytes opens as a new database: created() says so.
+  explicit Store(const std::string& path, StoreOptions options = {});
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -61,7 +69,13 @@ class Store {
     uint64_t id;
     std::string doc;
   };
+  // Every readable job; a row SQLite cannot read is an error, or (salvage) noted in damage()
+  // and the load goes on with what follows.
   std::vector<JobRow> LoadJobs();
+  // Whether the tables were created by this open (a new file, or one of 0 bytes).
+  bool created() const { return created_; }
+  // What the integrity check and the loads found wrong; empty for a sound database.
+  const std::vector<std::string>& damage() const { return damage_; }
   std::vector<std::pair<std::string, std::string>> LoadNodes();  // name, doc
   uint64_t MaxJobId();
   // Events with seq > after (all jobs when job == 0), oldest first.
@@ -70,12 +84,16 @@ class Store {
   std::vector<StoredEvent> LastEvents(int64_t after, uint64_t job, int limit);
 
  private:
+  void CheckIntegrity();
   std::vector<StoredEvent> QueryEvents(int64_t after, uint64_t job, int limit, bool newest);
   void Exec(const char* sql);
   [[noreturn]] void Fail(std::string_view what) const;
   sqlite3_stmt* Prepare(const char* sql);
 
   std::string path_;
+  StoreOptions options_;
+  bool created_ = false;
+  std::vector<std::string> damage_;
   sqlite3* db_ = nullptr;
   sqlite3_stmt* put_job_ = nullptr;
   sqlite3_stmt* put_node_ = nullptr;

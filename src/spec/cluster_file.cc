@@ -330,7 +330,9 @@ ParseResult<ClusterFile> ClusterParser::Parse(std::string_view text) {
 
 void ClusterParser::ReadPriorityClasses(const Field& f) {
   if (!f.node.IsMap()) {
-    ctx_.Error(f, "expected a mapping of class names to priorities, e.g. {low: 0, high: 1000}");
+    ctx_.Error(f,
+               "expected a mapping of class names to priorities, e.g. {low: 0, high: 1000} or "
+               "{high: {value: 1000, users: [alice], queues: [research]}}");
     return;
   }
   for (const auto& kv : f.node) {
@@ -338,7 +340,25 @@ void ClusterParser::ReadPriorityClasses(const Field& f) {
         .node = kv.second, .mark = kv.second.Mark(), .path = ChildPath(f.path, kv.first.Scalar())};
     Field key{.node = kv.first, .mark = kv.first.Mark(), .path = value.path};
     auto name = ReadName(ctx_, key);
-    auto prio = ReadInt(ctx_, value, INT32_MIN, INT32_MAX);
+    std::optional<int64_t> prio;
+    if (value.node.IsMap()) {
+      // {value: 1000, users: [alice], queues: [research]}
+      MapReader m(ctx_, value);
+      PriorityClassAccess access;
+      if (auto v = m.Take("value")) {
+        prio = ReadInt(ctx_, *v, INT32_MIN, INT32_MAX);
+      } else {
+        ctx_.Error(value, "a priority class needs a value, e.g. {value: 1000, users: [alice]}");
+      }
+      if (auto u = m.Take("users"))
+        access.users = ReadStringList(ctx_, *u).value_or(std::vector<std::string>{});
+      if (auto q = m.Take("queues"))
+        access.queues = ReadStringList(ctx_, *q).value_or(std::vector<std::string>{});
+      m.Finish();
+      if (name) out_.priority_access[*name] = std::move(access);
+    } else {
+      prio = ReadInt(ctx_, value, INT32_MIN, INT32_MAX);
+    }
     if (name && prio) out_.priority_classes[*name] = static_cast<int32_t>(*prio);
   }
 }

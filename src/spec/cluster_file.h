@@ -22,6 +22,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/state/snapshot.h"
 #include "spec/diagnostic.h"
@@ -35,9 +36,18 @@ struct ClusterFileOptions {
   bool nodes_optional = false;
 };
 
+// Who may use a priority class, as Slurm's QOS per association or a Kubernetes PriorityClass
+// with a quota scope. Empty lists: every user, every queue. Admins may use every class.
+struct PriorityClassAccess {
+  std::vector<std::string> users;
+  std::vector<std::string> queues;
+};
+
 struct ClusterFile {
   core::Snapshot snapshot;
   std::map<std::string, int32_t> priority_classes;  // name -> priority
+  // Classes given as {value:, users:, queues:}; a class given as a number is open to all.
+  std::map<std::string, PriorityClassAccess> priority_access;
 };
 
 ParseResult<ClusterFile> ParseClusterFile(std::string_view text, std::string_view file_name,

@@ -6,8 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 
 #include <atomic>
+#include <csignal>
 #include <fstream>
 #include <future>
 #include <map>
@@ -1230,8 +1232,9 @@ TEST_F(ControllerTest, EveryJobIsReadBackAfterARestartAndAnUnreadableOneFails) {
   std::vector<uint64_t> ids;
   for (int i = 0; i < 300; ++i) {
     ids.push_back(Submit("name: j" + std::to_string(i) + "\ngpu: " + std::to_string(1 + i % 2) +
-                         "\ncommand: [train, '" + std::to_string(i) +
-                         "']\npriority: " + std::to_string(i % 7) + "\n"));
+                             "\ncommand: [train, '" + std::to_string(i) +
+                             "']\npriority: " + std::to_string(i % 7) + "\n",
+                         kAdmin));
   }
   // Settled once both GPUs are held: no later cycle can start anything.
   std::map<uint64_t, std::string> states;
@@ -1460,6 +1463,177 @@ TEST_F(ControllerTest, TasksPerJobAndPendingJobsPerUserAreCapped) {
   EXPECT_EQ(e.code, "too_many_jobs");
   EXPECT_THAT(e.message, HasSubstr("user alice has 2 pending jobs"));
   Ok(c().Submit(kBob, "name: c\ngpu: 1\ncommand: [x]\n"));  // another user is not held back
+}
+
+}  // namespace
+}  // namespace gangway::server::testing
+
+namespace gangway::server::testing {
+namespace {
+
+// The agent stopped a task itself after losing the controller for nearly the node timeout: the
+// task counts as lost, whatever its exit code, and the job restarts as it would have had the
+// node been lost.
+TEST_F(ControllerTest, ATaskItsAgentStoppedOnLosingTheControllerCountsAsLost) {
+  Start();
+  Register("n1", 1);
+  const uint64_t again = Submit("name: a\ngpu: 1\ncommand: [x]\nrestartPolicy: on-failure\n");
+  json launch = TakeCommands("n1")[0]["task"];
+  EXPECT_EQ(launch["checkpointGraceSeconds"], 30) << "the job's grace travels with its launch";
+  const std::string task = launch["taskId"];
+  Report("n1", {Running(task)});
+  json exited = Exited(task, 0);
+  exited["lostContact"] = true;
+  exited["message"] = "stopped: lost contact with the controller for 13 s";
+  Report("n1", {exited});
+  const json job = Job(again);
+  EXPECT_NE(job["state"], "succeeded") << "exit code 0 after a stop for lost contact";
+  EXPECT_EQ(job["restarts"], 1);
+  EXPECT_EQ(job["attempt"], 1);
+}
+
+}  // namespace
+}  // namespace gangway::server::testing
+
+namespace gangway::server::testing {
+namespace {
+
+// Defect 4: a user's job preempted another user's with priority 2147483647. Priorities come
+// from classes the admin defines, for whom and where each says.
+TEST_F(ControllerTest, PriorityClassesAreUsedOnlyByWhomAndWhereTheyAllow) {
+  auto o = Options();
+  o.queues = {{.name = "default"}, {.name = "research"}};
+  o.priority_classes = {{"low", 0}, {"high", 1000}, {"urgent", 100000}};
+  o.priority_access = {{"high", {.users = {"alice"}, .queues = {"research"}}},
+                       {"urgent", {.users = {"ops"}, .queues = {}}}};
+  Start(o);
+  ApiError e = Err(c().Submit(kAlice, "name: x\npriority: 2147483647\ncommand: [x]\n"));
+  EXPECT_EQ(e.status, 403);
+  EXPECT_EQ(e.field, "priority");
+  EXPECT_THAT(e.message, HasSubstr("use a priorityClass (high, low, urgent)"));
+  Submit("name: nice\npriority: -5\ncommand: [x]\n");  // lowering one's own is anyone's right
+  Ok(c().Submit(kAdmin, "name: x\npriority: 500\ncommand: [x]\n"));
+
+  e = Err(c().Submit(kBob, "name: x\npriorityClass: high\nqueue: research\ncommand: [x]\n"));
+  EXPECT_EQ(e.status, 403);
+  EXPECT_EQ(e.field, "priorityClass");
+  EXPECT_EQ(e.message, "priorityClass: user bob may not use priority class high (it is for alice)");
+  e = Err(c().Submit(kAlice, "name: x\npriorityClass: high\ncommand: [x]\n"));
+  EXPECT_EQ(e.message,
+            "priorityClass: priority class high may not be used in queue default (only in "
+            "research)");
+  const uint64_t ok = Submit("name: x\npriorityClass: high\nqueue: research\ncommand: [x]\n");
+  EXPECT_EQ(Job(ok)["priority"], 1000);
+  Submit("name: x\npriorityClass: low\ncommand: [x]\n", kBob);  // open to all
+  EXPECT_EQ(Err(c().Submit(kAlice, "name: x\npriorityClass: urgent\ncommand: [x]\n")).status, 403);
+  Ok(c().Submit(kAdmin, "name: x\npriorityClass: urgent\ncommand: [x]\n"));
+}
+
+}  // namespace
+}  // namespace gangway::server::testing
+
+namespace gangway::server::testing {
+namespace {
+
+class StoreDamageTest : public ControllerTest {
+ protected:
+  uint64_t SubmitMany(int n) {
+    uint64_t last = 0;
+    for (int i = 0; i < n; ++i) {
+      last = Submit("name: j" + std::to_string(i) + "\ngpu: 1\ncommand: [echo, '" +
+                    std::string(200, 'x') + "']\n");
+    }
+    return last;
+  }
+};
+
+// Defect 3: one overwritten page started a controller with 708 of 1,301 jobs and no message.
+TEST_F(StoreDamageTest, ADamagedDatabaseIsRefusedOrSalvagedSayingWhatWasLost) {
+  auto o = Options();
+  Start(o);
+  constexpr int kJobs = 600;
+  SubmitMany(kJobs);
+  controller_.reset();  // the last connection folds the WAL into the file
+  const auto db = o.data_dir / "gangway.db";
+  ASSERT_FALSE(std::filesystem::exists(o.data_dir / "gangway.db-wal") &&
+               std::filesystem::file_size(o.data_dir / "gangway.db-wal") > 0);
+  {
+    std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(20 * 4096);
+    const std::string garbage(4096, '\x5a');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  try {
+    Controller refused(o);
+    ADD_FAILURE() << "a damaged database was opened";
+  } catch (const StoreError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is damaged"));
+    EXPECT_THAT(e.what(), HasSubstr("--salvage-database"));
+  }
+  o.salvage_store = true;
+  Start(o);
+  const json all = Ok(c().ListJobs(kAdmin, {.limit = 10000, .all_users = true}));
+  EXPECT_GT(all["jobs"].size(), 0u);
+  EXPECT_LT(all["jobs"].size(), static_cast<size_t>(kJobs));
+  const json events = Ok(c().Events(kAdmin, {.limit = 10000}))["events"];
+  bool said = false;
+  for (const json& e : events) {
+    if (e["type"] == "database-salvaged") said = true;
+  }
+  EXPECT_TRUE(said) << "what was lost is an event";
+  EXPECT_GT(Submit("name: after\ncommand: [x]\n"), static_cast<uint64_t>(kJobs))
+      << "no id is handed out twice";
+}
+
+// A database of 0 bytes opened as a new one and handed out job ids again.
+TEST_F(StoreDamageTest, ALostDatabaseIsRefusedAndIdsAreNeverHandedOutTwice) {
+  auto o = Options();
+  Start(o);
+  const uint64_t last = SubmitMany(3);
+  controller_.reset();
+  for (const char* f : {"gangway.db", "gangway.db-wal", "gangway.db-shm"}) {
+    std::filesystem::remove(o.data_dir / f);
+  }
+  std::ofstream(o.data_dir / "gangway.db").close();  // 0 bytes
+  try {
+    Controller refused(o);
+    ADD_FAILURE() << "a lost database was opened as a new one";
+  } catch (const StoreError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is empty or missing"));
+  }
+  o.salvage_store = true;
+  Start(o);
+  EXPECT_GT(Submit("name: after\ncommand: [x]\n"), last);
+}
+
+// Defect 11: on a full disk a submission failed only after 30 s. It now fails at once with 507
+// while the database cannot be written, and health says why; once it can, all is saved.
+TEST_F(ControllerTest, AFullDiskFailsSubmissionsFastAndHealthSaysSo) {
+  Start();
+  Submit("name: before\ncommand: [x]\n");
+  EXPECT_TRUE(c().Health().ok);
+  std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old{};
+  getrlimit(RLIMIT_FSIZE, &old);
+  rlimit full = old;
+  full.rlim_cur = 0;  // every write to a file fails with EFBIG, as on a full disk
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &full), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  ApiError first = Err(c().Submit(kAlice, "name: during\ncommand: [x]\n"));
+  EXPECT_EQ(first.status, 503) << first.message;  // queued, not yet saved
+  ApiError next = Err(c().Submit(kAlice, "name: refused\ncommand: [x]\n"));
+  EXPECT_EQ(next.status, 507);
+  EXPECT_EQ(next.code, "insufficient_storage");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  const Controller::HealthReport degraded = c().Health();
+  EXPECT_FALSE(degraded.ok);
+  EXPECT_EQ(degraded.body["status"], "degraded");
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+  ASSERT_TRUE(Eventually([&] { return c().Health().ok; }));
+  const json all = Ok(c().ListJobs(kAdmin, {.all_users = true}));
+  ASSERT_EQ(all["jobs"].size(), 2u) << "the queued job was saved once the disk had room";
+  Restart(Options());
+  EXPECT_EQ(Ok(c().ListJobs(kAdmin, {.all_users = true}))["jobs"].size(), 2u);
 }
 
 }  // namespace

@@ -124,6 +124,16 @@ TEST_F(HostileInputTest, EveryHostileRequestGetsItsErrorAndNothingAcceptedIsLost
       {"JSON of the wrong type", "POST", "/v1/jobs", kAliceToken,
        R"({"name": "x", "gpu": 1, "command": {"a": 1}})", 400, "command", "", "application/json"},
       {"as another user", "POST", "/v1/jobs", kAliceToken, AJob("user: bob\n"), 403, "user", ""},
+      // Defect 4: the top priority is not anyone's for the asking.
+      {"a user's priority number", "POST", "/v1/jobs", kAliceToken, AJob("priority: 2147483647\n"),
+       403, "priority", "only admins"},
+      // Defect 5 and 9: caps.
+      {"too many tasks", "POST", "/v1/jobs", kAliceToken,
+       "name: x\ncommand: [x]\ntasks:\n- {name: a, replicas: 100000}\n- {name: b, replicas: "
+       "100000}\n",
+       400, "", "replicas"},
+      {"a time limit of INT64_MAX seconds", "POST", "/v1/jobs", kAliceToken,
+       AJob("timeLimit: 9223372036854775807s\n"), 400, "timeLimit", ""},
       // Defect 1: a byte that is not UTF-8, in a value, an argument or a comment.
       {"name not UTF-8", "POST", "/v1/jobs", kAliceToken, "name: a\xff\ngpu: 1\ncommand: [x]\n",
        400, "name", "not UTF-8"},

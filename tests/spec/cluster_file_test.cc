@@ -252,3 +252,32 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace gangway::spec
+
+namespace gangway::spec {
+namespace {
+
+TEST(ClusterFileTest, PriorityClassesSayWhoMayUseThemAndQueuesTheirLongestTimeLimit) {
+  const ClusterFile f = MustParse(
+      "priorityClasses:\n"
+      "  low: 0\n"
+      "  high: {value: 1000, users: [alice, bob], queues: [research]}\n"
+      "queues:\n"
+      "  - {name: research, maxTimeLimit: 12h}\n"
+      "nodes:\n"
+      "  - {name: n0, gpus: 8, model: H100-80GB, cpu: 64, memory: 512Gi}\n");
+  EXPECT_EQ(f.priority_classes.at("low"), 0);
+  EXPECT_EQ(f.priority_classes.at("high"), 1000);
+  EXPECT_FALSE(f.priority_access.contains("low"));
+  EXPECT_EQ(f.priority_access.at("high").users, (std::vector<std::string>{"alice", "bob"}));
+  EXPECT_EQ(f.priority_access.at("high").queues, (std::vector<std::string>{"research"}));
+  ASSERT_EQ(f.snapshot.queues.size(), 1u);
+  EXPECT_EQ(f.snapshot.queues[0].max_time_limit, std::chrono::hours(12));
+  auto bad = ParseClusterFile("priorityClasses:\n  high: {users: [alice]}\n", "c.yaml",
+                              {.nodes_optional = true});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.ErrorText().find("a priority class needs a value"), std::string::npos)
+      << bad.ErrorText();
+}
+
+}  // namespace
+}  // namespace gangway::spec
