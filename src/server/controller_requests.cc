@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "server/agent_messages.h"
 #include "server/auth.h"
 #include "server/controller.h"
 #include "server/gpu_top.h"
@@ -653,6 +654,9 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
   if (!body.is_object() || !body.contains("node") || !body["node"].is_object()) {
     return Error(400, "bad_request", "node: expected the node's inventory", "node");
   }
+  if (auto bad = CheckRegisterMessage(body)) {
+    return Error(400, "bad_request", bad->field + ": " + bad->reason, bad->field);
+  }
   const json& n = body["node"];
   NodeRecord rec;
   try {
@@ -817,6 +821,9 @@ Outcome<json> Controller::ReportAndPoll(std::string_view node, const json& body,
 Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json& body,
                                          const Poll* poll) {
   if (!body.is_object()) return Error(400, "bad_request", "expected a JSON object");
+  if (auto bad = CheckReportMessage(body)) {
+    return Error(400, "bad_request", bad->field + ": " + bad->reason, bad->field);
+  }
   metrics.reports++;
   bool wake = false;
   json ack = json::array();
