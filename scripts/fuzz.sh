@@ -32,8 +32,9 @@ run_one() {
   local t=$1 dir=$run_dir/$1
   mkdir -p "$dir/corpus"
   cp fuzz/corpus/"$t"/* "$dir/corpus/"
-  local rc=0
-  build/fuzz/fuzz/"$t" -max_total_time="$seconds" -timeout=25 -print_final_stats=1 \
+  local rc=0 dict=()
+  [[ ! -f fuzz/dicts/$t.dict ]] || dict=(-dict="fuzz/dicts/$t.dict")
+  build/fuzz/fuzz/"$t" -max_total_time="$seconds" -timeout=25 -print_final_stats=1 "${dict[@]}" \
     -artifact_prefix="$dir/" "$dir/corpus" >"$dir/log" 2>&1 || rc=$?
   local execs speed crash
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log" | tail -1)
