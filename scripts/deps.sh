@@ -3,7 +3,10 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ make nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
           libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev liblzma-dev
-          libcpp-httplib-dev libssl-dev openssl pkg-config gnuplot-nox)
+          libcpp-httplib-dev libssl-dev openssl pkg-config gnuplot-nox
+          # The fuzz targets (fuzz/) build with clang; libFuzzer and the sanitizer runtimes
+          # are in libclang-rt-dev, which clang only recommends.
+          clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

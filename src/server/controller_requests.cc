@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "server/agent_messages.h"
 #include "server/auth.h"
 #include "server/controller.h"
 #include "server/gpu_top.h"
@@ -749,6 +750,9 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
   if (!body.is_object() || !body.contains("node") || !body["node"].is_object()) {
     return Error(400, "bad_request", "node: expected the node's inventory", "node");
   }
+  if (auto bad = CheckRegisterMessage(body)) {
+    return Error(400, "bad_request", bad->field + ": " + bad->reason, bad->field);
+  }
   const json& n = body["node"];
   NodeRecord rec;
   try {
@@ -924,72 +928,12 @@ Outcome<json> Controller::ReportAndPoll(std::string_view node, const json& body,
   return ReportThenPoll(node, body, &poll);
 }
 
-namespace {
-
-// Checks the shape of an agent's report, so that a malformed one is a 400 naming the field
-// rather than a library error in the middle of applying it.
-std::optional<ApiError> CheckReport(const json& body) {
-  if (!body.is_object()) return Error(400, "bad_request", "expected a JSON object");
-  using Check = bool (json::*)() const noexcept;
-  auto expect = [](const json& object, const char* key, const std::string& path, Check is_ok,
-                   const char* what) -> std::optional<ApiError> {
-    auto it = object.find(key);
-    if (it == object.end() || ((*it).*is_ok)()) return std::nullopt;
-    const std::string field = path.empty() ? key : path + "." + key;
-    return Error(400, "bad_request", field + ": expected " + what, field);
-  };
-  for (auto [key, check, what] :
-       {std::tuple{"reportSeq", Check(&json::is_number_unsigned), "a whole number >= 0"},
-        std::tuple{"appliedSeq", Check(&json::is_number_unsigned), "a whole number >= 0"},
-        std::tuple{"agentId", Check(&json::is_string), "a string"},
-        std::tuple{"controllerEpoch", Check(&json::is_string), "a string"},
-        std::tuple{"gpus", Check(&json::is_array), "a list"},
-        std::tuple{"tasks", Check(&json::is_array), "a list"},
-        std::tuple{"logs", Check(&json::is_array), "a list"}}) {
-    if (auto e = expect(body, key, "", check, what)) return e;
-  }
-  if (auto gpus = body.find("gpus"); gpus != body.end()) {
-    for (size_t i = 0; i < gpus->size(); ++i) {
-      const json& g = (*gpus)[i];
-      const std::string path = "gpus[" + std::to_string(i) + "]";
-      if (!g.is_object()) return Error(400, "bad_request", path + ": expected an object", path);
-      for (auto [key, check, what] :
-           {std::tuple{"index", Check(&json::is_number_integer), "a whole number"},
-            std::tuple{"utilization", Check(&json::is_number_integer), "a whole number"},
-            std::tuple{"healthy", Check(&json::is_boolean), "true or false"}}) {
-        if (auto e = expect(g, key, path, check, what)) return e;
-      }
-    }
-  }
-  if (auto tasks = body.find("tasks"); tasks != body.end()) {
-    for (size_t i = 0; i < tasks->size(); ++i) {
-      const json& t = (*tasks)[i];
-      const std::string path = "tasks[" + std::to_string(i) + "]";
-      if (!t.is_object()) return Error(400, "bad_request", path + ": expected an object", path);
-      for (auto [key, check, what] :
-           {std::tuple{"taskId", Check(&json::is_string), "a string"},
-            std::tuple{"state", Check(&json::is_string), "a string"},
-            std::tuple{"signal", Check(&json::is_number_integer), "a whole number"},
-            std::tuple{"message", Check(&json::is_string), "a string"},
-            std::tuple{"logBytes", Check(&json::is_number_integer), "a whole number"},
-            std::tuple{"lostContact", Check(&json::is_boolean), "true or false"}}) {
-        if (auto e = expect(t, key, path, check, what)) return e;
-      }
-      if (auto code = t.find("exitCode");
-          code != t.end() && !code->is_null() && !code->is_number_integer()) {
-        return Error(400, "bad_request", path + ".exitCode: expected a whole number or null",
-                     path + ".exitCode");
-      }
-    }
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
 Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json& body,
                                          const Poll* poll) {
-  if (auto bad = CheckReport(body)) return *bad;
+  if (!body.is_object()) return Error(400, "bad_request", "expected a JSON object");
+  if (auto bad = CheckReportMessage(body)) {
+    return Error(400, "bad_request", bad->field + ": " + bad->reason, bad->field);
+  }
   metrics.reports++;
   bool wake = false;
   json ack = json::array();

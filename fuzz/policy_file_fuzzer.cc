@@ -1,0 +1,32 @@
+// Fuzzes the policy file reader (spec/policy_file.h), with the built-in plugins' registry
+// checking plugin names and arguments.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/sched/registry.h"
+#include "core/sched/scheduler.h"
+#include "fuzz_support.h"
+#include "spec/policy_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace gangway;
+  static const core::Registry registry = core::Registry::WithBuiltins();
+  auto parsed = spec::ParsePolicyFile(fuzz::AsText(data, size), "policy.yaml", registry);
+  if (!parsed.ok()) {
+    (void)parsed.ErrorText();
+    return 0;
+  }
+  // The reader promises to check plugin names and arguments against the registry, so a
+  // profile it accepts is one a scheduler can be made from (plan, sim and the controller all
+  // do that next; the controller throws if it cannot).
+  auto scheduler = core::Scheduler::Create(parsed.value(), registry);
+  if (!scheduler.ok()) {
+    std::fprintf(stderr, "accepted a profile the scheduler rejects: %s\n",
+                 scheduler.status().message().c_str());
+    std::abort();
+  }
+  return 0;
+}
