@@ -1,7 +1,10 @@
 #include "client/table.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
+
+#include "spec/text.h"
 
 namespace gangway::client {
 
@@ -11,6 +14,18 @@ size_t DisplayWidth(const std::string& text) {
     if ((c & 0xC0) != 0x80) ++width;  // count lead bytes, not continuation bytes
   }
   return width;
+}
+
+void Table::AddRow(std::vector<std::string> row) {
+  for (std::string& cell : row) {
+    if (std::any_of(cell.begin(), cell.end(), [](char c) {
+          const auto b = static_cast<unsigned char>(c);
+          return b < 0x20 || b >= 0x7f;
+        })) {
+      cell = spec::Quote(cell, SIZE_MAX);
+    }
+  }
+  rows_.push_back(std::move(row));
 }
 
 void Table::Print(std::ostream& out) const {

@@ -21,8 +21,10 @@ class Table {
   explicit Table(std::vector<std::string> header, int indent = 0)
       : header_(std::move(header)), indent_(indent) {}
 
-  // A row with fewer cells than the header is padded with empty cells.
-  void AddRow(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  // A row with fewer cells than the header is padded with empty cells. Control characters
+  // and bytes that are not UTF-8 in a cell print as escapes (\x1b), so that what a user or a
+  // task wrote (a command, an exit message) cannot rewrite the terminal of whoever reads it.
+  void AddRow(std::vector<std::string> row);
   size_t rows() const { return rows_.size(); }
 
   void Print(std::ostream& out) const;

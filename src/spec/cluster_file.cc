@@ -19,6 +19,10 @@ using core::NodeIndex;
 
 using core::kMaxGpusPerNode;
 constexpr int64_t kMaxPoolSize = 100000;
+// Over all pools and nodes: ten times the largest clusters planned for, and a bound on what a
+// few KB of pools can make the parser allocate (the fuzzer's 40 pools of 100,000 nodes took
+// 2 GB).
+constexpr int64_t kMaxClusterNodes = 100000;
 
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
@@ -261,6 +265,7 @@ class ClusterParser {
   const ClusterFileOptions& options_;
   ClusterFile out_;
   std::map<std::string, int> node_lines_;  // node name -> line it was defined on
+  int64_t declared_nodes_ = 0;             // by pools' counts and nodes: entries
   std::map<std::string, size_t> node_index_;
   std::vector<std::pair<core::QueueSpec, Field>> queues_;
   // Running jobs before placement, with the fields their placement is read from.
@@ -364,6 +369,10 @@ void ClusterParser::ReadPriorityClasses(const Field& f) {
 }
 
 void ClusterParser::AddNode(Node node, const Field& where) {
+  if (out_.snapshot.nodes.size() >= static_cast<size_t>(kMaxClusterNodes)) {
+    ctx_.Error(where, "more than " + std::to_string(kMaxClusterNodes) + " nodes");
+    return;
+  }
   auto [it, inserted] = node_lines_.emplace(node.name, where.mark.line + 1);
   if (!inserted) {
     ctx_.Error(where, "duplicate node name '" + node.name + "'; it is already defined on line " +
@@ -425,6 +434,13 @@ void ClusterParser::ReadPool(const Field& f) {
   std::optional<Field> count_f = m.Take("count");
   if (count_f) {
     count = ReadInt(ctx_, *count_f, 1, kMaxPoolSize).value_or(0);
+    if (declared_nodes_ + count > kMaxClusterNodes) {
+      ctx_.Error(*count_f, "the cluster would have " + std::to_string(declared_nodes_ + count) +
+                               " nodes; at most " + std::to_string(kMaxClusterNodes) +
+                               " are allowed");
+      count = 0;
+    }
+    declared_nodes_ += count;
   } else {
     ctx_.Error(f, "a pool needs a node count, e.g. count: 16");
   }

@@ -46,6 +46,15 @@ TEST(TableTest, MeasuresUtf8ByCodePoint) {
   EXPECT_EQ(t.ToString(), "NAME   X\n\xc3\xa9t\xc3\xa9    1\n");
 }
 
+// A job's command or a task's exit message must not rewrite the terminal of whoever runs
+// `gangway describe`: escapes are shown, not sent.
+TEST(TableTest, ShowsControlCharactersAsEscapes) {
+  Table t({"NAME", "MESSAGE"});
+  t.AddRow({"x", "a\x1b[2Jb\nc\xff"});
+  t.AddRow({"\xc3\xa9t\xc3\xa9", "ok"});
+  EXPECT_EQ(t.ToString(), "NAME   MESSAGE\nx      a\\x1b[2Jb\\nc\\xff\n\xc3\xa9t\xc3\xa9    ok\n");
+}
+
 TEST(TimeFormatTest, ParsesRfc3339WithZoneFractionAndOffset) {
   EXPECT_EQ(FormatRfc3339(At("2026-11-29T12:00:00Z")), "2026-11-29T12:00:00Z");
   EXPECT_EQ(At("2026-11-29T12:00:00.987Z"), At("2026-11-29T12:00:00Z"));

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Measures what the hardening issue's defects cost once fixed, against a real `gangway up`
+# (controller + one agent with 8 fake GPUs) on 127.0.0.1:
+#   1. 150 job bodies that are not UTF-8, then one good job: its submit-to-scheduled time and
+#      the cycle time after them (before the fix: nothing started for 2.5 minutes);
+#   2. controller memory (peak RSS) under a 300 MB chunked upload without a token, and with
+#      one (before: 109 -> 435 MB);
+#   3. a job with timeLimit: 2s running `sleep 20`: how long until it ends as timeout
+#      (before: it ran the full 20 s).
+# Usage: bench/hardening/hostile_inputs.sh [path/to/gangway]   (default build/release/gangway)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+gangway=$(realpath "${1:-build/release/gangway}")
+work=$(mktemp -d)
+port=$((20000 + RANDOM % 20000))
+cleanup() {
+  [[ -n "${up_pid:-}" ]] && kill "$up_pid" 2>/dev/null && wait "$up_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work"
+"$gangway" up --port "$port" >up.log 2>&1 &
+up_pid=$!
+for _ in $(seq 300); do
+  [[ -f gangway-data/client.json ]] && curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break
+  sleep 0.1
+done
+token=$(python3 -c 'import json; print(json.load(open("gangway-data/client.json"))["token"])')
+for _ in $(seq 300); do
+  "$gangway" nodes 2>/dev/null | grep -q ready && break
+  sleep 0.1
+done
+server_pid=$(pgrep -f "gangway server .*--listen 127.0.0.1:$port" | head -1)
+api() { curl -s -H "Authorization: Bearer $token" "$@"; }
+now_ms() { date +%s%3N; }
+state_of() { api "http://127.0.0.1:$port/v1/jobs/$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["job"]["state"])'; }
+
+echo "== 1. 150 bodies that are not UTF-8, then a good job"
+t0=$(now_ms)
+codes=$(for i in $(seq 150); do
+  printf 'name: bad%d\ngpu: 1\ncommand: [echo, "\xff"]\n# caf\xe9\n' "$i" |
+    api -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/yaml' --data-binary @- \
+      "http://127.0.0.1:$port/v1/jobs"
+done | sort | uniq -c | tr '\n' ' ')
+t1=$(now_ms)
+echo "answers: $codes in $((t1 - t0)) ms"
+t0=$(now_ms)
+id=$(printf 'name: good\ngpu: 1\ncommand: [sleep, "30"]\n' |
+  api -H 'Content-Type: application/yaml' --data-binary @- "http://127.0.0.1:$port/v1/jobs" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["job"]["id"])')
+until [[ $(state_of "$id") != pending ]]; do sleep 0.005; done
+t1=$(now_ms)
+echo "good job $id: submit to scheduled $((t1 - t0)) ms"
+curl -s "http://127.0.0.1:$port/metrics" |
+  grep -E '^gangway_scheduling_last_cycle_seconds|^gangway_jobs_submitted_total|^gangway_jobs\{state="pending"\}'
+
+echo "== 2. 300 MB chunked uploads"
+rss() { awk '/VmHWM/ {print $2 / 1024 " MB peak"} /VmRSS/ {print $2 / 1024 " MB now"}' "/proc/$server_pid/status" | tr '\n' ' '; }
+echo "controller before: $(rss)"
+for who in none token; do
+  auth=()
+  [[ $who == token ]] && auth=(-H "Authorization: Bearer $token")
+  t0=$(now_ms)
+  code=$(head -c 300000000 /dev/zero | curl -s -o /dev/null -w '%{http_code}' "${auth[@]}" \
+    -H 'Content-Type: application/yaml' -H 'Transfer-Encoding: chunked' --data-binary @- \
+    "http://127.0.0.1:$port/v1/jobs" || true)
+  t1=$(now_ms)
+  echo "chunked, $who: answer $code in $((t1 - t0)) ms; controller $(rss)"
+done
+
+echo "== 3. timeLimit: 2s running sleep 20"
+t0=$(now_ms)
+id=$(printf 'name: short\ngpu: 1\ntimeLimit: 2s\ncheckpoint: {grace: 5s}\ncommand: [sleep, "20"]\n' |
+  api -H 'Content-Type: application/yaml' --data-binary @- "http://127.0.0.1:$port/v1/jobs" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["job"]["id"])')
+until [[ $(state_of "$id") == timeout ]]; do
+  sleep 0.05
+  (($(now_ms) - t0 < 30000)) || { echo "not stopped after 30 s"; break; }
+done
+t1=$(now_ms)
+echo "job $id: submit to $(state_of "$id") in $((t1 - t0)) ms"
+"$gangway" describe "$id" | grep -E "^State|^Message|timeLimit|time limit" | head -5
