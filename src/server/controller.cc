@@ -391,7 +391,8 @@ int64_t Controller::DeadlineOf(const JobRecord& job) {
 
 void Controller::EnforceTimeLimitsLocked() {
   const int64_t now = Now();
-  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+  // Times are whole seconds: strictly past the deadline, so that no job runs less than its limit.
+  while (!deadlines_.empty() && deadlines_.begin()->first < now) {
     const auto [deadline, id] = *deadlines_.begin();
     deadlines_.erase(deadlines_.begin());
     JobRecord* job = FindJob(id);
