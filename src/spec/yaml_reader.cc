@@ -109,6 +109,32 @@ std::vector<Diagnostic> Context::TakeErrors() {
   return std::move(errors_);
 }
 
+namespace {
+
+// Whether `node`, with every alias written out, has at most `budget` values (spending it) and
+// is at most kMaxDepth deep. Aliases let a few KB denote a tree of billions of values ("billion
+// laughs"), and an alias may even name its own ancestor: every reader walks the tree written
+// out, so it must be small enough to walk.
+bool Walkable(const YAML::Node& node, size_t& budget, int depth) {
+  constexpr int kMaxDepth = 256;
+  if (budget == 0 || depth > kMaxDepth) return false;
+  --budget;
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      if (!Walkable(kv.first, budget, depth + 1) || !Walkable(kv.second, budget, depth + 1)) {
+        return false;
+      }
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& element : node) {
+      if (!Walkable(element, budget, depth + 1)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<Field> LoadDocument(Context& ctx, std::string_view text) {
   if (auto bad = FirstInvalidUtf8(text)) {
     const TextPosition at = PositionOf(text, *bad);
@@ -126,8 +152,17 @@ std::optional<Field> LoadDocument(Context& ctx, std::string_view text) {
                     " YAML documents (separated by ---); give one");
       return std::nullopt;
     }
-    return Field{
-        .node = docs.empty() ? YAML::Node() : docs.front(), .mark = YAML::Mark(), .path = ""};
+    YAML::Node doc = docs.empty() ? YAML::Node() : docs.front();
+    // Room for anchors reused as defaults (<<: *defaults in every job), not for a bomb.
+    const size_t limit = 10000 + 4 * text.size();
+    size_t budget = limit;
+    if (!Walkable(doc, budget, 0)) {
+      ctx.Error(YAML::Mark::null_mark(), "",
+                "the document is nested too deep, or its aliases (*name) expand to more than " +
+                    std::to_string(limit) + " values; write the repeated parts out");
+      return std::nullopt;
+    }
+    return Field{.node = doc, .mark = YAML::Mark(), .path = ""};
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's own message for this is "bad file".
     ctx.Error(e.mark, "",

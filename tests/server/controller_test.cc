@@ -1346,11 +1346,6 @@ TEST_F(ControllerTest, DrainedNodeTakesNoNewWork) {
   EXPECT_EQ(TakeCommands("n1").size(), 1u);
 }
 
-}  // namespace
-}  // namespace gangway::server::testing
-
-namespace gangway::server::testing {
-namespace {
 
 using ::testing::HasSubstr;
 
@@ -1380,11 +1375,6 @@ TEST_F(ControllerTest, QueuesShowUsageUpTheTreeAndFairShareByWeight) {
   EXPECT_THAT(e.message, HasSubstr("submit to one of nlp, vision"));
 }
 
-}  // namespace
-}  // namespace gangway::server::testing
-
-namespace gangway::server::testing {
-namespace {
 
 // Defect 9: a job that claimed a short limit (to be backfilled, say) is stopped at it as Slurm
 // does: the checkpoint signal with its grace, then the kill; it ends as timeout.
@@ -1465,11 +1455,6 @@ TEST_F(ControllerTest, TasksPerJobAndPendingJobsPerUserAreCapped) {
   Ok(c().Submit(kBob, "name: c\ngpu: 1\ncommand: [x]\n"));  // another user is not held back
 }
 
-}  // namespace
-}  // namespace gangway::server::testing
-
-namespace gangway::server::testing {
-namespace {
 
 // The agent stopped a task itself after losing the controller for nearly the node timeout: the
 // task counts as lost, whatever its exit code, and the job restarts as it would have had the
@@ -1492,11 +1477,6 @@ TEST_F(ControllerTest, ATaskItsAgentStoppedOnLosingTheControllerCountsAsLost) {
   EXPECT_EQ(job["attempt"], 1);
 }
 
-}  // namespace
-}  // namespace gangway::server::testing
-
-namespace gangway::server::testing {
-namespace {
 
 // Defect 4: a user's job preempted another user's with priority 2147483647. Priorities come
 // from classes the admin defines, for whom and where each says.
@@ -1529,11 +1509,6 @@ TEST_F(ControllerTest, PriorityClassesAreUsedOnlyByWhomAndWhereTheyAllow) {
   Ok(c().Submit(kAdmin, "name: x\npriorityClass: urgent\ncommand: [x]\n"));
 }
 
-}  // namespace
-}  // namespace gangway::server::testing
-
-namespace gangway::server::testing {
-namespace {
 
 class StoreDamageTest : public ControllerTest {
  protected:

@@ -144,6 +144,13 @@ TEST_F(HostileInputTest, EveryHostileRequestGetsItsErrorAndNothingAcceptedIsLost
       {"JSON string not UTF-8", "POST", "/v1/jobs", kAliceToken,
        "{\"name\": \"x\xfe\", \"gpu\": 1, \"command\": [\"x\"]}", 400, "name", "not UTF-8",
        "application/json"},
+      // Found by the fuzzers: aliases that expand a few KB into billions of values.
+      {"a billion laughs", "POST", "/v1/jobs", kAliceToken,
+       "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+       "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\n"
+       "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+       "name: x\ncommand: [x]\n",
+       400, "", "aliases (*name) expand to more than"},
       // Defect 11: what a user can send and must be told plainly.
       {"several YAML documents", "POST", "/v1/jobs", kAliceToken, AJob("---\n") + AJob(""), 400, "",
        "2 YAML documents"},

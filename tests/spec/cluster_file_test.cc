@@ -250,11 +250,6 @@ INSTANTIATE_TEST_SUITE_P(
             "NoNodes", "queues: []\n", {"cluster.yaml:1:1", "", "the cluster has no nodes"}}),
     [](const ::testing::TestParamInfo<MalformedCluster>& p) { return p.param.name; });
 
-}  // namespace
-}  // namespace gangway::spec
-
-namespace gangway::spec {
-namespace {
 
 TEST(ClusterFileTest, PriorityClassesSayWhoMayUseThemAndQueuesTheirLongestTimeLimit) {
   const ClusterFile f = MustParse(
@@ -279,11 +274,6 @@ TEST(ClusterFileTest, PriorityClassesSayWhoMayUseThemAndQueuesTheirLongestTimeLi
       << bad.ErrorText();
 }
 
-}  // namespace
-}  // namespace gangway::spec
-
-namespace gangway::spec {
-namespace {
 
 // Found by the fuzzer: 40 pools of 100,000 nodes in 4 KB took 2 GB to parse.
 TEST(ClusterFileTest, AClusterHasAtMostAHundredThousandNodes) {

@@ -267,5 +267,23 @@ TEST(JobFileTest, ReportsEveryProblemOfAFileNotOnlyTheFirst) {
   EXPECT_EQ(r.errors().size(), 2u) << r.ErrorText();
 }
 
+// Found by the fuzzers: aliases let 4 KB denote billions of values, and every reader walks them
+// written out (2 GB and minutes). Defaults reused through merge keys stay fine.
+TEST(JobFileTest, AliasesThatExpandPastTheTextAreRefused) {
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'h'; ++c) {
+    bomb += std::string(1, c) + ": &" + c + " [";
+    for (int i = 0; i < 10; ++i) bomb += std::string(i ? ", *" : "*") + static_cast<char>(c - 1);
+    bomb += "]\n";
+  }
+  auto r = ParseJobFile(bomb + "jobs: []\n", "jobs.yaml", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.ErrorText().find("aliases (*name) expand to more than"), std::string::npos)
+      << r.ErrorText();
+  std::string defaults = "jobs:\n  - &d {name: j0, queue: default, gpu: 1, cpu: 4, memory: 16Gi}\n";
+  for (int i = 1; i < 200; ++i) defaults += "  - {<<: *d, name: j" + std::to_string(i) + "}\n";
+  EXPECT_EQ(MustParse(defaults).jobs.size(), 200u);
+}
+
 }  // namespace
 }  // namespace gangway::spec
