@@ -6,14 +6,19 @@
 #   2. controller memory (peak RSS) under a 300 MB chunked upload without a token, and with
 #      one (before: 109 -> 435 MB);
 #   3. a job with timeLimit: 2s running `sleep 20`: how long until it ends as timeout
-#      (before: it ran the full 20 s).
+#      (before: it ran the full 20 s);
+#   4. on a second controller with --max-connections 16: 40 connections trickling their
+#      headers (a byte every 2 s), from one address and then from 40, and meanwhile how long an
+#      anonymous /healthz and an admin's /v1/jobs take (before: neither answered).
 # Usage: bench/hardening/hostile_inputs.sh [path/to/gangway]   (default build/release/gangway)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 gangway=$(realpath "${1:-build/release/gangway}")
+repo=$(pwd)
 work=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 cleanup() {
+  [[ -n "${slow_pid:-}" ]] && kill "$slow_pid" 2>/dev/null
   [[ -n "${up_pid:-}" ]] && kill "$up_pid" 2>/dev/null && wait "$up_pid" 2>/dev/null
   rm -rf "$work"
 }
@@ -83,3 +88,33 @@ done
 t1=$(now_ms)
 echo "job $id: submit to $(state_of "$id") in $((t1 - t0)) ms"
 "$gangway" describe "$id" | grep -E "^State|^Message" | head -3
+
+echo "== 4. 40 slow-header connections against --max-connections 16"
+port4=$((port + 1))
+"$gangway" server --data "$work/slow" --listen "127.0.0.1:$port4" --max-connections 16 \
+  >slow.log 2>&1 &
+slow_pid=$!
+for _ in $(seq 300); do
+  curl -sf "http://127.0.0.1:$port4/healthz" >/dev/null && break
+  sleep 0.1
+done
+admin4=$(python3 -c "import json; print(json.load(open('$work/slow/client.json'))['token'])")
+timed() {  # prints "<code> in <ms> ms" for a request given up on after 15 s
+  local t0 code
+  t0=$(now_ms)
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 15 "$@" || true)
+  echo "$code in $(($(now_ms) - t0)) ms"
+}
+for addresses in 1 40; do
+  python3 "$repo/bench/hardening/slow_clients.py" "$port4" 40 "$addresses" 14 >"slow-$addresses.json" &
+  loris=$!
+  sleep 2
+  echo "40 slow connections from $addresses address(es):" \
+    "anonymous /healthz $(timed "http://127.0.0.1:$port4/healthz");" \
+    "admin /v1/jobs $(timed -H "Authorization: Bearer $admin4" "http://127.0.0.1:$port4/v1/jobs")"
+  wait "$loris"
+  echo "  the slow clients saw: $(cat "slow-$addresses.json")"
+done
+curl -s --max-time 5 "http://127.0.0.1:$port4/metrics" | grep -E '^gangway_http_connections' || true
+kill "$slow_pid"
+wait "$slow_pid" 2>/dev/null || true

@@ -50,6 +50,9 @@ struct ServerFlags {
   std::string max_time_limit;
   int64_t max_body = 1 << 20;
   size_t max_connections = 16384;
+  std::optional<size_t> reserved_connections;  // default: ConnectionLimits::For
+  std::optional<size_t> max_connections_per_address;
+  std::string header_timeout = "10s";
   std::string tls_cert;
   std::string tls_key;
 };
@@ -209,11 +212,22 @@ void RunServer(const ServerFlags& f) {
   if (f.tls_cert.empty() != f.tls_key.empty()) {
     Fail("--tls-cert and --tls-key go together: the certificate and its private key");
   }
+  server::ConnectionLimits limits = server::ConnectionLimits::For(f.max_connections);
+  if (f.reserved_connections) {
+    if (*f.reserved_connections >= f.max_connections) {
+      Fail("--reserved-connections: must be below --max-connections (" +
+           std::to_string(f.max_connections) + "), or users could never connect");
+    }
+    limits.reserved = *f.reserved_connections;
+  }
+  if (f.max_connections_per_address) limits.per_address = *f.max_connections_per_address;
+  limits.header_timeout = ParseMillis("--header-timeout", f.header_timeout);
+  if (limits.header_timeout.count() <= 0) Fail("--header-timeout: must be more than 0");
   std::optional<server::HttpApi> api;
   try {
     api.emplace(*controller, auth,
                 server::HttpOptions{.max_body = static_cast<size_t>(f.max_body),
-                                    .max_threads = f.max_connections,
+                                    .connections = limits,
                                     .tls_cert = f.tls_cert,
                                     .tls_key = f.tls_key});
   } catch (const std::exception& e) {
@@ -369,9 +383,22 @@ void AddServerCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-connections", f->max_connections,
                   "Serve at most this many connections at once, a thread each; every agent "
-                  "holds one. More wait to be served")
+                  "holds one. Past it, a connection takes the place of one that has waited a "
+                  "second or more for its headers, or is answered 503")
       ->capture_default_str()
       ->check(CLI::Range(size_t{16}, size_t{1} << 20));
+  cmd->add_option("--reserved-connections", f->reserved_connections,
+                  "Of --max-connections, keep this many for agents and admins: other users' "
+                  "connections past the rest are answered 503 (default: an eighth, at most 256)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  cmd->add_option("--max-connections-per-address", f->max_connections_per_address,
+                  "The most connections one client address may hold before they show an "
+                  "agent's or an admin's token (default: a quarter of the users' share)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  cmd->add_option("--header-timeout", f->header_timeout,
+                  "Cut a connection whose request headers (and TLS handshake) take longer "
+                  "than this")
+      ->capture_default_str();
   cmd->add_option("--tls-cert", f->tls_cert,
                   "Serve HTTPS with this certificate chain (PEM); needs --tls-key")
       ->type_name("FILE");

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "server/guarded_server.h"
 #include "spec/text.h"
 
 namespace gangway::server {
@@ -119,11 +120,13 @@ HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
   if (options_.tls_cert.empty() != options_.tls_key.empty()) {
     throw std::runtime_error("TLS needs both a certificate and its private key");
   }
+  guard_ = std::make_unique<ConnectionGuard>(options_.connections,
+                                             [](int fd) { ::shutdown(fd, SHUT_RDWR); });
   if (options_.tls_cert.empty()) {
-    server_ = std::make_unique<httplib::Server>();
+    server_ = std::make_unique<GuardedServer>(*guard_);
   } else {
-    auto tls =
-        std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
+    auto tls = std::make_unique<GuardedTlsServer>(*guard_, options_.tls_cert.c_str(),
+                                                  options_.tls_key.c_str());
     if (!tls->is_valid()) {
       throw std::runtime_error("cannot use the TLS certificate " + options_.tls_cert +
                                " with the key " + options_.tls_key +
@@ -135,8 +138,9 @@ HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
     server_ = std::move(tls);
   }
   // Each agent holds a connection, and so a thread, for its commands long poll.
+  // The guard holds admitted connections to the limit; a few threads more answer the refused.
   server_->new_task_queue = [this] {
-    auto* pool = new GrowingThreadPool({.max_threads = options_.max_threads});
+    auto* pool = new GrowingThreadPool({.max_threads = options_.connections.max_connections + 64});
     pool_.store(pool);
     return pool;
   };
@@ -181,7 +185,35 @@ HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
     }
     SendError(res, {500, "internal", "internal error: " + what, "", json::array()});
   });
+  // A connection's first request says whose it is: agents and admins may use the slots kept
+  // from ordinary users, and an ordinary connection past its share is answered 503 and closed.
+  server_->set_pre_routing_handler([this](const Request& req, Response& res) {
+    const uint64_t conn = CurrentConnection();
+    if (conn == 0 || !guard_->Unclassified(conn) || guard_->Classify(conn, Privileged(req))) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    const ConnectionLimits& limits = guard_->limits();
+    res.set_header("Retry-After", "1");
+    SendError(res, {503, "busy",
+                    "the controller is serving its limit of " +
+                        std::to_string(limits.max_connections - limits.reserved) +
+                        " connections of users; " + std::to_string(limits.reserved) +
+                        " more are kept for agents and admins (--reserved-connections)",
+                    "", json::array()});
+    CloseAfter(res);
+    Count("connection", res.status, 0);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  guard_->StartWatchdog();
   Routes();
+}
+
+bool HttpApi::Privileged(const Request& req) const {
+  const std::string token = BearerToken(req);
+  if (token.empty()) return false;
+  const std::shared_ptr<const AuthConfig> auth = Auth();
+  if (const Identity* id = auth->Find(token)) return id->admin;
+  return auth->IsJoinToken(token) || controller_.IsNodeToken(token);
 }
 
 int HttpApi::Bind(const std::string& host, int port) {
@@ -584,8 +616,27 @@ std::string HttpApi::MetricsText() {
       << "gangway_http_threads " << pool->threads() << "\n"
       << "# HELP gangway_http_threads_limit The most HTTP connections served at once.\n"
          "# TYPE gangway_http_threads_limit gauge\n"
-      << "gangway_http_threads_limit " << options_.max_threads << "\n";
+      << "gangway_http_threads_limit " << options_.connections.max_connections << "\n";
   }
+  const ConnectionGuard::Stats c = guard_->stats();
+  o << "# HELP gangway_http_connections Open HTTP connections, by what their first request "
+       "showed them to be (unclassified: its headers are still coming).\n"
+       "# TYPE gangway_http_connections gauge\n"
+    << "gangway_http_connections{class=\"privileged\"} " << c.privileged << "\n"
+    << "gangway_http_connections{class=\"ordinary\"} " << c.ordinary << "\n"
+    << "gangway_http_connections{class=\"unclassified\"} " << c.open - c.privileged - c.ordinary
+    << "\n"
+    << "# HELP gangway_http_connections_refused_total Connections refused (503) by the limit "
+       "they met.\n"
+       "# TYPE gangway_http_connections_refused_total counter\n"
+    << "gangway_http_connections_refused_total{limit=\"total\"} " << c.refused_full << "\n"
+    << "gangway_http_connections_refused_total{limit=\"address\"} " << c.refused_address << "\n"
+    << "gangway_http_connections_refused_total{limit=\"users\"} " << c.refused_ordinary << "\n"
+    << "# HELP gangway_http_connections_cut_total Connections cut before their headers came: "
+       "past the header deadline, or evicted for a new connection at a limit.\n"
+       "# TYPE gangway_http_connections_cut_total counter\n"
+    << "gangway_http_connections_cut_total{reason=\"header_timeout\"} " << c.header_timeouts << "\n"
+    << "gangway_http_connections_cut_total{reason=\"evicted\"} " << c.evicted << "\n";
   return o.str();
 }
 

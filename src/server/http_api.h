@@ -16,6 +16,7 @@
 #include <string>
 
 #include "server/auth.h"
+#include "server/connection_guard.h"
 #include "server/controller.h"
 #include "server/growing_thread_pool.h"
 #include "server/histogram.h"
@@ -24,9 +25,10 @@ namespace gangway::server {
 
 struct HttpOptions {
   size_t max_body = 1 << 20;
-  // The most connections served at once, one thread each; every agent holds one for its
-  // commands long poll. Threads start as connections arrive.
-  size_t max_threads = 16384;
+  // The most connections served at once (one thread each: every agent holds one for its
+  // commands long poll), their header deadline, the share kept for agents and admins and the
+  // most per client address. See ConnectionGuard.
+  ConnectionLimits connections = ConnectionLimits::For(16384);
   // Both set: serve HTTPS with this certificate chain and private key (PEM files).
   std::string tls_cert;
   std::string tls_key;
@@ -48,10 +50,15 @@ class HttpApi {
   // already past authorization finish as the users they were.
   void SetAuth(AuthConfig auth);
 
+  ConnectionGuard::Stats ConnectionStats() const { return guard_->stats(); }
+
  private:
   std::shared_ptr<const AuthConfig> Auth() const;
   void Routes();
   std::string MetricsText();
+  // Whether a request's bearer token is an agent's (a node token, the join token) or an admin's:
+  // such a connection may use the slots kept from ordinary users.
+  bool Privileged(const httplib::Request& req) const;
   ApiError TooLarge() const;
   void Count(const std::string& route, int status, double seconds);
 
@@ -59,7 +66,9 @@ class HttpApi {
   mutable std::mutex auth_mu_;
   std::shared_ptr<const AuthConfig> auth_;  // replaced whole, never changed
   HttpOptions options_;
-  std::unique_ptr<httplib::Server> server_;              // an httplib::SSLServer with TLS
+  // Declared before server_, whose connection threads use it until the server is gone.
+  std::unique_ptr<ConnectionGuard> guard_;
+  std::unique_ptr<httplib::Server> server_;              // a GuardedServer or GuardedTlsServer
   int listen_fd_ = -1;                                   // the socket the last Bind attempt created
   std::atomic<const GrowingThreadPool*> pool_{nullptr};  // owned by server_ while it serves
 

@@ -48,7 +48,9 @@ class HttpApiTest : public ControllerTest {
     port_ = api_->Bind("127.0.0.1", 0);
     ASSERT_GT(port_, 0);
     thread_ = std::thread([this] { api_->Serve(); });
-    http_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    const std::string scheme = http_options_.tls_cert.empty() ? "http://" : "https://";
+    http_ = std::make_unique<httplib::Client>(scheme + "127.0.0.1:" + std::to_string(port_));
+    http_->enable_server_certificate_verification(false);  // a test's self-signed certificate
     ASSERT_TRUE(Eventually([&] { return static_cast<bool>(http_->Get("/healthz")); }));
   }
   void StopApi() {

@@ -298,7 +298,7 @@ TEST_F(HttpApiTest, EventsTakeTheNewestAndAJob) {
 TEST_F(HttpApiTest, ASecondServerCannotBindTheSamePort) {
   // With SO_REUSEPORT (httplib's default) this Bind succeeded, and the kernel then split new
   // connections between two controllers with different state.
-  HttpApi second(c(), AuthConfig{}, HttpOptions{.max_threads = 1});
+  HttpApi second(c(), AuthConfig{}, HttpOptions{.connections = ConnectionLimits::For(1)});
   EXPECT_EQ(second.Bind("127.0.0.1", port_), -1);
   auto r = http_->Get("/healthz");
   ASSERT_TRUE(r);
@@ -309,7 +309,7 @@ TEST_F(HttpApiTest, ManyConnectionsWaitToBeAcceptedRatherThanBeingDropped) {
   // A server bound but not yet serving accepts nothing, so every connection that completes
   // its handshake waits in the listen backlog. With httplib's backlog of 5, the kernel drops
   // the SYNs beyond it and those clients retry only after a second.
-  HttpApi idle(c(), AuthConfig{}, HttpOptions{.max_threads = 1});
+  HttpApi idle(c(), AuthConfig{}, HttpOptions{.connections = ConnectionLimits::For(1)});
   const int port = idle.Bind("127.0.0.1", 0);
   ASSERT_GT(port, 0);
   constexpr int kClients = 64;
