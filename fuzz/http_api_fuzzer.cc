@@ -51,8 +51,9 @@ class LiveApi {
     auth.tokens["fuzz-admin"] = {.user = "admin", .admin = true};
     auth.tokens["fuzz-user"] = {.user = "alice", .admin = false};
     auth.join_token = fuzz::kJoinToken;
-    api_ = std::make_unique<server::HttpApi>(live.controller(), std::move(auth),
-                                             server::HttpOptions{.max_threads = 256});
+    api_ = std::make_unique<server::HttpApi>(
+        live.controller(), std::move(auth),
+        server::HttpOptions{.connections = server::ConnectionLimits::For(256)});
     port_ = api_->Bind("127.0.0.1", 0);
     if (port_ <= 0) {
       std::fprintf(stderr, "fuzz setup failed: cannot bind 127.0.0.1\n");
