@@ -1,6 +1,9 @@
 #include "server/connection_guard.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <csignal>
 
 namespace gangway::server {
 namespace {
@@ -56,11 +59,10 @@ ConnectionGuard::Admission ConnectionGuard::Admit(int fd, const std::string& add
   c.fd = fd;
   c.address = address;
   c.deadline = now + limits_.header_timeout;
-  const bool earliest = awaiting_.empty() || *c.deadline < awaiting_.begin()->first;
   awaiting_.emplace(*c.deadline, id);
   ++per_address_[address];
   ++stats_.open;
-  if (earliest) wake_.notify_all();
+  WakeWatchdogLocked(*c.deadline);
   return {id, Refusal::kNone};
 }
 
@@ -71,9 +73,17 @@ void ConnectionGuard::AwaitHeaders(uint64_t id, Clock::time_point now) {
   Connection& c = it->second;
   if (c.deadline) awaiting_.erase({*c.deadline, id});
   c.deadline = now + limits_.header_timeout;
-  const bool earliest = awaiting_.empty() || *c.deadline < awaiting_.begin()->first;
   awaiting_.emplace(*c.deadline, id);
-  if (earliest) wake_.notify_all();
+  WakeWatchdogLocked(*c.deadline);
+}
+
+void ConnectionGuard::WakeWatchdogLocked(Clock::time_point deadline) {
+  // Most deadlines come after the one the watchdog already waits for (they are all
+  // header_timeout from now), and most are cleared before it: waking it for each would cost
+  // every request two context switches.
+  if (deadline >= watchdog_until_) return;
+  watchdog_until_ = deadline;
+  wake_.notify_all();
 }
 
 void ConnectionGuard::HeadersRead(uint64_t id) {
@@ -193,13 +203,21 @@ void ConnectionGuard::Stop() {
 }
 
 void ConnectionGuard::WatchdogLoop() {
+  // Signals are for the threads that wait for them (`gangway server` takes SIGHUP with
+  // sigwait): one delivered here would run its default action, which for SIGHUP ends the
+  // process.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   std::unique_lock lock(mu_);
   while (!stopping_) {
     ExpireLocked(Clock::now());
     if (awaiting_.empty()) {
+      watchdog_until_ = Clock::time_point::max();
       wake_.wait(lock);
     } else {
       const Clock::time_point next = awaiting_.begin()->first;  // not a reference into the set
+      watchdog_until_ = next;
       wake_.wait_until(lock, next);
     }
   }

@@ -131,6 +131,8 @@ class ConnectionGuard {
   void CutLocked(Connection& c);
   void ForgetLocked(Connection& c);  // takes it out of the counts
   void ExpireLocked(Clock::time_point now);
+  // Wakes the watchdog if `deadline` comes before the time it waits until.
+  void WakeWatchdogLocked(Clock::time_point deadline);
   void WatchdogLoop();
 
   const ConnectionLimits limits_;
@@ -146,6 +148,9 @@ class ConnectionGuard {
   uint64_t next_id_ = 1;
   Stats stats_;
   bool stopping_ = false;
+  // When the watchdog wakes next on its own (max: only when woken). Before it starts, max too:
+  // Expire is then the caller's.
+  Clock::time_point watchdog_until_ = Clock::time_point::max();
   std::optional<std::thread> watchdog_;
 };
 
