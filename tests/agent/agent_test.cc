@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "testing/eventually.h"
 #include "testing/temp_dir.h"
 
 namespace gangway::agent {
@@ -753,14 +754,8 @@ TEST_F(AgentTest, ShutdownStopsTasksWithTheirSignalAndReportsTheExits) {
 
 // Polls `done` every millisecond until it holds or `timeout` passes: for what only the agent's
 // machine shows (a file, a process), which no condition variable announces.
-template <typename F>
-bool PollFor(F done, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
+bool PollFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  return ::gangway::testing::Eventually(done, timeout, 1ms);
 }
 
 // A process that no longer runs: gone, or a zombie its reaper has not collected yet.

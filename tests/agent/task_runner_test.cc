@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "testing/eventually.h"
 #include "testing/temp_dir.h"
 
 namespace gangway::agent {
@@ -33,15 +34,9 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-// Polls `done` every millisecond until it holds or `timeout` passes.
-template <typename F>
-bool WaitFor(F done, std::chrono::milliseconds timeout = 5000ms) {
-  const auto deadline = Clock::now() + timeout;
-  while (!done()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
+// Every millisecond: some of these tests time how soon a process is gone.
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = 5000ms) {
+  return ::gangway::testing::Eventually(done, timeout, 1ms);
 }
 
 // A process that no longer runs: gone, or a zombie waiting for a reaper that is not us.

@@ -33,6 +33,7 @@
 
 #include "client/api_client.h"
 #include "process.h"
+#include "testing/eventually.h"
 
 namespace gangway::testing {
 namespace {
@@ -43,14 +44,9 @@ using std::chrono::seconds;
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
-// Polls `done` every 25 ms until it holds or `timeout` passes; true if it held.
+// Every 25 ms: each check of these tests runs the CLI or reads a file.
 bool Eventually(const std::function<bool()>& done, milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(milliseconds(25));
-  }
-  return done();
+  return ::gangway::testing::Eventually(done, timeout, milliseconds(25));
 }
 
 // A string member of a JSON object, or "" when it is absent or not a string.

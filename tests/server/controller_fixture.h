@@ -14,22 +14,14 @@
 #include <thread>
 
 #include "server/controller.h"
+#include "testing/eventually.h"
 #include "testing/temp_dir.h"
 
 namespace gangway::server::testing {
 
 using nlohmann::json;
 
-// Polls `done` until it holds or `timeout` passes; true if it held.
-inline bool Eventually(const std::function<bool()>& done,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return done();
-}
+using ::gangway::testing::Eventually;
 
 template <typename T>
 const T& Ok(const Outcome<T>& out) {
