@@ -110,19 +110,29 @@ Controller::Controller(ControllerOptions options)
   // it, which would make it a new, empty one.
   const std::filesystem::path db = options_.data_dir / "gangway.db";
   const std::filesystem::path ids_file = options_.data_dir / kJobIdsFile;
-  std::error_code ec;
-  const bool empty_db = !std::filesystem::exists(db) || std::filesystem::file_size(db, ec) == 0;
-  if (const uint64_t reserved = ReadJobIdFloor(ids_file);
-      empty_db && reserved > 0 && !options_.salvage_store) {
-    throw StoreError("the state database " + db.string() +
-                     " is empty or missing, but this data directory has handed out job ids up "
-                     "to " +
-                     std::to_string(reserved) + " (" + ids_file.string() +
-                     "): its jobs were lost. Restore the database from a backup, or start with "
-                     "--salvage-database to start without them (job ids go on from " +
-                     std::to_string(reserved) + ")");
+  const uint64_t reserved = ReadJobIdFloor(ids_file);
+  auto lost = [&](const std::string& what) {
+    return StoreError(what + ", but this data directory has handed out job ids up to " +
+                      std::to_string(reserved) + " (" + ids_file.string() +
+                      "): its jobs were lost. Restore it from a backup, or start with "
+                      "--salvage-database to start without them (job ids go on from " +
+                      std::to_string(reserved) + ")");
+  };
+  if (options_.open_store) {
+    store_ = options_.open_store();
+    if (store_->created() && reserved > 0 && !options_.salvage_store) {
+      throw lost("the state store is empty");
+    }
+  } else {
+    // Checked before SQLite opens the file, which would make it a new, empty database.
+    std::error_code ec;
+    const bool empty_db = !std::filesystem::exists(db) || std::filesystem::file_size(db, ec) == 0;
+    if (empty_db && reserved > 0 && !options_.salvage_store) {
+      throw lost("the state database " + db.string() + " is empty or missing");
+    }
+    store_ =
+        std::make_unique<SqliteStore>(db.string(), StoreOptions{.salvage = options_.salvage_store});
   }
-  store_ = std::make_unique<Store>(db.string(), StoreOptions{.salvage = options_.salvage_store});
   Load();
 }
 
@@ -155,7 +165,7 @@ void Controller::Load() {
   ids_reserved_until_ = reserved;
   // Reading a job back parses its spec again, the bulk of a restart (about 30 us a job), so
   // it runs on every core; indexing stays in id order on this thread.
-  std::vector<Store::JobRow> rows = store_->LoadJobs();
+  std::vector<StateStore::JobRow> rows = store_->LoadJobs();
   auto loaded = util::ParallelMap<LoadedJob>(rows.size(), 0, [&](size_t i) {
     return ReadJobBack(rows[i].doc, options_.priority_classes);
   });
@@ -249,7 +259,7 @@ void Controller::WriterLoop() {
   for (;;) {
     writer_wake_.wait(lock,
                       [&] { return writer_stopping_ || !writes_.empty() || !unstamped_.empty(); });
-    std::vector<Write> batch;
+    std::vector<StateWrite> batch;
     batch.swap(writes_);
     std::vector<std::filesystem::path> empty_dirs;
     empty_dirs.swap(empty_dirs_to_remove_);
@@ -279,32 +289,9 @@ void Controller::WriterLoop() {
       continue;
     }
     lock.unlock();
-    // A job saved several times in one batch needs only its last document.
-    std::map<uint64_t, size_t> last_doc;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (batch[i].kind == Write::Kind::kJob) last_doc[batch[i].job] = i;
-    }
     for (int attempt = 0;; ++attempt) {
       try {
-        store_->Begin();
-        for (size_t i = 0; i < batch.size(); ++i) {
-          const Write& w = batch[i];
-          switch (w.kind) {
-            case Write::Kind::kJob:
-              if (last_doc[w.job] == i) store_->PutJob(w.job, w.key, w.user, w.doc);
-              break;
-            case Write::Kind::kNode:
-              store_->PutNode(w.key, w.doc);
-              break;
-            case Write::Kind::kEvent:
-              store_->AppendEvent(w.event);
-              break;
-            case Write::Kind::kForget:
-              store_->ForgetJob(w.job);
-              break;
-          }
-        }
-        store_->Commit();
+        store_->Commit(batch);
         // rmdir(2) removes only an empty directory: a checkpoint the job wrote stays. Where
         // the checkpoint root is not visible to the controller, it fails and changes nothing.
         for (const auto& dir : empty_dirs) ::rmdir(dir.c_str());
@@ -314,7 +301,6 @@ void Controller::WriterLoop() {
         }
         break;
       } catch (const std::exception& e) {
-        store_->Rollback();
         {
           std::lock_guard failed(mu_);
           store_error_ = e.what();
@@ -424,7 +410,7 @@ void Controller::ForgetFinishedJobsLocked() {
     }
     CountLocked(it->second, std::nullopt);
     jobs_.erase(it);
-    writes_.push_back({.kind = Write::Kind::kForget, .job = id});
+    writes_.push_back({.kind = StateWrite::Kind::kForgetJob, .job = id});
     ++queued_gen_;
     log_dirs_to_remove_.push_back(options_.data_dir / "logs" / std::to_string(id));
     logs_.Forget(id);
@@ -981,7 +967,7 @@ void Controller::IndexLocked(JobRecord& job) {
 
 void Controller::SaveJobLocked(JobRecord& job) {
   IndexLocked(job);
-  writes_.push_back({.kind = Write::Kind::kJob,
+  writes_.push_back({.kind = StateWrite::Kind::kJob,
                      .job = job.id,
                      .key = std::string(JobStateName(job.state)),
                      .user = job.live.job.user,
@@ -994,14 +980,14 @@ void Controller::SaveNodeLocked(const NodeRecord& node, NodeChange change) {
   if (change != NodeChange::kNone) ++nodes_version_;
   if (change == NodeChange::kMayShrink) ++shrink_version_;
   writes_.push_back(
-      {.kind = Write::Kind::kNode, .key = node.node.name, .doc = StoredJson(NodeDoc(node))});
+      {.kind = StateWrite::Kind::kNode, .key = node.node.name, .doc = StoredJson(NodeDoc(node))});
   ++queued_gen_;
   writer_wake_.notify_one();
 }
 
 void Controller::EventLocked(uint64_t job, std::string type, std::string message) {
   writes_.push_back(
-      {.kind = Write::Kind::kEvent,
+      {.kind = StateWrite::Kind::kEvent,
        .event = {
            .time = Now(), .job = job, .type = std::move(type), .message = std::move(message)}});
   ++queued_gen_;

@@ -37,7 +37,8 @@
 #include "server/histogram.h"
 #include "server/log_store.h"
 #include "server/records.h"
-#include "server/store.h"
+#include "server/sqlite_store.h"
+#include "server/state_store.h"
 #include "spec/cluster_file.h"
 
 namespace gangway::server {
@@ -112,6 +113,10 @@ struct ControllerOptions {
   // Start on a damaged or lost database with what can be read, saying what was lost, rather
   // than refuse (gangway server --salvage-database).
   bool salvage_store = false;
+  // Opens where the state lives. Unset: SQLite in data_dir/gangway.db. The store's created()
+  // must be true only when nothing was stored before: with ids handed out (data_dir/job-ids)
+  // such a store is refused unless salvage_store, as a lost database is.
+  std::function<std::unique_ptr<StateStore>()> open_store;
   int max_tasks_per_job = 10000;
   int max_pending_per_user = 10000;
   // The longest time limit of any job, and the limit of one without (a queue's maxTimeLimit is
@@ -346,7 +351,7 @@ class Controller {
 
   ControllerOptions options_;
   std::string epoch_;
-  std::unique_ptr<Store> store_;
+  std::unique_ptr<StateStore> store_;
   LogStore logs_;  // tasks' output, under data_dir/logs
   std::optional<core::Scheduler> scheduler_;
   // The same profile with max_jobs_per_cycle = cycle_depth, for cycles run for an event.
@@ -356,15 +361,7 @@ class Controller {
   std::condition_variable wake_;  // the scheduling thread
   bool dirty_ = true;
   bool stopping_ = false;
-  struct Write {
-    enum class Kind : uint8_t { kJob, kNode, kEvent, kForget } kind;
-    uint64_t job = 0;
-    std::string key;  // job state or node name
-    std::string user;
-    std::string doc;
-    StoredEvent event;
-  };
-  std::vector<Write> writes_;  // queued, not yet committed
+  std::vector<StateWrite> writes_;  // queued, not yet committed
   // Checkpoint directories of finished jobs, removed if empty by the writer after its next
   // commit, outside the lock (the checkpoint root is often a network filesystem).
   std::vector<std::filesystem::path> empty_dirs_to_remove_;

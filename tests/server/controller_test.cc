@@ -1346,7 +1346,6 @@ TEST_F(ControllerTest, DrainedNodeTakesNoNewWork) {
   EXPECT_EQ(TakeCommands("n1").size(), 1u);
 }
 
-
 using ::testing::HasSubstr;
 
 TEST_F(ControllerTest, QueuesShowUsageUpTheTreeAndFairShareByWeight) {
@@ -1374,7 +1373,6 @@ TEST_F(ControllerTest, QueuesShowUsageUpTheTreeAndFairShareByWeight) {
   EXPECT_EQ(e.field, "queue");
   EXPECT_THAT(e.message, HasSubstr("submit to one of nlp, vision"));
 }
-
 
 // Defect 9: a job that claimed a short limit (to be backfilled, say) is stopped at it as Slurm
 // does: the checkpoint signal with its grace, then the kill; it ends as timeout.
@@ -1455,7 +1453,6 @@ TEST_F(ControllerTest, TasksPerJobAndPendingJobsPerUserAreCapped) {
   Ok(c().Submit(kBob, "name: c\ngpu: 1\ncommand: [x]\n"));  // another user is not held back
 }
 
-
 // The agent stopped a task itself after losing the controller for nearly the node timeout: the
 // task counts as lost, whatever its exit code, and the job restarts as it would have had the
 // node been lost.
@@ -1476,7 +1473,6 @@ TEST_F(ControllerTest, ATaskItsAgentStoppedOnLosingTheControllerCountsAsLost) {
   EXPECT_EQ(job["restarts"], 1);
   EXPECT_EQ(job["attempt"], 1);
 }
-
 
 // Defect 4: a user's job preempted another user's with priority 2147483647. Priorities come
 // from classes the admin defines, for whom and where each says.
@@ -1508,7 +1504,6 @@ TEST_F(ControllerTest, PriorityClassesAreUsedOnlyByWhomAndWhereTheyAllow) {
   EXPECT_EQ(Err(c().Submit(kAlice, "name: x\npriorityClass: urgent\ncommand: [x]\n")).status, 403);
   Ok(c().Submit(kAdmin, "name: x\npriorityClass: urgent\ncommand: [x]\n"));
 }
-
 
 class StoreDamageTest : public ControllerTest {
  protected:
@@ -1579,6 +1574,29 @@ TEST_F(StoreDamageTest, ALostDatabaseIsRefusedAndIdsAreNeverHandedOutTwice) {
   o.salvage_store = true;
   Start(o);
   EXPECT_GT(Submit("name: after\ncommand: [x]\n"), last);
+}
+
+// The storage seam: a store given in the options holds all state; the data directory then
+// holds no database. One that says it was just created is refused once ids were handed out.
+TEST_F(ControllerTest, AGivenStateStoreHoldsTheStateAcrossRestarts) {
+  auto o = Options();
+  const std::filesystem::path elsewhere = dir_.path() / "elsewhere.db";
+  o.open_store = [elsewhere] { return std::make_unique<SqliteStore>(elsewhere.string()); };
+  Start(o);
+  const uint64_t id = Submit("name: kept\ncommand: [x]\n");
+  Restart(o);
+  EXPECT_EQ(Job(id)["name"], "kept");
+  EXPECT_TRUE(std::filesystem::exists(elsewhere));
+  EXPECT_FALSE(std::filesystem::exists(o.data_dir / "gangway.db"));
+  controller_.reset();
+  std::filesystem::remove(elsewhere);
+  for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(elsewhere.string() + suffix);
+  try {
+    Controller refused(o);
+    ADD_FAILURE() << "an empty store was taken for this data directory's";
+  } catch (const StoreError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the state store is empty"));
+  }
 }
 
 // Defect 11: on a full disk a submission failed only after 30 s. It now fails at once with 507

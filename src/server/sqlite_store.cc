@@ -1,6 +1,7 @@
-#include "server/store.h"
+#include "server/sqlite_store.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 namespace gangway::server {
@@ -32,7 +33,8 @@ std::string ColumnText(sqlite3_stmt* s, int i) {
 
 }  // namespace
 
-Store::Store(const std::string& path, StoreOptions options) : path_(path), options_(options) {
+SqliteStore::SqliteStore(const std::string& path, StoreOptions options)
+    : path_(path), options_(options) {
   if (sqlite3_open_v2(path.c_str(), &db_,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
@@ -68,7 +70,7 @@ Store::Store(const std::string& path, StoreOptions options) : path_(path), optio
         "job INTEGER NOT NULL, type TEXT NOT NULL, message TEXT NOT NULL)");
     Exec("CREATE INDEX events_job ON events (job, seq)");
     Exec("INSERT INTO meta (key, value) VALUES ('schema_version', '1')");
-    Commit();
+    CommitTransaction();
   }
   put_job_ = Prepare("INSERT OR REPLACE INTO jobs (id, state, user, doc) VALUES (?, ?, ?, ?)");
   put_node_ = Prepare("INSERT OR REPLACE INTO nodes (name, doc) VALUES (?, ?)");
@@ -81,16 +83,16 @@ Store::Store(const std::string& path, StoreOptions options) : path_(path), optio
       "SET value = ?1 WHERE CAST(value AS INTEGER) < CAST(?1 AS INTEGER)");
 }
 
-Store::~Store() {
+SqliteStore::~SqliteStore() {
   for (sqlite3_stmt* s : statements_) sqlite3_finalize(s);
   sqlite3_close(db_);
 }
 
-void Store::Fail(std::string_view what) const {
+void SqliteStore::Fail(std::string_view what) const {
   throw StoreError(std::string(what) + " failed on " + path_ + ": " + sqlite3_errmsg(db_));
 }
 
-void Store::Exec(const char* sql) {
+void SqliteStore::Exec(const char* sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
     std::string msg = err ? err : "unknown error";
@@ -99,19 +101,19 @@ void Store::Exec(const char* sql) {
   }
 }
 
-sqlite3_stmt* Store::Prepare(const char* sql) {
+sqlite3_stmt* SqliteStore::Prepare(const char* sql) {
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) Fail(sql);
   statements_.push_back(s);
   return s;
 }
 
-void Store::Begin() { Exec("BEGIN IMMEDIATE"); }
-void Store::Commit() { Exec("COMMIT"); }
-void Store::Rollback() { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
+void SqliteStore::Begin() { Exec("BEGIN IMMEDIATE"); }
+void SqliteStore::CommitTransaction() { Exec("COMMIT"); }
+void SqliteStore::Rollback() { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
 
-void Store::PutJob(uint64_t id, std::string_view state, std::string_view user,
-                   std::string_view doc) {
+void SqliteStore::PutJob(uint64_t id, std::string_view state, std::string_view user,
+                         std::string_view doc) {
   Reset r(put_job_);
   sqlite3_bind_int64(put_job_, 1, static_cast<sqlite3_int64>(id));
   BindText(put_job_, 2, state);
@@ -120,24 +122,55 @@ void Store::PutJob(uint64_t id, std::string_view state, std::string_view user,
   if (sqlite3_step(put_job_) != SQLITE_DONE) Fail("saving job " + std::to_string(id));
 }
 
-void Store::PutNode(std::string_view name, std::string_view doc) {
+void SqliteStore::PutNode(std::string_view name, std::string_view doc) {
   Reset r(put_node_);
   BindText(put_node_, 1, name);
   BindText(put_node_, 2, doc);
   if (sqlite3_step(put_node_) != SQLITE_DONE) Fail("saving node " + std::string(name));
 }
 
-int64_t Store::AppendEvent(const StoredEvent& e) {
+void SqliteStore::AppendEvent(const StoredEvent& e) {
   Reset r(add_event_);
   sqlite3_bind_int64(add_event_, 1, e.time);
   sqlite3_bind_int64(add_event_, 2, static_cast<sqlite3_int64>(e.job));
   BindText(add_event_, 3, e.type);
   BindText(add_event_, 4, e.message);
   if (sqlite3_step(add_event_) != SQLITE_DONE) Fail("recording an event");
-  return sqlite3_last_insert_rowid(db_);
 }
 
-void Store::CheckIntegrity() {
+void SqliteStore::Commit(const std::vector<StateWrite>& batch) {
+  // A job saved several times in one batch needs only its last document.
+  std::map<uint64_t, size_t> last_doc;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].kind == StateWrite::Kind::kJob) last_doc[batch[i].job] = i;
+  }
+  Begin();
+  try {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const StateWrite& w = batch[i];
+      switch (w.kind) {
+        case StateWrite::Kind::kJob:
+          if (last_doc[w.job] == i) PutJob(w.job, w.key, w.user, w.doc);
+          break;
+        case StateWrite::Kind::kNode:
+          PutNode(w.key, w.doc);
+          break;
+        case StateWrite::Kind::kEvent:
+          AppendEvent(w.event);
+          break;
+        case StateWrite::Kind::kForgetJob:
+          ForgetJob(w.job);
+          break;
+      }
+    }
+    CommitTransaction();
+  } catch (...) {
+    Rollback();
+    throw;
+  }
+}
+
+void SqliteStore::CheckIntegrity() {
   // A damaged page shows in quick_check (O(size), about 1 s per GB) or as SQLITE_NOTADB and
   // SQLITE_CORRUPT on the first read.
   sqlite3_stmt* s = nullptr;
@@ -168,7 +201,7 @@ void Store::CheckIntegrity() {
   damage_.push_back("integrity check: " + what);
 }
 
-std::vector<Store::JobRow> Store::LoadJobs() {
+std::vector<StateStore::JobRow> SqliteStore::LoadJobs() {
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db_, "SELECT id, doc FROM jobs ORDER BY id", -1, &s, nullptr) !=
       SQLITE_OK) {
@@ -225,7 +258,7 @@ std::vector<Store::JobRow> Store::LoadJobs() {
   return out;
 }
 
-std::vector<std::pair<std::string, std::string>> Store::LoadNodes() {
+std::vector<std::pair<std::string, std::string>> SqliteStore::LoadNodes() {
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db_, "SELECT name, doc FROM nodes ORDER BY name", -1, &s, nullptr) !=
       SQLITE_OK) {
@@ -237,7 +270,7 @@ std::vector<std::pair<std::string, std::string>> Store::LoadNodes() {
   return out;
 }
 
-void Store::ForgetJob(uint64_t id) {
+void SqliteStore::ForgetJob(uint64_t id) {
   const auto sid = static_cast<sqlite3_int64>(id);
   for (sqlite3_stmt* s : {forget_job_, forget_events_}) {
     Reset r(s);
@@ -249,7 +282,7 @@ void Store::ForgetJob(uint64_t id) {
   if (sqlite3_step(raise_id_floor_) != SQLITE_DONE) Fail("forgetting job " + std::to_string(id));
 }
 
-uint64_t Store::MaxJobId() {
+uint64_t SqliteStore::MaxJobId() {
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db_,
                          "SELECT MAX(COALESCE((SELECT MAX(id) FROM jobs), 0), COALESCE((SELECT "
@@ -263,7 +296,8 @@ uint64_t Store::MaxJobId() {
   return id;
 }
 
-std::vector<StoredEvent> Store::QueryEvents(int64_t after, uint64_t job, int limit, bool newest) {
+std::vector<StoredEvent> SqliteStore::QueryEvents(int64_t after, uint64_t job, int limit,
+                                                  bool newest) {
   const std::string sql =
       std::string("SELECT seq, time, job, type, message FROM events WHERE seq > ?") +
       (job == 0 ? "" : " AND job = ?") + " ORDER BY seq" + (newest ? " DESC" : "") + " LIMIT ?";
@@ -284,11 +318,11 @@ std::vector<StoredEvent> Store::QueryEvents(int64_t after, uint64_t job, int lim
   return out;
 }
 
-std::vector<StoredEvent> Store::Events(int64_t after, uint64_t job, int limit) {
+std::vector<StoredEvent> SqliteStore::Events(int64_t after, uint64_t job, int limit) {
   return QueryEvents(after, job, limit, /*newest=*/false);
 }
 
-std::vector<StoredEvent> Store::LastEvents(int64_t after, uint64_t job, int limit) {
+std::vector<StoredEvent> SqliteStore::LastEvents(int64_t after, uint64_t job, int limit) {
   return QueryEvents(after, job, limit, /*newest=*/true);
 }
 
