@@ -18,7 +18,7 @@ namespace gangway::server {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 
 constexpr int kFirstMasterPort = 29500;
 constexpr int kMasterPorts = 1000;
@@ -86,7 +86,11 @@ LoadedJob ReadJobBack(const std::string& doc,
 }  // namespace
 
 Controller::Controller(ControllerOptions options)
-    : options_(std::move(options)), logs_(options_.data_dir / "logs", options_.max_task_log_bytes) {
+    : options_(std::move(options)),
+      clock_(options_.clock ? options_.clock
+                            : std::shared_ptr<const util::Clock>(&util::Clock::Real(),
+                                                                 [](const util::Clock*) {})),
+      logs_(options_.data_dir / "logs", options_.max_task_log_bytes) {
   std::filesystem::create_directories(options_.data_dir);
   std::filesystem::create_directories(options_.data_dir / "logs");
   if (options_.checkpoint_root.empty())
@@ -138,15 +142,11 @@ Controller::Controller(ControllerOptions options)
 
 Controller::~Controller() { Stop(); }
 
-int64_t Controller::Now() const {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t Controller::Now() const { return clock_->UnixSeconds(); }
 
 void Controller::Load() {
   std::lock_guard lock(mu_);
-  const auto now = Clock::now();
+  const auto now = clock_->SteadyNow();
   for (auto& [name, doc] : store_->LoadNodes()) {
     auto rec = NodeFromDoc(json::parse(doc, nullptr, false));
     if (!rec) continue;
@@ -346,23 +346,24 @@ void Controller::Loop() {
       ForgetFinishedJobsLocked();
       // Time alone changes decisions (minimum runtimes expire, reservations come due), so
       // pending work is planned again at least once a second.
-      if (!dirty_ && Clock::now() - last_cycle_ >= std::chrono::seconds(1)) {
+      if (!dirty_ && clock_->SteadyNow() - last_cycle_ >= std::chrono::seconds(1)) {
         dirty_ = !waiting_.empty();
-        if (!dirty_) last_cycle_ = Clock::now();
+        if (!dirty_) last_cycle_ = clock_->SteadyNow();
       }
       if (dirty_) {
-        last_cycle_ = Clock::now();
+        last_cycle_ = clock_->SteadyNow();
         dirty_ = false;
         RunCycle(lock);
       }
     } catch (const std::exception& e) {
       fprintf(stderr, "gangway server: scheduling cycle failed: %s\n", e.what());
     }
+    metrics.scheduler_passes++;
   }
 }
 
 void Controller::CheckNodesLocked() {
-  const auto now = Clock::now();
+  const auto now = clock_->SteadyNow();
   for (auto& [name, node] : nodes_) {
     if (!node.record.lost && now - node.last_seen > options_.node_timeout) {
       MarkNodeLostLocked(node);
@@ -451,7 +452,7 @@ void Controller::MarkNodeLostLocked(NodeEntry& node) {
 
 void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   if (waiting_.empty()) return;
-  const auto t0 = Clock::now();
+  const auto t0 = clock_->SteadyNow();
   core::Snapshot& snap = snapshot_;
   snap.now = core::FromSeconds(Now());
   snap.queues = options_.queues;
@@ -523,6 +524,7 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   }
   // The core keeps a victim's resources held for the rest of its cycle: no start relies on a
   // preemption, so leaving them out keeps the starts valid.
+  metrics.preemptions_planned += result->preemptions.size();
   for (const core::PreemptDecision& d : result->preemptions) {
     JobRecord* victim = FindJob(d.job.value);
     // It may have ended, or been cancelled, while the cycle was planned.
@@ -576,8 +578,8 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
     if (wait == wait_by_queue_.end()) {
       wait = wait_by_queue_.emplace(queue, Histogram(Histogram::kWaitBounds)).first;
     }
-    wait->second.Observe(
-        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - job->waiting_since));
+    wait->second.Observe(std::chrono::duration_cast<std::chrono::microseconds>(clock_->SteadyNow() -
+                                                                               job->waiting_since));
     std::string where;
     for (const std::string& n : node_names) where += (where.empty() ? "" : ", ") + n;
     EventLocked(job->id, "scheduled",
@@ -586,7 +588,7 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
     for (TaskRecord& t : job->tasks) LaunchLocked(*job, t);
   }
   const auto micros = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
+      std::chrono::duration_cast<std::chrono::microseconds>(clock_->SteadyNow() - t0).count());
   metrics.cycles++;
   metrics.last_cycle_micros = micros;
   cycle_seconds_.Observe(std::chrono::microseconds(micros));
@@ -821,7 +823,7 @@ void Controller::SettleLocked(JobRecord& job) {
       job.tasks.clear();
       job.state = JobState::kPending;
       job.started_at = 0;
-      job.waiting_since = Clock::now();
+      job.waiting_since = clock_->SteadyNow();
       EventLocked(job.id, "requeued", "waiting to start attempt " + std::to_string(job.attempt));
     } else {
       job.state = after;

@@ -40,6 +40,7 @@
 #include "server/sqlite_store.h"
 #include "server/state_store.h"
 #include "spec/cluster_file.h"
+#include "util/clock.h"
 
 namespace gangway::server {
 
@@ -117,6 +118,8 @@ struct ControllerOptions {
   // must be true only when nothing was stored before: with ids handed out (data_dir/job-ids)
   // such a store is refused unless salvage_store, as a lost database is.
   std::function<std::unique_ptr<StateStore>()> open_store;
+  // Where the controller reads the time; unset: the real clocks. Tests pass a fake one.
+  std::shared_ptr<const util::Clock> clock;
   int max_tasks_per_job = 10000;
   int max_pending_per_user = 10000;
   // The longest time limit of any job, and the limit of one without (a queue's maxTimeLimit is
@@ -133,8 +136,15 @@ struct Metrics {
   std::atomic<uint64_t> last_cycle_micros{0};
   std::atomic<uint64_t> starts{0};
   std::atomic<uint64_t> preemptions{0};
+  // Planned by a cycle, applied or not (one planned on capacity that changed, or of a victim
+  // that ended meanwhile, is dropped).
+  std::atomic<uint64_t> preemptions_planned{0};
   std::atomic<uint64_t> submitted{0};
   std::atomic<uint64_t> reports{0};
+  // Passes of the scheduling thread's loop (a cycle or not): after two more, anything that was
+  // due then has been acted on.
+  std::atomic<uint64_t> scheduler_passes{0};
+  std::atomic<int64_t> polls_waiting{0};  // agents' commands polls waiting for news now
 };
 
 class Controller {
@@ -350,6 +360,7 @@ class Controller {
   JobRecord* FindTask(std::string_view task_id, TaskRecord** task);
 
   ControllerOptions options_;
+  std::shared_ptr<const util::Clock> clock_;  // options_.clock, or the real one
   std::string epoch_;
   std::unique_ptr<StateStore> store_;
   LogStore logs_;  // tasks' output, under data_dir/logs

@@ -19,7 +19,7 @@ namespace gangway::server {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 
 constexpr size_t kMaxLogChunk = 256 * 1024;
 constexpr size_t kMaxCommandBatch = 1000;
@@ -380,7 +380,7 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
     job.live.job.id = core::JobId{job.id};
     job.live.job.submit_time = core::FromSeconds(now);
     job.submitted_at = now;
-    job.waiting_since = Clock::now();
+    job.waiting_since = clock_->SteadyNow();
     // In jobs_ before anything indexes it: the indexes never name a job that is not there.
     auto [it, inserted] = jobs_.emplace(job.id, std::move(job));
     SaveJobLocked(it->second);
@@ -496,7 +496,7 @@ Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id
         // Someone reads this task's output: its agent ships it at its own pace for a while.
         if (auto nit = nodes_.find(t.node); nit != nodes_.end()) {
           NodeEntry& e = nit->second;
-          const auto now = Clock::now();
+          const auto now = clock_->SteadyNow();
           if (now >= e.followed_until && LogIntervalMsLocked(e) > 0) {
             e.follow_news = true;
             e.poll.notify_all();
@@ -864,7 +864,7 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
       change = NodeChange::kNone;
     }
     e.record = std::move(rec);
-    e.last_seen = Clock::now();
+    e.last_seen = clock_->SteadyNow();
     SaveNodeLocked(e.record, change);
     EventLocked(0, "node-registered",
                 "node " + e.record.node.name + (known ? " registered again" : " joined") +
@@ -901,9 +901,11 @@ json Controller::CommandsLocked(std::unique_lock<std::mutex>& lock, NodeEntry& e
   const uint64_t after = poll.epoch == epoch_ ? poll.after : 0;
   while (!e.commands.empty() && e.commands.front().seq <= after) e.commands.pop_front();
   auto ready = [&](const Command& c) { return c.gen <= durable_gen_; };
+  ++metrics.polls_waiting;  // under mu_, which the wait releases only once it waits
   e.poll.wait_for(lock, poll.wait, [&] {
     return stopping_ || e.follow_news || (!e.commands.empty() && ready(e.commands.front()));
   });
+  --metrics.polls_waiting;
   e.follow_news = false;
   json out = json::array();
   for (const Command& c : e.commands) {
@@ -915,7 +917,7 @@ json Controller::CommandsLocked(std::unique_lock<std::mutex>& lock, NodeEntry& e
 }
 
 int64_t Controller::LogIntervalMsLocked(const NodeEntry& node) const {
-  if (Clock::now() < node.followed_until || options_.log_report_rate <= 0) return 0;
+  if (clock_->SteadyNow() < node.followed_until || options_.log_report_rate <= 0) return 0;
   return static_cast<int64_t>(static_cast<double>(nodes_.size()) * 1000.0 /
                               options_.log_report_rate);
 }
@@ -1007,7 +1009,7 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
       return Error(404, "not_found", "node " + std::string(node_name) + " is not registered");
     }
     NodeEntry& node = nit->second;
-    node.last_seen = Clock::now();
+    node.last_seen = clock_->SteadyNow();
     // An agent sends reports from two threads (its heartbeat with its commands poll), so one
     // may overtake another. An older one still brings exits, output and starts, but what it
     // does not list is no evidence that a task is gone.
@@ -1235,7 +1237,10 @@ std::string Controller::MetricsText() {
     << "gangway_jobs_submitted_total " << metrics.submitted.load() << "\n"
     << "# HELP gangway_agent_reports_total Reports (heartbeats) received from agents.\n"
        "# TYPE gangway_agent_reports_total counter\n"
-    << "gangway_agent_reports_total " << metrics.reports.load() << "\n";
+    << "gangway_agent_reports_total " << metrics.reports.load() << "\n"
+    << "# HELP gangway_agent_polls_waiting Agents' commands polls waiting for a command now.\n"
+       "# TYPE gangway_agent_polls_waiting gauge\n"
+    << "gangway_agent_polls_waiting " << metrics.polls_waiting.load() << "\n";
   return o.str();
 }
 

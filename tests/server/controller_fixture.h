@@ -66,6 +66,12 @@ class ControllerTest : public ::testing::Test {
     Start(std::move(o));
   }
   Controller& c() { return *controller_; }
+  // Waits for two more passes of the scheduling loop: what was due (a cycle for an event, a
+  // replan) has then run. For asserting that something did not happen, without a sleep.
+  bool SchedulerSettled() {
+    const uint64_t from = c().metrics.scheduler_passes.load();
+    return Eventually([&] { return c().metrics.scheduler_passes.load() >= from + 2; });
+  }
 
   // Registers as the node's agent does: with its node token once it has one, else with the
   // join token.

@@ -16,10 +16,12 @@
 #include <set>
 
 #include "server/controller_fixture.h"
+#include "testing/fake_clock.h"
 
 namespace gangway::server::testing {
 namespace {
 
+using ::gangway::testing::FakeClock;
 using ::testing::HasSubstr;
 
 TEST_F(ControllerTest, JobRunsAndSucceedsWithItsOutput) {
@@ -320,7 +322,7 @@ TEST_F(ControllerTest, ReadingATasksLogsSpeedsUpItsNodesOutputAndNoOther) {
     return Ok(c().Commands(
         "n1", {.epoch = epoch_, .after = applied_["n1"], .wait = std::chrono::seconds(30)}));
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(Eventually([&] { return c().metrics.polls_waiting.load() == 1; }));
   Ok(c().Logs(kAlice, id, 0, 0, 100));
   ASSERT_EQ(poll.wait_for(std::chrono::seconds(10)), std::future_status::ready)
       << "the poll was not woken";
@@ -674,9 +676,7 @@ TEST_F(ControllerTest, AJobCancelledWhileItsCycleIsPlannedNeverStarts) {
   o.after_plan_for_tests = [&] {
     if (!armed.exchange(false)) return;
     // The first cycle with a pending job plans this one; its submitter learns the id meanwhile.
-    for (int i = 0; i < 1000 && target.load() == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    EXPECT_TRUE(Eventually([&] { return target.load() != 0; }));
     Ok(c().Cancel(kAlice, target.load()));
     done = true;
   };
@@ -733,7 +733,7 @@ TEST_F(ControllerTest, ANodeJoiningWhileACycleIsPlannedKeepsItsStarts) {
   EXPECT_EQ(cmds[0]["task"]["job"], id);
   EXPECT_TRUE(joined.load());
   // Nothing is left to plan once the first cycle's start is applied.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(SchedulerSettled());
   EXPECT_EQ(plans.load(), 1) << "the cycle was planned again";
   // The next cycle plans with the node that joined.
   const uint64_t second = Submit("name: k\ngpu: 1\ncommand: [sleep, '100']\n");
@@ -767,7 +767,7 @@ TEST_F(ControllerTest, ANodeRegisteredAgainVoidsACyclePlannedMeanwhileOnlyIfItCh
     token = node_tokens_["n1"];
     const uint64_t id = Submit("name: j\ngpu: 2\ncommand: [sleep, '100']\n");
     json cmds = TakeCommands("n1", std::chrono::milliseconds(k.starts ? 5000 : 300));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_TRUE(SchedulerSettled());
     if (k.starts) {
       ASSERT_EQ(cmds.size(), 1u);
       EXPECT_EQ(cmds[0]["task"]["job"], id);
@@ -821,6 +821,8 @@ TEST_F(ControllerTest, APreemptionPlannedBeforeANodeJoinedWaitsForTheNextCycle) 
   std::atomic<bool> armed{false};
   std::atomic<bool> joined{false};
   auto o = Options();
+  auto clock = std::make_shared<FakeClock>();
+  o.clock = clock;
   o.priority_classes = {{"low", 0}, {"high", 100}};
   o.after_plan_for_tests = [&] {
     if (!armed.exchange(false)) return;
@@ -833,7 +835,7 @@ TEST_F(ControllerTest, APreemptionPlannedBeforeANodeJoinedWaitsForTheNextCycle) 
   const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
   Report("n1", {Running(task)});
   // A job that started in the same second as a cycle is no candidate for it.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  clock->Advance(std::chrono::seconds(1));
   armed = true;
   const uint64_t high = Submit("name: high\npriorityClass: high\ngpu: 1\ncommand: [eval]\n");
   ASSERT_TRUE(Eventually([&] { return joined.load(); }));
@@ -842,6 +844,7 @@ TEST_F(ControllerTest, APreemptionPlannedBeforeANodeJoinedWaitsForTheNextCycle) 
   EXPECT_EQ(cmds[0]["task"]["job"], high);
   EXPECT_TRUE(TakeCommands("n1", std::chrono::milliseconds(300)).empty()) << "no stop for low";
   EXPECT_EQ(State(low), "running");
+  EXPECT_EQ(c().metrics.preemptions_planned.load(), 1u) << "the cycle did plan to preempt low";
   EXPECT_EQ(c().metrics.preemptions.load(), 0);
 }
 
@@ -851,6 +854,8 @@ TEST_F(ControllerTest, AVictimThatEndedWhileItsPreemptionWasPlannedIsNotPreempte
   std::string epoch;
   std::string victim_task;
   auto o = Options();
+  auto clock = std::make_shared<FakeClock>();
+  o.clock = clock;
   o.priority_classes = {{"low", 0}, {"high", 100}};
   o.after_plan_for_tests = [&] {
     if (!armed.exchange(false)) return;
@@ -867,7 +872,7 @@ TEST_F(ControllerTest, AVictimThatEndedWhileItsPreemptionWasPlannedIsNotPreempte
   Report("n1", {Running(victim_task)});
   epoch = epoch_;
   // A job that started in the same second as a cycle is no candidate for it.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  clock->Advance(std::chrono::seconds(1));
   armed = true;
   const uint64_t high = Submit("name: high\npriorityClass: high\ngpu: 1\ncommand: [eval]\n");
   ASSERT_TRUE(Eventually([&] { return done.load(); }));
@@ -876,6 +881,8 @@ TEST_F(ControllerTest, AVictimThatEndedWhileItsPreemptionWasPlannedIsNotPreempte
   EXPECT_EQ(cmds[0]["type"], "launch") << "no stop for a task that has exited";
   EXPECT_EQ(cmds[0]["task"]["job"], high);
   EXPECT_EQ(State(low), "succeeded");
+  EXPECT_EQ(c().metrics.preemptions_planned.load(), 1u) << "the cycle did plan to preempt low";
+  EXPECT_EQ(c().metrics.preemptions.load(), 0);
 }
 
 TEST_F(ControllerTest, LostNodeRequeuesItsJobElsewhere) {
