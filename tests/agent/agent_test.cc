@@ -124,6 +124,14 @@ class FakeController {
     std::lock_guard lock(mu_);
     down_ = down;
   }
+  size_t DownRefusals() {
+    std::lock_guard lock(mu_);
+    return down_refusals_;
+  }
+  size_t PollCount() {
+    std::lock_guard lock(mu_);
+    return polls_.size();
+  }
   void SetAutoAck(bool ack) {
     std::lock_guard lock(mu_);
     auto_ack_ = ack;
@@ -181,6 +189,7 @@ class FakeController {
   // Guarded by the lock; read them inside WaitUntil predicates or via the copies below.
   std::vector<json> registers_;
   std::vector<json> reports_;
+  size_t down_refusals_ = 0;  // requests answered 503 while down
   std::map<std::string, std::string> logs_;
   std::string epoch_ = "epoch-0";
   int unauthorized_ = 0;
@@ -232,7 +241,10 @@ class FakeController {
     res.set_content(R"({"error":{"code":"unauthorized","message":"bad token"}})",
                     "application/json");
   }
-  static void Down(httplib::Response& res) {
+  // mu_ held.
+  void Down(httplib::Response& res) {
+    ++down_refusals_;
+    cv_.notify_all();
     res.status = 503;
     res.set_content(R"({"error":{"code":"internal","message":"down"}})", "application/json");
   }
@@ -254,6 +266,7 @@ class FakeController {
     json out = req.method == "POST" ? TakeReport(json::parse(req.body)) : json::object();
     if (req.method == "POST") ++carried_reports_;
     polls_.push_back({{"waitMs", wait.count()}, {"report", req.method == "POST"}});
+    cv_.notify_all();  // for WaitUntil on polls_
     auto ready = [&] {
       if (closing_ || epoch != epoch_) return true;
       for (const json& c : commands_) {
@@ -634,6 +647,30 @@ TEST_F(AgentTest, LostLogChunksAreResentFromTheControllersOffset) {
   })) << controller_.LogOf("2.0.0");
 }
 
+// Polls `done` every millisecond until it holds or `timeout` passes: for what only the agent's
+// machine shows (a file, a process), which no condition variable announces.
+bool PollFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  return ::gangway::testing::Eventually(done, timeout, 1ms);
+}
+
+// A process that no longer runs: gone, or a zombie its reaper has not collected yet.
+bool ProcessGone(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  if (stat.empty()) return true;
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
+double MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Defect 6: the controller hears nothing from the node (here: it stops answering), so after its
+// node timeout it would start the node's tasks elsewhere. The agent stops them first: the
+// checkpoint signal, then SIGKILL, all before the node timeout has passed since the last report
+// the controller took; and once the controller answers again, it reports why.
 // A large cluster's controller asks for output less often than the agent's own 20 ms; when
 // someone reads the logs it asks for it again, and what was held back goes at once.
 TEST_F(AgentTest, OutputWaitsForTheControllersIntervalAndGoesAtOnceWhenItShortens) {
@@ -641,7 +678,10 @@ TEST_F(AgentTest, OutputWaitsForTheControllersIntervalAndGoesAtOnceWhenItShorten
   StartAgent();
   controller_.Launch("t1", Waiting("sleep 0.3; echo early", "release"));
   ASSERT_TRUE(HasState("t1", "running"));
-  std::this_thread::sleep_for(1500ms);
+  // The output is written, and the agent has polled twice since (about a second).
+  ASSERT_TRUE(PollFor([&] { return LocalLog("t1") == "early\n"; }, 10s)) << LocalLog("t1");
+  const size_t polls = controller_.PollCount();
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.polls_.size() >= polls + 2; }));
   EXPECT_EQ(controller_.LogOf("t1"), "") << "output shipped before the controller's interval";
   const size_t reports = controller_.Reports().size();
   controller_.SetLogIntervalMs(0);  // the agent's next poll answer says so
@@ -713,10 +753,15 @@ TEST_F(AgentTest, TasksKeepRunningWhileTheControllerIsDownAndExitsAreReportedAft
   const int pid = FakeController::Entry(controller_.Reports(), "12.0.0", "running")->at("pid");
   controller_.SetDown(true);
   const size_t before = controller_.Reports().size();
-  std::this_thread::sleep_for(300ms);  // a few failed polls with backoff
-  EXPECT_EQ(kill(pid, 0), 0);          // still running
+  size_t refused = controller_.DownRefusals();
+  // A few failed requests, with backoff.
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.down_refusals_ >= refused + 3; }));
+  EXPECT_EQ(kill(pid, 0), 0);  // still running
   Release("go");
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(PollFor([&] { return ProcessGone(pid); }, 5s));
+  // Two more tries after the exit: the first may have been on its way before it.
+  refused = controller_.DownRefusals();
+  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.down_refusals_ >= refused + 2; }));
   EXPECT_EQ(controller_.Reports().size(), before);  // nothing got through
   controller_.SetDown(false);
   ASSERT_TRUE(HasState("12.0.0", "exited"));
@@ -752,30 +797,6 @@ TEST_F(AgentTest, ShutdownStopsTasksWithTheirSignalAndReportsTheExits) {
   EXPECT_TRUE(log.starts_with("ready\n") && log.ends_with("saving\n")) << log;
 }
 
-// Polls `done` every millisecond until it holds or `timeout` passes: for what only the agent's
-// machine shows (a file, a process), which no condition variable announces.
-bool PollFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  return ::gangway::testing::Eventually(done, timeout, 1ms);
-}
-
-// A process that no longer runs: gone, or a zombie its reaper has not collected yet.
-bool ProcessGone(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  std::getline(in, stat);
-  if (stat.empty()) return true;
-  const size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
-}
-
-double MsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
-// Defect 6: the controller hears nothing from the node (here: it stops answering), so after its
-// node timeout it would start the node's tasks elsewhere. The agent stops them first: the
-// checkpoint signal, then SIGKILL, all before the node timeout has passed since the last report
-// the controller took; and once the controller answers again, it reports why.
 TEST_F(AgentTest, AnAgentCutOffFromTheControllerStopsItsTasksBeforeTheNodeTimeout) {
   controller_.SetHeartbeatMs(200);
   controller_.SetNodeTimeoutMs(3000);  // wins over the agent's own 15 s

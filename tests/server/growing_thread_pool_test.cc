@@ -70,7 +70,8 @@ TEST(GrowingThreadPoolTest, BeyondItsLimitTasksWaitForAThread) {
   Gate gate;
   for (int i = 0; i < 10; ++i) pool.enqueue([&] { gate.Pass(); });
   EXPECT_TRUE(Eventually([&] { return gate.waiting() == 4; }));
-  std::this_thread::sleep_for(50ms);
+  // enqueue starts threads itself, so once it has returned for all ten none is still to come.
+  EXPECT_EQ(pool.peak(), 4u);
   EXPECT_EQ(gate.peak(), 4);
   EXPECT_EQ(pool.threads(), 4u);
   gate.Open();
