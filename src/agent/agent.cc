@@ -561,31 +561,39 @@ void Agent::CommandsLoop() {
 }
 
 void Agent::Apply(const json& command) {
-  const std::string type = command.value("type", std::string());
-  try {
-    if (type == "launch") {
-      Launch(command.at("task"));
-    } else if (type == "stop") {
-      const std::string id = command.at("taskId").get<std::string>();
-      const int64_t grace_s = command.value("graceSeconds", int64_t{30});
-      auto it = tasks_.find(id);
-      if (it == tasks_.end()) {
-        RecordFailedLaunch(id, "stopped, but this agent does not run the task");
-        tasks_[id].exit.exit_code = -1;
-        return;
-      }
-      if (it->second.exited) return;
-      int signal = it->second.stop_signal;
-      if (command.contains("signal")) {
-        if (auto s = SignalFromName(command["signal"].get<std::string>())) signal = *s;
-      }
-      runner_->Stop(id, signal, std::chrono::seconds(std::max<int64_t>(grace_s, 0)));
-      if (it->second.message.empty()) it->second.message = command.value("reason", std::string());
+  spec::Expected<protocol::Command> parsed = protocol::ParseCommand(command);
+  if (!parsed.ok()) {
+    // A launch whose task can be named fails as that task, so that the controller learns why;
+    // anything else is skipped.
+    const json* task = command.is_object() && command.contains("task") ? &command["task"] : nullptr;
+    if (command.value("type", json()) == "launch" && task && task->is_object() &&
+        task->value("taskId", json()).is_string() && !Known((*task)["taskId"])) {
+      RecordFailedLaunch((*task)["taskId"], "invalid launch: " + parsed.error());
     } else {
-      spdlog::warn("ignoring command of unknown type '{}'", type);
+      spdlog::warn("ignoring malformed command: {}: {}", parsed.error(), command.dump());
     }
-  } catch (const json::exception& e) {
-    spdlog::warn("ignoring malformed {} command: {}: {}", type, e.what(), command.dump());
+    return;
+  }
+  if (const auto* launch = std::get_if<protocol::Launch>(&parsed->body)) {
+    Launch(*launch);
+  } else if (const auto* stop = std::get_if<protocol::Stop>(&parsed->body)) {
+    auto it = tasks_.find(stop->task_id);
+    if (it == tasks_.end()) {
+      RecordFailedLaunch(stop->task_id, "stopped, but this agent does not run the task");
+      tasks_[stop->task_id].exit.exit_code = -1;
+      return;
+    }
+    if (it->second.exited) return;
+    int signal = it->second.stop_signal;
+    if (!stop->signal.empty()) {
+      if (auto s = SignalFromName(stop->signal)) signal = *s;
+    }
+    runner_->Stop(stop->task_id, signal,
+                  std::chrono::seconds(std::max<int64_t>(stop->grace_seconds, 0)));
+    if (it->second.message.empty()) it->second.message = stop->reason;
+  } else {
+    spdlog::warn("ignoring command of unknown type '{}'",
+                 std::get<protocol::Unknown>(parsed->body).type);
   }
 }
 
@@ -602,47 +610,35 @@ void Agent::RecordFailedLaunch(const std::string& task_id, const std::string& me
   spdlog::warn("task {}: {}", task_id, message);
 }
 
-void Agent::Launch(const json& launch) {
-  const std::string id = launch.at("taskId").get<std::string>();
+void Agent::Launch(const protocol::Launch& launch) {
+  const std::string& id = launch.task_id;
   if (Known(id)) return;  // launches are idempotent
   std::string invalid;
   LaunchSpec spec;
   spec.task_id = id;
-  std::vector<GpuGrant> grants;
-  int stop_signal = SIGTERM;
+  spec.argv = launch.command;
+  spec.env = {launch.env.begin(), launch.env.end()};
+  spec.workdir = launch.workdir;
+  spec.cpu_milli = launch.cpu_milli;
+  spec.memory_bytes = launch.memory_bytes;
+  const std::string& checkpoint_dir = launch.checkpoint_dir;
   milliseconds grace = options_.shutdown_grace;
-  std::string checkpoint_dir;
-  try {
-    spec.argv = launch.at("command").get<std::vector<std::string>>();
-    if (launch.contains("env") && launch["env"].is_object()) {
-      for (const auto& [k, v] : launch["env"].items()) {
-        spec.env[k] = v.is_string() ? v.get<std::string>() : v.dump();
-      }
-    }
-    spec.workdir = launch.value("workdir", std::string());
-    spec.cpu_milli = launch.value("cpuMilli", int64_t{0});
-    spec.memory_bytes = launch.value("memoryBytes", int64_t{0});
-    checkpoint_dir = launch.value("checkpointDir", std::string());
-    if (auto g = launch.find("checkpointGraceSeconds"); g != launch.end() && g->is_number()) {
-      grace = std::chrono::duration_cast<milliseconds>(
-          std::chrono::duration<double>(std::max(0.0, g->get<double>())));
-    }
-    const std::string signal_name = launch.value("checkpointSignal", std::string("SIGTERM"));
-    if (auto s = SignalFromName(signal_name)) {
-      stop_signal = *s;
-    } else {
-      invalid = "unknown checkpointSignal " + signal_name;
-    }
-    if (launch.contains("gpus")) {
-      for (const json& g : launch.at("gpus")) {
-        grants.push_back({.index = g.at("index").get<int>(),
-                          .milli = g.value("milli", int64_t{1000}),
-                          .mig_profile = g.value("migProfile", std::string()),
-                          .mig_start = g.value("migStart", -1)});
-      }
-    }
-  } catch (const json::exception& e) {
-    invalid = std::string("invalid launch: ") + e.what();
+  if (launch.checkpoint_grace_seconds) {
+    grace = std::chrono::duration_cast<milliseconds>(
+        std::chrono::duration<double>(*launch.checkpoint_grace_seconds));
+  }
+  int stop_signal = SIGTERM;
+  if (auto s = SignalFromName(launch.checkpoint_signal)) {
+    stop_signal = *s;
+  } else {
+    invalid = "unknown checkpointSignal " + launch.checkpoint_signal;
+  }
+  std::vector<GpuGrant> grants;
+  for (const protocol::GpuGrant& g : launch.gpus) {
+    grants.push_back({.index = g.index,
+                      .milli = g.milli,
+                      .mig_profile = g.mig_profile,
+                      .mig_start = g.mig_start});
   }
   if (!invalid.empty()) {
     RecordFailedLaunch(id, invalid);

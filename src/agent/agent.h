@@ -57,6 +57,7 @@
 #include "agent/inventory.h"
 #include "agent/leftover_tasks.h"
 #include "agent/task_runner.h"
+#include "protocol/commands.h"
 
 namespace httplib {
 class Client;
@@ -152,7 +153,7 @@ class Agent {
   // Sends one report; false on failure (network, 5xx, 404).
   bool SendReport(httplib::Client& client);
   void Apply(const nlohmann::json& command);
-  void Launch(const nlohmann::json& launch);
+  void Launch(const protocol::Launch& launch);
   void RecordFailedLaunch(const std::string& task_id, const std::string& message);
   void OnExit(const std::string& task_id, ExitStatus status);
   void Forget(const std::string& task_id);

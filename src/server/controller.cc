@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "core/sched/registry.h"
+#include "protocol/commands.h"
 #include "spec/units.h"
 #include "util/parallel_map.h"
 
@@ -689,7 +690,9 @@ void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
   if (auto m = nodes_.find(job.tasks.front().node); m != nodes_.end()) {
     master_addr = m->second.record.address;
   }
-  json env = job.live.run.env;
+  protocol::Launch launch;
+  launch.env = job.live.run.env;
+  auto& env = launch.env;
   env["MASTER_ADDR"] = master_addr;
   env["MASTER_PORT"] = std::to_string(job.master_port);
   env["WORLD_SIZE"] = std::to_string(job.tasks.size());
@@ -705,40 +708,35 @@ void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
   env["GANGWAY_ATTEMPT"] = std::to_string(job.attempt);
   const std::string ckpt = (options_.checkpoint_root / std::to_string(job.id)).string();
   env["GANGWAY_CHECKPOINT_DIR"] = ckpt;
-  json gpus = json::array();
   for (const core::GpuAssignment& g : task.alloc.gpus) {
-    gpus.push_back({{"index", g.gpu},
-                    {"milli", g.milli},
-                    {"migProfile", g.mig_profile},
-                    {"migStart", g.mig_start}});
+    launch.gpus.push_back(
+        {.index = g.gpu, .milli = g.milli, .mig_profile = g.mig_profile, .mig_start = g.mig_start});
   }
-  json launch = {{"taskId", job.TaskId(task.index)},
-                 {"job", job.id},
-                 {"attempt", job.attempt},
-                 {"index", task.index},
-                 {"command", job.live.run.command},
-                 {"env", env},
-                 {"workdir", job.live.run.workdir},
-                 {"gpus", gpus},
-                 {"cpuMilli", task.alloc.cpu_milli},
-                 {"memoryBytes", task.alloc.memory_bytes},
-                 {"checkpointDir", ckpt},
-                 {"checkpointSignal", job.live.run.checkpoint_signal},
-                 {"checkpointGraceSeconds", job.live.job.checkpoint_grace.count()}};
+  launch.task_id = job.TaskId(task.index);
+  launch.job = job.id;
+  launch.attempt = job.attempt;
+  launch.index = task.index;
+  launch.command = job.live.run.command;
+  launch.workdir = job.live.run.workdir;
+  launch.cpu_milli = task.alloc.cpu_milli;
+  launch.memory_bytes = task.alloc.memory_bytes;
+  launch.checkpoint_dir = ckpt;
+  launch.checkpoint_signal = job.live.run.checkpoint_signal;
+  launch.checkpoint_grace_seconds = static_cast<double>(job.live.job.checkpoint_grace.count());
   NodeEntry& node = node_it->second;
   task.launch_seq = node.next_seq;
-  PushCommandLocked(node, {{"type", "launch"}, {"task", std::move(launch)}});
+  PushCommandLocked(node, {{"type", "launch"}, {"task", protocol::ToJson(launch)}});
 }
 
 void Controller::SendStopLocked(const JobRecord& job, const TaskRecord& task, int grace_seconds,
                                 const std::string& reason) {
   auto it = nodes_.find(task.node);
   if (it == nodes_.end() || it->second.record.lost) return;
-  PushCommandLocked(it->second, {{"type", "stop"},
-                                 {"taskId", job.TaskId(task.index)},
-                                 {"graceSeconds", grace_seconds},
-                                 {"signal", job.live.run.checkpoint_signal},
-                                 {"reason", reason}});
+  PushCommandLocked(it->second,
+                    protocol::ToJson(protocol::Stop{.task_id = job.TaskId(task.index),
+                                                    .grace_seconds = grace_seconds,
+                                                    .signal = job.live.run.checkpoint_signal,
+                                                    .reason = reason}));
 }
 
 void Controller::PushCommandLocked(NodeEntry& node, json body) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "protocol/commands.h"
 #include "server/agent_messages.h"
 #include "server/auth.h"
 #include "server/controller.h"
@@ -1057,11 +1058,11 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
         JobRecord* job = FindTask(id, &task);
         if (!job || task->node != node_name) {
           if (state == "running") {
-            PushCommandLocked(node, {{"type", "stop"},
-                                     {"taskId", id},
-                                     {"graceSeconds", 0},
-                                     {"signal", "SIGKILL"},
-                                     {"reason", "the controller does not expect this task"}});
+            PushCommandLocked(node, protocol::ToJson(protocol::Stop{
+                                        .task_id = id,
+                                        .grace_seconds = 0,
+                                        .signal = "SIGKILL",
+                                        .reason = "the controller does not expect this task"}));
           } else {
             ack.push_back(id);
           }

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "protocol/commands.h"
 #include "testing/eventually.h"
 #include "testing/temp_dir.h"
 
@@ -94,12 +95,9 @@ class FakeController {
   }
   void Launch(const std::string& id, std::vector<std::string> command,
               json extra = json::object()) {
-    json task = {{"taskId", id},        {"job", 7},
-                 {"attempt", 0},        {"index", 0},
-                 {"command", command},  {"env", json::object()},
-                 {"workdir", ""},       {"gpus", json::array()},
-                 {"cpuMilli", 1000},    {"memoryBytes", 0},
-                 {"checkpointDir", ""}, {"checkpointSignal", "SIGTERM"}};
+    // As the controller writes it; `extra` then changes or breaks fields.
+    json task = protocol::ToJson(protocol::Launch{
+        .task_id = id, .job = 7, .command = std::move(command), .cpu_milli = 1000});
     task.update(extra);
     Push({{"type", "launch"}, {"task", task}});
   }
@@ -321,12 +319,12 @@ class FakeController {
       if (t["state"] == "exited" && auto_ack_) answer["ack"].push_back(t["taskId"]);
       if (t["state"] == "running" && unexpected_.contains(t["taskId"])) {
         unexpected_.erase(t["taskId"]);
-        commands_.push_back({{"seq", ++seq_},
-                             {"type", "stop"},
-                             {"taskId", t["taskId"]},
-                             {"graceSeconds", 0},
-                             {"signal", "SIGKILL"},
-                             {"reason", "the controller does not expect this task"}});
+        commands_.push_back(protocol::ToJson(protocol::Command{
+            .seq = ++seq_,
+            .body = protocol::Stop{.task_id = t["taskId"],
+                                   .grace_seconds = 0,
+                                   .signal = "SIGKILL",
+                                   .reason = "the controller does not expect this task"}}));
       }
     }
     last_report_at_ = std::chrono::steady_clock::now();
@@ -771,14 +769,19 @@ TEST_F(AgentTest, LaunchesThatCannotStartAreReportedExitedWithTheReason) {
   StartAgent();
   controller_.Launch("13.0.0", {"gangway-no-such-command"});
   controller_.Launch("14.0.0", {"true"}, {{"gpus", {{{"index", 5}}}}});
+  controller_.Launch("16.0.0", {"true"}, {{"gpus", {{{"index", "0"}}}}});
   ASSERT_TRUE(HasState("13.0.0", "exited"));
   ASSERT_TRUE(HasState("14.0.0", "exited"));
+  ASSERT_TRUE(HasState("16.0.0", "exited"));
   const auto reports = controller_.Reports();
   const json missing = *FakeController::Entry(reports, "13.0.0", "exited");
   EXPECT_EQ(missing["exitCode"], 127);
   EXPECT_NE(missing["message"].get<std::string>().find("command not found"), std::string::npos);
   const json no_gpu = *FakeController::Entry(reports, "14.0.0", "exited");
   EXPECT_EQ(no_gpu["message"], "GPU 5 does not exist on this node (it has 2 GPUs)");
+  const json malformed = *FakeController::Entry(reports, "16.0.0", "exited");
+  EXPECT_EQ(malformed["message"],
+            "invalid launch: task.gpus[0].index: expected an integer, got string");
 }
 
 TEST_F(AgentTest, ShutdownStopsTasksWithTheirSignalAndReportsTheExits) {

@@ -1,0 +1,81 @@
+#ifndef GANGWAY_PROTOCOL_COMMANDS_H_
+#define GANGWAY_PROTOCOL_COMMANDS_H_
+
+// The commands the controller queues for an agent (docs/design/live-system.md), as typed
+// messages with their JSON form: the controller builds them, the agent reads them, and the
+// tests' fake controller sends them, all through these functions, so the wire format is spelt
+// once.
+//
+//   {"seq": 12, "type": "launch", "task": {"taskId": "7.0.0", "command": ["train"], ...}}
+//   {"seq": 13, "type": "stop", "taskId": "7.0.0", "graceSeconds": 30, "signal": "SIGUSR1",
+//    "reason": "preempted for job 9"}
+//
+// Reading tolerates fields it does not know (a newer controller may send more) and fills the
+// optional ones with their defaults; a missing or mistyped required field is an error naming
+// it ("task.gpus[1].index: expected an integer"). What a field means (a GPU index this node
+// has, a signal's name) the agent checks itself.
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "spec/expected.h"
+
+namespace gangway::protocol {
+
+struct GpuGrant {
+  int index = 0;
+  int64_t milli = 1000;     // of the GPU; 1000 = whole
+  std::string mig_profile;  // "" unless a MIG slice
+  int mig_start = -1;
+};
+
+struct Launch {
+  std::string task_id;  // required
+  uint64_t job = 0;
+  int attempt = 0;
+  int index = 0;
+  std::vector<std::string> command;  // required, non-empty
+  // Values the controller sends as strings; another JSON value arrives as its JSON text.
+  std::map<std::string, std::string> env;
+  std::string workdir;
+  std::vector<GpuGrant> gpus;
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  std::string checkpoint_dir;
+  std::string checkpoint_signal = "SIGTERM";
+  // nullopt: the agent's own shutdown grace.
+  std::optional<double> checkpoint_grace_seconds;
+};
+
+struct Stop {
+  std::string task_id;  // required
+  int64_t grace_seconds = 30;
+  std::string signal;  // "" : the signal its launch named
+  std::string reason;
+};
+
+// A command with the sequence number of the agent's queue it was pushed at. A type this build
+// does not know is kept as Unknown, for the agent to skip and acknowledge.
+struct Unknown {
+  std::string type;
+};
+struct Command {
+  uint64_t seq = 0;
+  std::variant<Launch, Stop, Unknown> body;
+};
+
+nlohmann::json ToJson(const Launch& launch);  // the "task" object of a launch
+nlohmann::json ToJson(const Stop& stop);      // without "seq"
+nlohmann::json ToJson(const Command& command);
+
+spec::Expected<Launch> ParseLaunch(const nlohmann::json& task);
+spec::Expected<Command> ParseCommand(const nlohmann::json& command);
+
+}  // namespace gangway::protocol
+
+#endif  // GANGWAY_PROTOCOL_COMMANDS_H_
