@@ -131,9 +131,9 @@ class SystemTest : public ::testing::Test {
   void StartServer(const std::vector<std::string>& extra = {},
                    const std::string& listen = "127.0.0.1:0") {
     std::filesystem::remove(data_ / "client.json");
-    std::vector<std::string> args = {GANGWAY_BINARY,   "server", "--data",      data_.string(),
-                                     "--listen",       listen,   "--heartbeat", "200ms",
-                                     "--node-timeout", "1s",     "--batch",     "1ms"};
+    std::vector<std::string> args = {GANGWAY_BINARY,   "server",      "--data",      data_.string(),
+                                     "--listen",       listen,        "--heartbeat", "200ms",
+                                     "--node-timeout", node_timeout_, "--batch",     "1ms"};
     args.insert(args.end(), extra.begin(), extra.end());
     const std::string log = "server-" + std::to_string(++server_starts_);
     server_ = std::make_unique<Process>(ProcessOptions{.args = args,
@@ -310,6 +310,9 @@ class SystemTest : public ::testing::Test {
   std::filesystem::path data_;
   std::unique_ptr<Process> server_;
   int server_starts_ = 0;
+  // Short, so that a lost node is noticed quickly. An agent out of contact for most of it stops
+  // its tasks.
+  std::string node_timeout_ = "1s";
   std::map<std::string, std::unique_ptr<Process>> agents_;
   std::string url_;
   std::string token_;
@@ -474,6 +477,10 @@ TEST_F(SystemTest, GangGetsEveryRankOnceOneRendezvousAndDisjointGpusPerNode) {
 class SystemPreemptionTest : public SystemTest {
  protected:
   void StartClusterAndLowJob(int checkpoint_seconds) {
+    // The controller is killed and started again while the low job checkpoints: its agent must
+    // not count that as losing the controller (and stop the job itself) when a loaded machine
+    // takes a second to restart it.
+    node_timeout_ = "10s";
     config_ = {"--config", Write("cluster.yaml", "priorityClasses: {low: 0, high: 100}\n"),
                "--policy", Write("policy.yaml", "minRuntime: 0s\n")};
     ASSERT_NO_FATAL_FAILURE(StartServer(config_));
