@@ -162,19 +162,5 @@ TEST(TraceFormatsTest, PhillyMachineList) {
   EXPECT_EQ(CountGpus(nodes.value()), 3205);
 }
 
-TEST(TraceFormatsTest, NodeShorthand) {
-  auto nodes = ParseNodeShorthand("400x8xV100-32GB,2x4xT4");
-  ASSERT_TRUE(nodes.ok()) << nodes.error();
-  ASSERT_EQ(nodes->size(), 402U);
-  EXPECT_EQ(CountGpus(nodes.value()), 3208);
-  EXPECT_EQ(nodes->front().gpus[0].model, "V100-32GB");
-  EXPECT_EQ(nodes->front().gpus[0].memory_bytes, int64_t{32} << 30);
-  EXPECT_EQ(nodes->back().gpus.size(), 4U);
-  EXPECT_NE(nodes->front().name, nodes->back().name);
-  EXPECT_FALSE(ParseNodeShorthand("400x8").ok());
-  EXPECT_FALSE(ParseNodeShorthand("x8xV100").ok());
-  EXPECT_FALSE(ParseNodeShorthand("4x8xA100,").ok());
-}
-
 }  // namespace
 }  // namespace gangway::sim
