@@ -566,7 +566,8 @@ void Agent::Apply(const json& command) {
     // A launch whose task can be named fails as that task, so that the controller learns why;
     // anything else is skipped.
     const json* task = command.is_object() && command.contains("task") ? &command["task"] : nullptr;
-    if (command.value("type", json()) == "launch" && task && task->is_object() &&
+    // `task` first: value() throws on a command that is not an object.
+    if (task && command.value("type", json()) == "launch" && task->is_object() &&
         task->value("taskId", json()).is_string() && !Known((*task)["taskId"])) {
       RecordFailedLaunch((*task)["taskId"], "invalid launch: " + parsed.error());
     } else {
