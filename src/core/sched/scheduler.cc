@@ -173,13 +173,11 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
 
   // Admission of the job's request: never, not now (perhaps reclaim by preemption), or go on.
   if (q.valid()) {
-    ResourceList usage = RequestUsage(job);
-    if (auto why = s_.admission_->Admit(ctx, q, usage)) {
-      if (auto never = queues_->ExceedsLimits(q, usage)) {
-        return pend({PendingCode::kInfeasible, std::move(*never)});
-      }
+    AdmissionVerdict verdict = s_.admission_->Admit(ctx, q, RequestUsage(job));
+    if (verdict.never()) return pend({PendingCode::kInfeasible, std::move(verdict).reason()});
+    if (!verdict.admitted()) {
       pending.code = PendingCode::kQuota;
-      pending.message = std::move(*why);
+      pending.message = std::move(verdict).reason();
       if (auto pre = preemption_->TryPreempt(job, q, ctx, true, result_.preemptions)) {
         pending.code = pre->code;
         pending.message = pre->message + " (" + pending.message + ")";
@@ -217,10 +215,13 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
                                             .allowed = reservations_.AllowedFor(job),
                                             .rng = rng_});
     ResourceList exact;
-    std::optional<std::string> quota;  // why the exact usage is refused
+    // Why the exact usage is refused; Never counts as not now here (see Admission::Admit).
+    std::optional<std::string> quota;
     auto admit_exact = [&] {
       exact = AllocationUsage(state_, placed.tasks);
-      if (q.valid()) quota = s_.admission_->Admit(ctx, q, exact);
+      if (!q.valid()) return;
+      AdmissionVerdict verdict = s_.admission_->Admit(ctx, q, exact);
+      if (!verdict.admitted()) quota = std::move(verdict).reason();
     };
     if (placed.ok()) {
       admit_exact();
