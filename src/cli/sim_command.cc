@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "cli/plan_command.h"
-#include "core/sched/registry.h"
+#include "core/plugins/builtin.h"
 #include "sim/cluster.h"
 #include "sim/fill.h"
 #include "sim/plots.h"
@@ -329,7 +329,7 @@ bool IsProfilePath(const std::string& policy) {
 
 // The profile for a run: a policy file, or the defaults; then the flags.
 core::Profile LoadProfile(const SimFlags& f, const std::string& policy) {
-  const core::Registry registry = core::Registry::WithBuiltins();
+  const core::Registry registry = core::BuiltinRegistry();
   core::Profile profile;
   std::string file = f.profile_file;
   if (IsProfilePath(policy)) file = policy;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sched/registry.h"
+#include "core/plugins/builtin.h"
 #include "core/sched/scheduler.h"
 #include "testing/builders.h"
 
@@ -70,7 +70,7 @@ TEST(SchedulerAdmission, CycleFollowsThePluginsVerdict) {
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
-    Registry registry = Registry::WithBuiltins();
+    Registry registry = BuiltinRegistry();
     const AdmissionVerdict::Kind answer = row.answer;
     registry.AddAdmission("fixed", "answers what the test says", [answer](PluginArgs&) {
       return std::make_unique<FixedAdmission>(answer);

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sched/registry.h"
+#include "core/plugins/builtin.h"
 #include "testing/builders.h"
 
 namespace gangway::core {
@@ -38,7 +38,7 @@ TEST(AdmissionPlugins, VerdictSeparatesNotNowFromNever) {
       {"none_admits_at_limit", "none", 6, 4, kAdmitted, ""},
       {"none_admits_over_limit", "none", 0, 9, kAdmitted, ""},
   };
-  const Registry registry = Registry::WithBuiltins();
+  const Registry registry = BuiltinRegistry();
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     auto tree = QueueTree::Build({MakeQueue("a").Guarantee("gpu", 4).BorrowLimit("gpu", 4).Obj(),
