@@ -134,7 +134,7 @@ class Admission {
   virtual AdmissionVerdict Admit(const CycleContext& ctx, QueueIndex queue,
                                  const ResourceList& usage) const = 0;
   // Whether queues' guarantees bind: then a cycle considers the jobs their queue's guarantee
-  // covers before jobs that must borrow (see Cycle::Run).
+  // covers before jobs that must borrow (see guarantee_first_cursor.h).
   virtual bool EnforcesGuarantees() const { return false; }
 };
 
