@@ -27,7 +27,7 @@
 #include <optional>
 
 #include "cluster_fixture.h"
-#include "core/sched/registry.h"
+#include "core/plugins/builtin.h"
 #include "core/sched/scheduler.h"
 #include "core/state/cluster_state.h"
 #include "core/state/transaction.h"
@@ -133,7 +133,7 @@ const Snapshot& SnapshotAt(int load_percent) {
 
 const core::Scheduler& DefaultScheduler() {
   static const core::Scheduler scheduler = [] {
-    auto s = core::Scheduler::Create(core::Profile{}, core::Registry::WithBuiltins());
+    auto s = core::Scheduler::Create(core::Profile{}, core::BuiltinRegistry());
     if (!s.ok()) std::abort();
     return std::move(s).value();
   }();
@@ -230,7 +230,7 @@ void BM_Gang64Placer(benchmark::State& state) {
   for (const core::RunningJob& r : snap.running) {
     for (const core::TaskAllocation& t : r.tasks) cluster.Allocate(t);
   }
-  const core::Registry registry = core::Registry::WithBuiltins();
+  const core::Registry registry = core::BuiltinRegistry();
   auto placer = registry.MakePlacer({.name = "topology"});
   auto scorer = registry.MakeScorer({.name = "best-fit"});
   if (!placer.ok() || !scorer.ok()) {

@@ -6,14 +6,14 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/sched/registry.h"
+#include "core/plugins/builtin.h"
 #include "core/sched/scheduler.h"
 #include "fuzz_support.h"
 #include "spec/policy_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gangway;
-  static const core::Registry registry = core::Registry::WithBuiltins();
+  static const core::Registry registry = core::BuiltinRegistry();
   auto parsed = spec::ParsePolicyFile(fuzz::AsText(data, size), "policy.yaml", registry);
   if (!parsed.ok()) {
     (void)parsed.ErrorText();

@@ -172,4 +172,24 @@ std::string IndexRanges(const std::vector<int64_t>& indices) {
   return out;
 }
 
+const nlohmann::json& JobOf(const nlohmann::json& answer) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  if (answer.is_object() && answer.contains("job") && answer["job"].is_object()) {
+    return answer["job"];
+  }
+  return kEmpty;
+}
+
+std::string JobId(const nlohmann::json& job) { return Num(job, "id", "?"); }
+
+const nlohmann::json& TaskList(const nlohmann::json& job) {
+  static const nlohmann::json kEmpty = nlohmann::json::array();
+  if (job.contains("taskList") && job["taskList"].is_array()) return job["taskList"];
+  return kEmpty;
+}
+
+bool IsFinalState(const std::string& state) {
+  return state == "succeeded" || state == "failed" || state == "cancelled" || state == "timeout";
+}
+
 }  // namespace gangway::cli

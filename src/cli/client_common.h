@@ -5,6 +5,7 @@
 // reporting with exit codes, job references and JSON field access.
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -62,13 +63,27 @@ std::string GpuMilli(const nlohmann::json& value);
 // "0,1,2,3" -> "0-3"; "0,2,5-7" style for a list of indices.
 std::string IndexRanges(const std::vector<int64_t>& indices);
 
-// The command groups, one per file: client_job_commands.cc, client_events_command.cc,
-// client_node_commands.cc, client_top_command.cc, client_up_command.cc.
-void AddJobCommands(CLI::App& app);
+// The command groups, one per file: client_job_commands.cc, client_run_command.cc,
+// client_events_command.cc, client_node_commands.cc, client_top_command.cc,
+// client_up_command.cc.
+void AddJobCommands(CLI::App& app);  // submit, run (through AddRunCommand), jobs, describe, ...
+void AddRunCommand(CLI::App& app);
 void AddEventsCommand(CLI::App& app);
 void AddNodeCommands(CLI::App& app);
 void AddTopCommand(CLI::App& app);
 void AddUpCommand(CLI::App& app);
+
+// How often the commands that follow a job (run --wait, logs -f) ask the controller again.
+inline constexpr auto kPollInterval = std::chrono::milliseconds(500);
+
+// The job of a controller answer {"job": Job}; an empty object if it has none.
+const nlohmann::json& JobOf(const nlohmann::json& answer);
+// A job's id as text; "?" if it has none.
+std::string JobId(const nlohmann::json& job);
+// A job's "taskList"; an empty array if it has none.
+const nlohmann::json& TaskList(const nlohmann::json& job);
+// Whether a job in `state` has ended for good: succeeded, failed, cancelled or timeout.
+bool IsFinalState(const std::string& state);
 
 // Reads a job file (- for stdin) and submits it; the controller's answer {"job": Job}. Fails
 // like Check, with the file's name on each problem's position.

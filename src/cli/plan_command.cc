@@ -7,7 +7,7 @@
 #include <optional>
 #include <sstream>
 
-#include "core/sched/registry.h"
+#include "core/plugins/builtin.h"
 #include "spec/plan.h"
 #include "spec/plan_output.h"
 
@@ -57,7 +57,7 @@ int ListPolicies(const core::Registry& registry, const std::string& output, std:
 }  // namespace
 
 int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
-  const core::Registry registry = core::Registry::WithBuiltins();
+  const core::Registry registry = core::BuiltinRegistry();
   if (options.list_policies) return ListPolicies(registry, options.output, out);
   if (options.cluster_path.empty() || options.jobs_path.empty()) {
     err << "gangway plan: --cluster and --jobs are required (see gangway plan --help)\n";

@@ -18,7 +18,7 @@
 
 #include "cli/data_dir_lock.h"
 #include "cli/plan_command.h"
-#include "core/sched/registry.h"
+#include "core/plugins/builtin.h"
 #include "server/auth.h"
 #include "server/controller.h"
 #include "server/http_api.h"
@@ -159,8 +159,7 @@ void RunServer(const ServerFlags& f) {
   // A live cluster preempts soon after a job starts only if told to; the default profile's
   // five-minute minimum runtime protects fresh jobs from preemption loops.
   if (!f.policy.empty()) {
-    auto profile =
-        spec::ParsePolicyFile(ReadFile(f.policy), f.policy, core::Registry::WithBuiltins());
+    auto profile = spec::ParsePolicyFile(ReadFile(f.policy), f.policy, core::BuiltinRegistry());
     if (!profile.ok()) Fail("the policy file has problems:\n" + profile.ErrorText());
     opts.profile = profile.value();
   }

@@ -3,10 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -20,8 +18,9 @@
 #include <vector>
 
 #include "cli/plan_command.h"
-#include "core/sched/registry.h"
+#include "core/plugins/builtin.h"
 #include "sim/cluster.h"
+#include "sim/experiment.h"
 #include "sim/fill.h"
 #include "sim/plots.h"
 #include "sim/replay.h"
@@ -30,7 +29,6 @@
 #include "spec/cluster_file.h"
 #include "spec/policy_file.h"
 #include "spec/units.h"
-#include "util/parallel_map.h"
 
 namespace gangway::cli {
 namespace {
@@ -329,7 +327,7 @@ bool IsProfilePath(const std::string& policy) {
 
 // The profile for a run: a policy file, or the defaults; then the flags.
 core::Profile LoadProfile(const SimFlags& f, const std::string& policy) {
-  const core::Registry registry = core::Registry::WithBuiltins();
+  const core::Registry registry = core::BuiltinRegistry();
   core::Profile profile;
   std::string file = f.profile_file;
   if (IsProfilePath(policy)) file = policy;
@@ -357,162 +355,86 @@ core::Profile LoadProfile(const SimFlags& f, const std::string& policy) {
 // ---------------------------------------------------------------------------------------------
 // fill
 
-struct FillRun {
-  std::string policy;
-  uint64_t seed = 0;
-  std::optional<sim::FillResult> result;
-  std::string error;
-};
-
-std::vector<FillRun> RunFills(const SimFlags& f, const std::vector<std::string>& policies,
-                              const std::vector<uint64_t>& seeds) {
+// The fill runs of `policies` x `seeds`, in that order; fails on the first that failed.
+std::vector<sim::FillRun> RunFills(const SimFlags& f, const std::vector<std::string>& policies,
+                                   const std::vector<uint64_t>& seeds) {
   const Cluster cluster = LoadCluster(f);
   const sim::Trace trace = LoadTrace(f);
   auto typical = sim::TypicalPods(trace.jobs);
   if (!typical.ok()) Fail(typical.status().message());
-  std::vector<FillRun> runs;
+  std::vector<sim::FillRunSpec> specs;
   for (const std::string& p : policies) {
-    for (uint64_t s : seeds) runs.push_back({.policy = p, .seed = s});
+    for (uint64_t s : seeds)
+      specs.push_back({.policy = p, .scorer = ScorerConfig(p, f), .seed = s});
   }
   Progress progress;
-  std::atomic<size_t> done{0};
-  const std::vector<core::PluginConfig> configs = [&] {
-    std::vector<core::PluginConfig> c;
-    for (const FillRun& r : runs) c.push_back(ScorerConfig(r.policy, f));
-    return c;
-  }();
-  // FGD costs several times the others: start its runs first so no thread idles at the end.
-  std::vector<size_t> schedule(runs.size());
-  for (size_t i = 0; i < runs.size(); ++i) schedule[i] = i;
-  std::stable_partition(schedule.begin(), schedule.end(),
-                        [&](size_t i) { return runs[i].policy == "fgd"; });
-  auto scheduled = util::ParallelMap<FillRun>(runs.size(), f.threads, [&](size_t k) {
-    const size_t i = schedule[k];
-    FillRun run = runs[i];
-    auto r = sim::RunFill(
-        cluster.nodes, trace.jobs,
-        {.policy = configs[i], .seed = run.seed, .tune = f.tune, .workload = *typical});
-    if (r.ok()) {
-      run.result = std::move(r).value();
-    } else {
-      run.error = r.status().message();
-    }
-    const size_t n = ++done;
-    progress.Update(Cat({"fill: ", std::to_string(n), "/", std::to_string(runs.size()),
-                         " runs done (", Fixed(progress.Seconds(), 1), " s)"}));
-    return run;
-  });
+  auto runs = sim::RunFillExperiment(
+      cluster.nodes, trace.jobs, specs,
+      {.tune = f.tune,
+       .workload = *typical,
+       .threads = f.threads,
+       .progress = [&](size_t done, size_t total) {
+         progress.Update(Cat({"fill: ", std::to_string(done), "/", std::to_string(total),
+                              " runs done (", Fixed(progress.Seconds(), 1), " s)"}));
+       }});
   progress.Finish();
-  std::vector<FillRun> results(runs.size());
-  for (size_t k = 0; k < runs.size(); ++k) results[schedule[k]] = std::move(scheduled[k]);
-  for (const FillRun& r : results) {
-    if (!r.result) Fail("policy " + r.policy + ": " + r.error);
-  }
-  return results;
+  if (!runs.ok()) Fail(runs.status().message());
+  return std::move(runs).value();
 }
 
-int LastColumn(const sim::FillResult& r) {
-  for (int k = static_cast<int>(r.columns.size()) - 1; k >= 0; --k) {
-    if (r.columns[static_cast<size_t>(k)].alloc) return k;
-  }
-  return 0;
-}
-
-std::optional<double> AllocAt(const sim::FillResult& r, int k) {
-  const sim::FillColumn* c = r.Column(k);
-  return c ? c->alloc : std::nullopt;
-}
-
-double Mean(const std::vector<double>& v) {
-  if (v.empty()) return 0;
-  double s = 0;
-  for (double x : v) s += x;
-  return s / static_cast<double>(v.size());
-}
-
-double StdDev(const std::vector<double>& v) {
-  if (v.size() < 2) return 0;
-  const double m = Mean(v);
-  double s = 0;
-  for (double x : v) s += (x - m) * (x - m);
-  return std::sqrt(s / static_cast<double>(v.size() - 1));
-}
-
-void WriteFillFiles(const SimFlags& f, const std::vector<FillRun>& runs,
+void WriteFillFiles(const SimFlags& f, const std::vector<sim::FillRun>& runs,
                     const nlohmann::json& summary) {
   if (f.out_dir.empty()) return;
   const std::filesystem::path dir = OutDir(f);
-  for (const FillRun& r : runs) {
+  for (const sim::FillRun& r : runs) {
     std::ostringstream csv;
-    sim::WriteFillCsv(csv, *r.result);
+    sim::WriteFillCsv(csv, r.result);
     WriteFile(dir / Cat({"fill_", r.policy, "_seed", std::to_string(r.seed), ".csv"}), csv.str());
   }
   WriteFile(dir / "summary.json", summary.dump(2) + "\n");
 }
 
-// Per policy: means over seeds at the marks the FGD paper reports.
-nlohmann::json FillPolicySummary(const std::string& policy, const std::vector<FillRun>& runs) {
-  std::vector<double> a100, a_end, f100, r100, failed;
-  for (const FillRun& r : runs) {
-    if (r.policy != policy) continue;
-    const sim::FillResult& x = *r.result;
-    if (auto a = AllocAt(x, 100)) a100.push_back(*a);
-    if (auto a = AllocAt(x, LastColumn(x))) a_end.push_back(*a);
-    if (const sim::FillColumn* c = x.Column(100)) {
-      if (c->frag_amount) f100.push_back(*c->frag_amount);
-      if (c->frag_ratio) r100.push_back(*c->frag_ratio);
-    }
-    failed.push_back(static_cast<double>(x.pods_failed));
-  }
-  return {{"policy", policy},
-          {"runs", failed.size()},
-          {"alloc_pct_at_100", {{"mean", Mean(a100)}, {"sd", StdDev(a100)}}},
-          {"alloc_pct_at_end", {{"mean", Mean(a_end)}, {"sd", StdDev(a_end)}}},
-          {"frag_amount_pct_at_100", Mean(f100)},
-          {"frag_ratio_pct_at_100", Mean(r100)},
-          {"failed_pods", Mean(failed)}};
-}
-
 void PrintFill(const SimFlags& f, const std::vector<std::string>& policies,
-               const std::vector<FillRun>& runs, double seconds) {
+               const std::vector<sim::FillRun>& runs, double seconds) {
+  std::vector<sim::FillPolicySummary> per_policy;
+  for (const std::string& p : policies) per_policy.push_back(sim::SummariseFillPolicy(p, runs));
   nlohmann::json summary = {{"mode", "fill"},
                             {"tune", f.tune},
                             {"policies", nlohmann::json::array()},
                             {"runs", nlohmann::json::array()}};
-  for (const std::string& p : policies) summary["policies"].push_back(FillPolicySummary(p, runs));
-  for (const FillRun& r : runs) summary["runs"].push_back(sim::FillJson(*r.result));
+  for (const sim::FillPolicySummary& p : per_policy) {
+    summary["policies"].push_back(sim::FillPolicyJson(p));
+  }
+  for (const sim::FillRun& r : runs) summary["runs"].push_back(sim::FillJson(r.result));
   WriteFillFiles(f, runs, summary);
   if (f.output == "json") {
     std::cout << summary.dump(2) << "\n";
     return;
   }
-  const int end = runs.empty() ? 0 : LastColumn(*runs.front().result);
+  const int end = runs.empty() ? 0 : sim::LastAllocColumn(runs.front().result);
   const std::string end_label = Cat({"alloc@", std::to_string(end)});
   if (policies.size() == 1) {
     Table t({"seed", "pods", "failed", "alloc@50", "alloc@80", "alloc@90", "alloc@100", end_label,
              "frag@100", "frag-ratio@100"});
-    for (const FillRun& r : runs) {
-      const sim::FillResult& x = *r.result;
+    for (const sim::FillRun& r : runs) {
+      const sim::FillResult& x = r.result;
       const sim::FillColumn* c100 = x.Column(100);
       t.Add({std::to_string(r.seed), std::to_string(x.pods_arrived), std::to_string(x.pods_failed),
-             Opt(AllocAt(x, 50)), Opt(AllocAt(x, 80)), Opt(AllocAt(x, 90)), Opt(AllocAt(x, 100)),
-             Opt(AllocAt(x, LastColumn(x))), c100 ? Opt(c100->frag_amount) : "-",
-             c100 ? Opt(c100->frag_ratio) : "-"});
+             Opt(sim::AllocAt(x, 50)), Opt(sim::AllocAt(x, 80)), Opt(sim::AllocAt(x, 90)),
+             Opt(sim::AllocAt(x, 100)), Opt(sim::AllocAt(x, sim::LastAllocColumn(x))),
+             c100 ? Opt(c100->frag_amount) : "-", c100 ? Opt(c100->frag_ratio) : "-"});
     }
     std::cout << "fill: policy " << policies.front() << ", tune " << f.tune << ", "
-              << runs.front().result->cluster_gpus << " GPUs (% of GPU capacity)\n";
+              << runs.front().result.cluster_gpus << " GPUs (% of GPU capacity)\n";
     t.Print(std::cout);
   } else {
     Table t({"policy", "runs", "alloc@100", "sd", end_label, "frag@100", "frag-ratio@100",
              "failed pods"});
-    for (const nlohmann::json& p : summary["policies"]) {
-      t.Add({p["policy"].get<std::string>(), std::to_string(p["runs"].get<int>()),
-             Fixed(p["alloc_pct_at_100"]["mean"].get<double>(), 2),
-             Fixed(p["alloc_pct_at_100"]["sd"].get<double>(), 2),
-             Fixed(p["alloc_pct_at_end"]["mean"].get<double>(), 2),
-             Fixed(p["frag_amount_pct_at_100"].get<double>(), 2),
-             Fixed(p["frag_ratio_pct_at_100"].get<double>(), 2),
-             Fixed(p["failed_pods"].get<double>(), 0)});
+    for (const sim::FillPolicySummary& p : per_policy) {
+      t.Add({p.policy, std::to_string(static_cast<int>(p.runs)), Fixed(p.alloc_at_100.mean, 2),
+             Fixed(p.alloc_at_100.sd, 2), Fixed(p.alloc_at_end.mean, 2),
+             Fixed(p.frag_amount_at_100, 2), Fixed(p.frag_ratio_at_100, 2),
+             Fixed(p.failed_pods, 0)});
     }
     std::cout << "fill: tune " << f.tune << ", means over seeds (% of GPU capacity)\n";
     t.Print(std::cout);
@@ -522,14 +444,6 @@ void PrintFill(const SimFlags& f, const std::vector<std::string>& policies,
 
 // ---------------------------------------------------------------------------------------------
 // run
-
-struct ReplayRun {
-  std::string policy;
-  uint64_t seed = 0;
-  std::optional<sim::ReplayResult> result;
-  sim::ReplaySummary summary;
-  std::string error;
-};
 
 sim::ReplayOptions ReplaySettings(const SimFlags& f, const Cluster& cluster) {
   sim::ReplayOptions o;
@@ -553,21 +467,20 @@ sim::ReplayOptions ReplaySettings(const SimFlags& f, const Cluster& cluster) {
   return o;
 }
 
-std::vector<ReplayRun> RunReplays(const SimFlags& f, const std::vector<std::string>& policies,
-                                  const std::vector<uint64_t>& seeds) {
+// The replays of `policies` x `seeds`, in that order; fails on the first that failed.
+std::vector<sim::ReplayRun> RunReplays(const SimFlags& f, const std::vector<std::string>& policies,
+                                       const std::vector<uint64_t>& seeds) {
   const Cluster cluster = LoadCluster(f);
   const sim::Trace trace = LoadTrace(f);
   const sim::ReplayOptions base = ReplaySettings(f, cluster);
-  std::vector<ReplayRun> runs;
-  std::vector<core::Profile> profiles;
+  std::vector<sim::ReplayRunSpec> specs;
   for (const std::string& p : policies) {
     const core::Profile profile = LoadProfile(f, p);
     for (uint64_t s : seeds) {
       const std::string label = p.empty()          ? profile.scorer.name
                                 : IsProfilePath(p) ? std::filesystem::path(p).stem().string()
                                                    : p;
-      runs.push_back({.policy = label, .seed = s});
-      profiles.push_back(profile);
+      specs.push_back({.policy = label, .profile = profile, .seed = s});
     }
     // A job preempted before its first checkpoint loses all its work, and victims are chosen
     // by least work lost: the job that just restarted is the next victim again, and may
@@ -580,37 +493,16 @@ std::vector<ReplayRun> RunReplays(const SimFlags& f, const std::vector<std::stri
     }
   }
   Progress progress;
-  std::mutex mutex;
-  std::vector<double> fraction(runs.size(), 0.0);
-  auto results = util::ParallelMap<ReplayRun>(runs.size(), f.threads, [&](size_t i) {
-    ReplayRun run = runs[i];
-    sim::ReplayOptions options = base;
-    options.profile = profiles[i];
-    options.seed = run.seed;
-    options.progress = [&, i](int64_t now, int64_t done, int64_t total) {
-      std::lock_guard<std::mutex> lock(mutex);
-      fraction[i] = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-      double sum = 0;
-      for (double x : fraction) sum += x;
-      progress.Update(
-          Cat({"run: ", Fixed(100.0 * sum / static_cast<double>(fraction.size()), 1),
-               "% of jobs done, virtual day ", Fixed(static_cast<double>(now) / 86400, 1), " (",
-               Fixed(progress.Seconds(), 1), " s)"}));
-    };
-    auto r = sim::RunReplay(cluster.nodes, trace.jobs, options);
-    if (r.ok()) {
-      run.summary = sim::Summarise(r.value());
-      run.result = std::move(r).value();
-    } else {
-      run.error = r.status().message();
-    }
-    return run;
-  });
+  auto runs = sim::RunReplayExperiment(
+      cluster.nodes, trace.jobs, specs,
+      {.base = base, .threads = f.threads, .progress = [&](double done, int64_t now) {
+         progress.Update(Cat({"run: ", Fixed(100.0 * done, 1), "% of jobs done, virtual day ",
+                              Fixed(static_cast<double>(now) / 86400, 1), " (",
+                              Fixed(progress.Seconds(), 1), " s)"}));
+       }});
   progress.Finish();
-  for (const ReplayRun& r : results) {
-    if (!r.result) Fail("policy " + r.policy + ": " + r.error);
-  }
-  return results;
+  if (!runs.ok()) Fail(runs.status().message());
+  return std::move(runs).value();
 }
 
 std::vector<std::string> ReplayRow(const std::string& label, const sim::ReplaySummary& s) {
@@ -631,24 +523,24 @@ std::vector<std::string> ReplayRow(const std::string& label, const sim::ReplaySu
           s.gang_wait.count > 0 ? Human(s.gang_wait.avg) : "-"};
 }
 
-void WriteReplayFiles(const SimFlags& f, const std::vector<ReplayRun>& runs,
+void WriteReplayFiles(const SimFlags& f, const std::vector<sim::ReplayRun>& runs,
                       const nlohmann::json& summary) {
   if (f.plots && f.out_dir.empty()) Fail("--plots needs --out-dir DIR: the plots are files");
   if (f.out_dir.empty()) return;
   const std::filesystem::path dir = OutDir(f);
   std::vector<sim::PlotLine> lines;
-  for (const ReplayRun& r : runs) {
+  for (const sim::ReplayRun& r : runs) {
     const std::string prefix =
         runs.size() == 1 ? std::string() : Cat({r.policy, "_seed", std::to_string(r.seed), "_"});
     std::ostringstream jobs, series, cdf;
-    sim::WriteJobsCsv(jobs, *r.result);
-    sim::WriteSeriesCsv(series, *r.result);
-    sim::WriteJctCdfCsv(cdf, *r.result);
+    sim::WriteJobsCsv(jobs, r.result);
+    sim::WriteSeriesCsv(series, r.result);
+    sim::WriteJctCdfCsv(cdf, r.result);
     WriteFile(dir / (prefix + "jobs.csv"), jobs.str());
     WriteFile(dir / (prefix + "series.csv"), series.str());
     WriteFile(dir / (prefix + "jct_cdf.csv"), cdf.str());
-    const bool one_seed = std::all_of(runs.begin(), runs.end(),
-                                      [&](const ReplayRun& o) { return o.seed == runs[0].seed; });
+    const bool one_seed = std::all_of(
+        runs.begin(), runs.end(), [&](const sim::ReplayRun& o) { return o.seed == runs[0].seed; });
     lines.push_back({.label = one_seed ? r.policy : Cat({r.policy, " s", std::to_string(r.seed)}),
                      .series_csv = prefix + "series.csv",
                      .jct_cdf_csv = prefix + "jct_cdf.csv"});
@@ -663,14 +555,14 @@ void WriteReplayFiles(const SimFlags& f, const std::vector<ReplayRun>& runs,
             << (dir / "jct_cdf.svg").string() << "\n";
 }
 
-void PrintReplays(const SimFlags& f, const std::vector<ReplayRun>& runs, double seconds) {
+void PrintReplays(const SimFlags& f, const std::vector<sim::ReplayRun>& runs, double seconds) {
   nlohmann::json summary;
   if (runs.size() == 1) {
-    summary = sim::ReplayJson(*runs.front().result, runs.front().summary);
+    summary = sim::ReplayJson(runs.front().result, runs.front().summary);
   } else {
     summary = {{"mode", "run"}, {"runs", nlohmann::json::array()}};
-    for (const ReplayRun& r : runs) {
-      nlohmann::json one = sim::ReplayJson(*r.result, r.summary);
+    for (const sim::ReplayRun& r : runs) {
+      nlohmann::json one = sim::ReplayJson(r.result, r.summary);
       one["label"] = r.policy;
       summary["runs"].push_back(std::move(one));
     }
@@ -682,28 +574,28 @@ void PrintReplays(const SimFlags& f, const std::vector<ReplayRun>& runs, double 
   }
   Table t({"policy", "completed", "avg JCT", "median", "p95", "p99", "avg queue", "makespan",
            "alloc", "util", "Jain", "FTF", "worst q wait", "preempt", "gang wait"});
-  const bool one_seed = std::all_of(runs.begin(), runs.end(),
-                                    [&](const ReplayRun& o) { return o.seed == runs[0].seed; });
-  for (const ReplayRun& r : runs) {
+  const bool one_seed = std::all_of(
+      runs.begin(), runs.end(), [&](const sim::ReplayRun& o) { return o.seed == runs[0].seed; });
+  for (const sim::ReplayRun& r : runs) {
     t.Add(
         ReplayRow(one_seed ? r.policy : Cat({r.policy, " s", std::to_string(r.seed)}), r.summary));
   }
-  const sim::ReplayResult& first = *runs.front().result;
+  const sim::ReplayResult& first = runs.front().result;
   std::cout << "run: " << first.jobs.size() << " jobs on " << first.cluster_gpus << " GPUs, "
             << "profile " << first.policy << "\n";
   t.Print(std::cout);
-  for (const ReplayRun& r : runs) {
+  for (const sim::ReplayRun& r : runs) {
     if (r.summary.node_failures == 0) continue;
     std::cout << r.policy << " seed " << r.seed << ": " << r.summary.node_failures
               << " node failures killed " << r.summary.job_failures << " runs, "
               << Fixed(r.summary.failure_lost_gpu_hours, 1) << " GPU-hours lost to them ("
               << Fixed(r.summary.lost_gpu_hours, 1) << " with preemptions)\n";
   }
-  for (const ReplayRun& r : runs) {
+  for (const sim::ReplayRun& r : runs) {
     if (r.summary.rejected + r.summary.unfinished == 0) continue;
     std::cout << r.policy << " seed " << r.seed << ": " << r.summary.rejected << " rejected, "
               << r.summary.unfinished << " unfinished";
-    for (const sim::JobRecord& j : r.result->jobs) {
+    for (const sim::JobRecord& j : r.result.jobs) {
       if (j.outcome == sim::JobOutcome::kCompleted) continue;
       std::cout << " (e.g. " << j.name << ": " << j.reason << ")";
       break;

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <system_error>
 
-#include "core/sched/registry.h"
+#include "core/plugins/builtin.h"
 #include "protocol/commands.h"
 #include "spec/units.h"
 #include "util/parallel_map.h"
@@ -99,14 +99,14 @@ Controller::Controller(ControllerOptions options)
   options_.checkpoint_root = std::filesystem::absolute(options_.checkpoint_root);
   if (options_.queues.empty()) options_.queues.push_back({.name = "default"});
   epoch_ = RandomHex(8);
-  auto scheduler = core::Scheduler::Create(options_.profile, core::Registry::WithBuiltins());
+  auto scheduler = core::Scheduler::Create(options_.profile, core::BuiltinRegistry());
   if (!scheduler.ok()) throw std::invalid_argument(scheduler.status().message());
   scheduler_.emplace(std::move(scheduler.value()));
   const int configured = options_.profile.max_jobs_per_cycle;
   if (options_.cycle_depth > 0 && (configured <= 0 || options_.cycle_depth < configured)) {
     core::Profile bounded = options_.profile;
     bounded.max_jobs_per_cycle = options_.cycle_depth;
-    auto event = core::Scheduler::Create(bounded, core::Registry::WithBuiltins());
+    auto event = core::Scheduler::Create(bounded, core::BuiltinRegistry());
     if (!event.ok()) throw std::invalid_argument(event.status().message());
     event_scheduler_.emplace(std::move(event.value()));
   }

@@ -7,8 +7,8 @@
 #include <set>
 #include <tuple>
 
+#include "core/plugins/builtin.h"
 #include "core/sched/plugin.h"
-#include "core/sched/registry.h"
 #include "core/state/cluster_state.h"
 #include "core/state/transaction.h"
 #include "sim/cluster.h"
@@ -116,7 +116,7 @@ core::Result<FillResult> RunFill(const std::vector<core::Node>& nodes,
   }
   const core::TargetWorkload& workload = *measured;
 
-  const core::Registry registry = core::Registry::WithBuiltins();
+  const core::Registry registry = core::BuiltinRegistry();
   auto scorer = registry.MakeScorer(ScorerConfig(options.policy, workload));
   if (!scorer.ok()) return scorer.status();
   auto placer = registry.MakePlacer({.name = "greedy"});

@@ -8,8 +8,8 @@
 #include <queue>
 #include <tuple>
 
+#include "core/plugins/builtin.h"
 #include "core/plugins/gang/span.h"
-#include "core/sched/registry.h"
 #include "core/sched/scheduler.h"
 #include "core/state/snapshot.h"
 #include "sim/cluster.h"
@@ -632,7 +632,7 @@ core::Result<ReplayResult> RunReplay(const std::vector<core::Node>& nodes,
     return core::InvalidArgument("elastic must be between 0 (rigid) and 1");
   }
   core::Result<core::Scheduler> scheduler =
-      core::Scheduler::Create(options.profile, core::Registry::WithBuiltins());
+      core::Scheduler::Create(options.profile, core::BuiltinRegistry());
   if (!scheduler.ok()) return scheduler.status();
   Replay replay(nodes, trace, options, std::move(scheduler).value());
   return replay.Run();

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sched/registry.h"
+#include "core/plugins/builtin.h"
 #include "core/sched/scheduler.h"
 #include "testing/builders.h"
 #include "testing/cluster_driver.h"
@@ -45,7 +45,7 @@ std::string Describe(const Profile& p) {
 }
 
 TEST(PropertyDeterminism, SameInputsAndSeedGiveIdenticalResults) {
-  const Registry registry = Registry::WithBuiltins();
+  const Registry registry = BuiltinRegistry();
   const std::vector<Profile> profiles = Profiles();
   for (size_t i = 0; i < profiles.size(); ++i) {
     const Profile& profile = profiles[i];
@@ -88,7 +88,7 @@ TEST(PropertyDeterminism, SameInputsAndSeedGiveIdenticalResults) {
 
 // The trajectory of one seed: every cycle's result, in order.
 std::vector<std::string> Trajectory(const Profile& profile, uint64_t seed) {
-  const Registry registry = Registry::WithBuiltins();
+  const Registry registry = BuiltinRegistry();
   auto scheduler = Scheduler::Create(profile, registry);
   EXPECT_TRUE(scheduler.ok()) << scheduler.status().message();
   if (!scheduler.ok()) return {};

@@ -2,11 +2,11 @@
 // kInfeasible says no change in load makes the job runnable, so it must not depend on which
 // nodes are healthy right now.
 //
-// QueueTree::ExceedsLimits (quota/queue_tree.cc) calls a job that its queue cannot admit now
-// infeasible when it asks more GPUs than the cluster's capacity, and that capacity
-// (Cycle::Capacity in sched/scheduler.cc) leaves out unhealthy nodes and GPUs. A node that is
-// down for repair therefore turns a job that merely waits for quota into one the owner rejects
-// for good.
+// The bug it caught: a job its queue could not admit now was called infeasible when it asked
+// more GPUs than the cluster's capacity, and that capacity leaves out unhealthy nodes and GPUs.
+// A node down for repair therefore turned a job that merely waits for quota into one the owner
+// rejects for good. "Never" for quota now comes from the quota plugin's AdmissionVerdict, which
+// compares the request with queue limits only (QueueTree::ExceedsLimits).
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sched/registry.h"
+#include "core/plugins/builtin.h"
 #include "core/sched/scheduler.h"
 #include "testing/builders.h"
 #include "testing/cluster_driver.h"
@@ -82,7 +82,7 @@ std::string Describe(const Coverage& c) {
 // first kMaxFailingCycles violating cycles of a seed are printed.
 Coverage RunChecked(const std::string& name, const Profile& profile, uint64_t first_seed) {
   Coverage coverage;
-  const Registry registry = Registry::WithBuiltins();
+  const Registry registry = BuiltinRegistry();
   auto scheduler = Scheduler::Create(profile, registry);
   EXPECT_TRUE(scheduler.ok()) << name << ": " << scheduler.status().message();
   if (!scheduler.ok()) return coverage;

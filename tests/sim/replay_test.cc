@@ -140,6 +140,28 @@ TEST(ReplayTest, JobsTooBigForTheClusterAreRejectedOrLeftUnfinished) {
   EXPECT_EQ(s.completed, 1);
 }
 
+TEST(ReplayTest, QuotaNeverRejectsButQuotaNotNowWaits) {
+  // Queue a may use 2 of the 4 GPUs. Job 1 asks 4: its queue can never admit it, so it is
+  // rejected with the core's reason. Job 3 asks 2 while job 2 holds a's 2 (0-100): it waits
+  // for the quota, starts at 100 and completes.
+  std::vector<TraceJob> jobs = {Job(1, 0, 4, 10), Job(2, 0, 2, 100), Job(3, 10, 2, 50)};
+  for (TraceJob& j : jobs) j.queue = "a";
+  core::Profile profile = Fifo("easy");
+  profile.admission = {.name = "quota"};
+  core::QueueSpec a{.name = "a"};
+  a.guarantee = core::ResourceList{{"gpu", 2 * core::kGpuMilli}};
+  a.borrow_limit = core::ResourceList{{"gpu", 0}};
+  auto r = Replay(jobs, {.profile = profile, .queues = {a}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->jobs[0].outcome, JobOutcome::kRejected);
+  EXPECT_NE(r->jobs[0].reason.find("queue a may never use more than 2 GPUs"), std::string::npos)
+      << r->jobs[0].reason;
+  EXPECT_EQ(r->jobs[1].outcome, JobOutcome::kCompleted);
+  EXPECT_EQ(r->jobs[2].outcome, JobOutcome::kCompleted);
+  EXPECT_EQ(r->jobs[2].first_start, 100);
+  EXPECT_EQ(Summarise(r.value()).rejected, 1);
+}
+
 TEST(ReplayTest, JobsThatCanNeverStartAreReportedUnfinished) {
   // The only node big enough for job 1 is cordoned: not infeasible (cordons end), but nothing
   // in the replay ends it. The replay stops when nothing else can happen and says why.

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "core/plugins/builtin.h"
 #include "spec/plan.h"
 #include "spec/test_files.h"
 
@@ -15,7 +16,7 @@ using nlohmann::ordered_json;
 using testing::ReadSource;
 
 Plan MustPlan(const PlanRequest& request) {
-  auto plan = MakePlan(request, core::Registry::WithBuiltins());
+  auto plan = MakePlan(request, core::BuiltinRegistry());
   EXPECT_TRUE(plan.ok()) << (plan.ok() ? "" : plan.ErrorText());
   return plan.ok() ? std::move(plan).value() : Plan{};
 }
@@ -148,14 +149,14 @@ TEST(PlanOutputTest, TableListsSectionsWithNodesGpusAndReasons) {
 TEST(PlanTest, ErrorsNameTheFileAtFault) {
   PlanRequest request = SmallRequest();
   request.jobs.text = "jobs:\n  - {name: x, gpu: 1.5}\n";
-  auto plan = MakePlan(request, core::Registry::WithBuiltins());
+  auto plan = MakePlan(request, core::BuiltinRegistry());
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.errors().front().file, "jobs.yaml");
   EXPECT_EQ(plan.errors().front().line, 2);
 
   request = SmallRequest();
   request.policy = SourceFile{"policy.yaml", "gang: nope\n"};
-  plan = MakePlan(request, core::Registry::WithBuiltins());
+  plan = MakePlan(request, core::BuiltinRegistry());
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.errors().front().file, "policy.yaml");
 }
@@ -163,7 +164,7 @@ TEST(PlanTest, ErrorsNameTheFileAtFault) {
 TEST(PlanTest, AJobNameMayNotRepeatARunningJob) {
   PlanRequest request = SmallRequest();
   request.jobs.text = "jobs:\n  - {name: busy, gpu: 1}\n";
-  auto plan = MakePlan(request, core::Registry::WithBuiltins());
+  auto plan = MakePlan(request, core::BuiltinRegistry());
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.ErrorText().find("already used by a running job"), std::string::npos);
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/plugins/builtin.h"
 #include "spec/test_files.h"
 
 namespace gangway::spec {
@@ -12,7 +13,7 @@ using testing::HasError;
 using testing::ReadSource;
 
 TEST(PolicyFileTest, TheBundledExampleIsTheDefaultProfile) {
-  const core::Registry registry = core::Registry::WithBuiltins();
+  const core::Registry registry = core::BuiltinRegistry();
   auto r = ParsePolicyFile(ReadSource("examples/policy.yaml"), "policy.yaml", registry);
   ASSERT_TRUE(r.ok()) << r.ErrorText();
   const core::Profile defaults;
@@ -33,7 +34,7 @@ TEST(PolicyFileTest, TheBundledExampleIsTheDefaultProfile) {
 }
 
 TEST(PolicyFileTest, ReadsPluginArgumentsAndTunables) {
-  const core::Registry registry = core::Registry::WithBuiltins();
+  const core::Registry registry = core::BuiltinRegistry();
   auto r = ParsePolicyFile(R"(order: {name: las, args: {thresholds: [3600, 36000]}}
 backfill: {name: conservative, args: {depth: 8}}
 preemption: none
@@ -54,7 +55,7 @@ maxJobsPerCycle: 500
 }
 
 TEST(PolicyFileTest, AnEmptyFileIsTheDefaultProfile) {
-  auto r = ParsePolicyFile("", "policy.yaml", core::Registry::WithBuiltins());
+  auto r = ParsePolicyFile("", "policy.yaml", core::BuiltinRegistry());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->order.name, "priority");
 }
@@ -70,7 +71,7 @@ void PrintTo(const MalformedPolicy& c, std::ostream* os) { *os << c.name; }
 class MalformedPolicyTest : public ::testing::TestWithParam<MalformedPolicy> {};
 
 TEST_P(MalformedPolicyTest, ReportsFileLineColumnFieldAndReason) {
-  auto r = ParsePolicyFile(GetParam().yaml, "policy.yaml", core::Registry::WithBuiltins());
+  auto r = ParsePolicyFile(GetParam().yaml, "policy.yaml", core::BuiltinRegistry());
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(HasError(r.errors(), GetParam().want));
 }

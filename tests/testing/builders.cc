@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "core/model/mig.h"
+#include "core/plugins/builtin.h"
 #include "core/sched/scheduler.h"
 
 namespace gangway::testing {
@@ -403,7 +404,7 @@ Profile MakeProfile(const std::string& order, const std::string& scorer,
 
 CycleResult RunCycle(const Snapshot& snapshot, const std::vector<Job>& pending,
                      const Profile& profile, uint64_t seed) {
-  Registry registry = Registry::WithBuiltins();
+  Registry registry = BuiltinRegistry();
   auto scheduler = Scheduler::Create(profile, registry);
   if (!scheduler.ok()) {
     ADD_FAILURE() << "bad profile: " << scheduler.status().message();

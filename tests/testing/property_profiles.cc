@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "core/sched/registry.h"
+#include "core/plugins/builtin.h"
 
 namespace gangway::testing {
 
@@ -38,7 +38,7 @@ std::string CaseName(int index, const Profile& p) {
 }  // namespace
 
 std::vector<ProfileCase> PropertyProfiles() {
-  const Registry registry = Registry::WithBuiltins();
+  const Registry registry = core::BuiltinRegistry();
   std::map<std::string, std::vector<std::string>> names;
   for (const Registry::Entry& e : registry.List()) names[e.point].push_back(e.name);
   const std::vector<std::string>& orders = names["order"];

@@ -2,6 +2,12 @@
 
 namespace gangway::core {
 
+Registry BuiltinRegistry() {
+  Registry r;
+  RegisterBuiltinPlugins(r);
+  return r;
+}
+
 void RegisterBuiltinPlugins(Registry& registry) {
   RegisterOrderPlugins(registry);
   RegisterAdmissionPlugins(registry);

@@ -1,9 +1,16 @@
 #ifndef GANGWAY_CORE_PLUGINS_BUILTIN_H_
 #define GANGWAY_CORE_PLUGINS_BUILTIN_H_
 
+// The built-in plugins register themselves here, above the registry they fill
+// (core/sched/registry.h), so that dependencies point inward: sched/ knows only the plugin
+// interfaces, and hosts (plan, the simulator, the controller) ask for this registry.
+
+#include "core/sched/registry.h"
+
 namespace gangway::core {
 
-class Registry;
+// A registry holding every built-in plugin; the caller owns it and may add its own.
+Registry BuiltinRegistry();
 
 // Adds every built-in plugin. Each family lives in its own folder under core/plugins/ and
 // registers itself through one function declared here.

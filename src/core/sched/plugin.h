@@ -4,7 +4,8 @@
 // The extension points of a scheduling cycle, one small interface each (SPEC section 2):
 //
 //   QueueOrder   who goes next              (FIFO, priority, DRF, 2D-LAS, SJF, SRTF)
-//   Admission    may the job's queue take it (quota with borrowing and lending)
+//   Admission    may the job's queue take it: now, not now, or never (quota with borrowing
+//                and lending)
 //   NodeScorer   which node for one task     (best-fit, spread, packing, random, dot-product, FGD)
 //   GangPlacer   where a whole gang goes     (topology-aware, greedy)
 //   BackfillPolicy  how many reservations   (none, EASY, conservative)
@@ -82,15 +83,58 @@ class QueueOrder {
 // ---------------------------------------------------------------------------------------------
 // Admission (quota).
 
+// What Admission answers for one request. "Not now" and "never" are different answers
+// (STYLE: kube-scheduler's Unschedulable and UnschedulableAndUnresolvable), because the cycle
+// acts on them differently: a job that must wait for quota is reported kQuota and may reclaim
+// capacity by preemption; one its queue can never admit is reported kInfeasible, triggers no
+// preemption, and the simulator drops it. Invariant: the reason is empty iff admitted.
+class [[nodiscard]] AdmissionVerdict {
+ public:
+  enum class Kind : uint8_t {
+    kAdmitted,
+    kNotNow,           // refused with the queues' usage now; may pass once usage drops
+    kNeverAdmissible,  // refused even with every queue idle, as the queues are configured
+  };
+
+  static AdmissionVerdict Admitted() { return {}; }
+  // `reason`: a sentence naming the queue, the resource and the limit; must not be empty.
+  static AdmissionVerdict NotNow(std::string reason) {
+    return AdmissionVerdict(Kind::kNotNow, std::move(reason));
+  }
+  static AdmissionVerdict Never(std::string reason) {
+    return AdmissionVerdict(Kind::kNeverAdmissible, std::move(reason));
+  }
+
+  Kind kind() const { return kind_; }
+  bool admitted() const { return kind_ == Kind::kAdmitted; }
+  bool never() const { return kind_ == Kind::kNeverAdmissible; }
+  const std::string& reason() const& { return reason_; }
+  std::string reason() && { return std::move(reason_); }
+
+ private:
+  AdmissionVerdict() = default;
+  AdmissionVerdict(Kind kind, std::string reason) : kind_(kind), reason_(std::move(reason)) {
+    if (reason_.empty()) reason_ = "refused by admission";
+  }
+
+  Kind kind_ = Kind::kAdmitted;
+  std::string reason_;
+};
+
 class Admission {
  public:
   virtual ~Admission() = default;
   virtual std::string_view name() const = 0;
-  // nullopt if `queue` may take `usage` now; otherwise why not, in a sentence.
-  virtual std::optional<std::string> Admit(const CycleContext& ctx, QueueIndex queue,
-                                           const ResourceList& usage) const = 0;
+  // Whether `queue` may take `usage` now (Admitted), must wait (NotNow), or could never take
+  // it while the queues are configured as they are (Never), whatever else runs. Never must
+  // not depend on usage: a job it rejects stays rejected until the configuration changes.
+  // The cycle asks first with the job's request (RequestUsage) and, once the job is placed,
+  // with the exact usage of the placement; it takes Never as NotNow for the latter, since
+  // another placement (other GPU models) may pass.
+  virtual AdmissionVerdict Admit(const CycleContext& ctx, QueueIndex queue,
+                                 const ResourceList& usage) const = 0;
   // Whether queues' guarantees bind: then a cycle considers the jobs their queue's guarantee
-  // covers before jobs that must borrow (see Cycle::Run).
+  // covers before jobs that must borrow (see guarantee_first_cursor.h).
   virtual bool EnforcesGuarantees() const { return false; }
 };
 

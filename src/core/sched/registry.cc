@@ -2,8 +2,6 @@
 
 #include <charconv>
 
-#include "core/plugins/builtin.h"
-
 namespace gangway::core {
 
 std::optional<Duration> ParseDuration(std::string_view text) {
@@ -196,12 +194,6 @@ std::vector<Registry::Entry> Registry::List() const {
   add("backfill", backfills_);
   add("preemption", preemptions_);
   return out;
-}
-
-Registry Registry::WithBuiltins() {
-  Registry r;
-  RegisterBuiltinPlugins(r);
-  return r;
 }
 
 }  // namespace gangway::core

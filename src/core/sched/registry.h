@@ -53,12 +53,13 @@ std::optional<Duration> ParseDuration(std::string_view text);
 template <typename T>
 using Factory = std::function<std::unique_ptr<T>(PluginArgs&)>;
 
+// Not a singleton: the caller owns a registry and fills it. The built-in plugins live in a
+// layer above this one (core/plugins/ depends on sched/, not the reverse), so they register
+// themselves: core::BuiltinRegistry() in core/plugins/builtin.h returns a registry holding
+// them, to which a caller may add its own. Names are unique per extension point; adding a
+// name again replaces its factory.
 class Registry {
  public:
-  // A registry holding every built-in plugin (core/plugins/builtin.h). Not a singleton: the
-  // caller owns it and may add its own plugins.
-  static Registry WithBuiltins();
-
   void AddOrder(std::string name, std::string help, Factory<QueueOrder> f);
   void AddAdmission(std::string name, std::string help, Factory<Admission> f);
   void AddScorer(std::string name, std::string help, Factory<NodeScorer> f);

@@ -3,23 +3,27 @@
 
 // One scheduling cycle over an immutable snapshot:
 //
-//   1. Copy the cluster into a ClusterState and account every running job; build the queue
-//      tree with live usage.
-//   2. Walk pending jobs in the QueueOrder. For each: reject what can never run (unknown
-//      queue, no node could ever hold a task, required topology larger than any domain);
-//      ask Admission; place the whole gang through the GangPlacer inside a Transaction
-//      (rolled back unless every required task landed); re-check quota with the GPU models
-//      actually chosen.
-//   3. A job that does not fit may preempt (whole gangs chosen by the Preemption policies,
-//      lowest priority first, then least progress lost since the last checkpoint, never jobs
-//      younger than the minimum runtime), or get a backfill reservation at the earliest time
-//      running jobs' time limits free enough room. Later jobs may use reserved capacity only
-//      if they end before the reservation starts, or if the node has room for both.
+//   1. Copy the cluster into a ClusterState and account every running job (RunningJobs);
+//      build the queue tree with live usage.
+//   2. Walk pending jobs in the QueueOrder (jobs their queue's guarantee covers first when
+//      guarantees bind: GuaranteeFirstCursor). For each: reject what can never run
+//      (Feasibility: unknown queue, no node could ever hold a task, required topology larger
+//      than any domain); ask Admission; place the whole gang through the GangPlacer inside a
+//      Transaction (rolled back unless every required task landed); re-check quota with the
+//      GPU models actually chosen.
+//   3. A job that does not fit may preempt (PreemptionSearch: whole gangs chosen by the
+//      Preemption policies, lowest priority first, then least progress lost since the last
+//      checkpoint, never jobs younger than the minimum runtime), or get a backfill
+//      reservation at the earliest time running jobs' time limits free enough room
+//      (Reservations). Later jobs may use reserved capacity only if they end before the
+//      reservation starts, or if the node has room for both.
 //   4. Every job not started gets a reason code, a sentence and, when known, an estimated
 //      start.
 //
-// Deterministic: the same snapshot, pending list, profile and seed give the same result,
-// byte for byte once serialised.
+// The Scheduler orchestrates these phases (scheduler.cc); each phase's header states its
+// contract. Deterministic: the same snapshot, pending list, profile and seed give the same
+// result, byte for byte once serialised. A Scheduler does not change after Create: RunCycle
+// keeps all its state in the call.
 
 #include <memory>
 #include <span>

@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "core/plugins/builtin.h"
+
 namespace gangway::core {
 namespace {
 
 TEST(Registry, UnknownPolicyNamesTheKnownOnes) {
-  Registry r = Registry::WithBuiltins();
+  Registry r = BuiltinRegistry();
   auto order = r.MakeOrder({.name = "lottery"});
   ASSERT_FALSE(order.ok());
   EXPECT_NE(order.status().message().find("unknown queue order policy 'lottery'"),
@@ -15,7 +17,7 @@ TEST(Registry, UnknownPolicyNamesTheKnownOnes) {
 }
 
 TEST(Registry, ArgumentsAreTypedAndUnknownOnesRejected) {
-  Registry r = Registry::WithBuiltins();
+  Registry r = BuiltinRegistry();
   auto bad_type = r.MakeBackfill({.name = "conservative", .args = {{"depth", "many"}}});
   ASSERT_FALSE(bad_type.ok());
   EXPECT_NE(bad_type.status().message().find("argument depth of conservative"), std::string::npos);

@@ -10,9 +10,17 @@ namespace {
 class QuotaAdmission final : public Admission {
  public:
   std::string_view name() const override { return "quota"; }
-  std::optional<std::string> Admit(const CycleContext& ctx, QueueIndex queue,
-                                   const ResourceList& usage) const override {
-    return ctx.queues.CheckAdmission(queue, usage);
+  // Never when the request alone exceeds the guarantee + borrow limit of a queue on its path
+  // (QueueTree::ExceedsLimits); the cluster's capacity is not such a limit, since it counts
+  // healthy nodes only and a repair restores it (tests/property/infeasible_repro_test.cc).
+  AdmissionVerdict Admit(const CycleContext& ctx, QueueIndex queue,
+                         const ResourceList& usage) const override {
+    std::optional<std::string> why = ctx.queues.CheckAdmission(queue, usage);
+    if (!why) return AdmissionVerdict::Admitted();
+    if (std::optional<std::string> never = ctx.queues.ExceedsLimits(queue, usage)) {
+      return AdmissionVerdict::Never(std::move(*never));
+    }
+    return AdmissionVerdict::NotNow(std::move(*why));
   }
   bool EnforcesGuarantees() const override { return true; }
 };
@@ -20,9 +28,8 @@ class QuotaAdmission final : public Admission {
 class NoAdmission final : public Admission {
  public:
   std::string_view name() const override { return "none"; }
-  std::optional<std::string> Admit(const CycleContext&, QueueIndex,
-                                   const ResourceList&) const override {
-    return std::nullopt;
+  AdmissionVerdict Admit(const CycleContext&, QueueIndex, const ResourceList&) const override {
+    return AdmissionVerdict::Admitted();
   }
 };
 

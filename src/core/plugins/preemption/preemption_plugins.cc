@@ -5,7 +5,7 @@
 //             borrowing: lent capacity goes back to its owner
 //   order     victims the queue order ranks after the pending job (e.g. 2D-LAS demotion)
 // Victim selection (whole gangs, lowest priority first, least progress lost, minimum runtime)
-// is the cycle's; see scheduler.cc.
+// is the cycle's; see core/sched/preemption_search.h.
 
 #include <string>
 

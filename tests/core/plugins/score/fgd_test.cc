@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/plugins/builtin.h"
 #include "core/plugins/score/fragmentation.h"
 #include "score_test_util.h"
 
@@ -143,7 +144,7 @@ TEST(Fgd, TiesAreRandomByDefaultAndLowestIndexOnRequest) {
 }
 
 TEST(Fgd, RejectsAMalformedWorkload) {
-  Registry registry = Registry::WithBuiltins();
+  Registry registry = BuiltinRegistry();
   for (const char* bad : {"1,2,3", "0,1500,1,1", "0,500,0,1", "0,500,1,0", "0,0,2,1", "a,b"}) {
     auto s = registry.MakeScorer({.name = "fgd", .args = {{"workload", bad}}});
     ASSERT_FALSE(s.ok()) << bad;

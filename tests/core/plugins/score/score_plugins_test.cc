@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sched/registry.h"
+#include "core/plugins/builtin.h"
 #include "score_test_util.h"
 
 namespace gangway::core {
@@ -24,7 +24,7 @@ const std::vector<std::string> kScorers = {"best-fit",    "dot-product", "fgd", 
 
 TEST(ScorePlugins, BuiltinRegistryListsEveryScorer) {
   std::vector<std::string> names;
-  for (const Registry::Entry& e : Registry::WithBuiltins().List()) {
+  for (const Registry::Entry& e : BuiltinRegistry().List()) {
     if (e.point == "placement") {
       names.push_back(e.name);
       EXPECT_FALSE(e.help.empty()) << e.name;
@@ -35,7 +35,7 @@ TEST(ScorePlugins, BuiltinRegistryListsEveryScorer) {
 }
 
 TEST(ScorePlugins, PaperScorersRejectUnknownAndMalformedArguments) {
-  Registry registry = Registry::WithBuiltins();
+  Registry registry = BuiltinRegistry();
   for (const char* name : {"gpu-packing", "gpu-clustering", "dot-product", "fgd"}) {
     EXPECT_FALSE(registry.MakeScorer({.name = name, .args = {{"bogus", "1"}}}).ok()) << name;
     EXPECT_FALSE(registry.MakeScorer({.name = name, .args = {{"random_ties", "maybe"}}}).ok())

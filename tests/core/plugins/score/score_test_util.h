@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/plugins/builtin.h"
 #include "core/sched/plugin.h"
-#include "core/sched/registry.h"
 #include "core/state/cluster_state.h"
 #include "testing/builders.h"
 
@@ -72,7 +72,7 @@ class TestCluster {
 inline std::unique_ptr<core::NodeScorer> MakeScorer(const std::string& name,
                                                     std::map<std::string, std::string> args = {}) {
   core::Result<std::unique_ptr<core::NodeScorer>> scorer =
-      core::Registry::WithBuiltins().MakeScorer({.name = name, .args = std::move(args)});
+      core::BuiltinRegistry().MakeScorer({.name = name, .args = std::move(args)});
   EXPECT_TRUE(scorer.ok()) << (scorer.ok() ? "" : scorer.status().message());
   return scorer.ok() ? std::move(scorer).value() : nullptr;
 }

@@ -1,0 +1,224 @@
+#include "core/sched/preemption_search.h"
+
+#include <algorithm>
+
+#include "core/sched/signature.h"
+#include "core/sched/usage.h"
+#include "core/state/transaction.h"
+
+namespace gangway::core {
+
+// A what-if on the cluster and queue usage without the stopping jobs (released_, or the
+// cycle's state while none stops): Release() more running jobs, Restore() some of them, ask
+// Fits(). All of it is undone when the plan goes out of scope. Accounting is additive, so the
+// state after any sequence of calls equals releasing the jobs that are out at that moment in
+// one go: a plan grown one victim at a time decides like planning every set of victims from
+// scratch, without releasing the whole set each time.
+class PreemptionSearch::Plan {
+ public:
+  explicit Plan(PreemptionSearch& search)
+      : s_(search),
+        queues_(search.released_queues_ ? *search.released_queues_ : search.in_.queues),
+        tx_(search.released_ ? *search.released_ : search.in_.state) {}
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    for (const RunningJobs::Entry* r : out_) {
+      if (r->queue.valid()) queues_.AddUsage(r->queue, r->usage);
+    }
+    // tx_ rolls back the cluster.
+  }
+
+  void Release(const RunningJobs::Entry& r) {
+    for (const TaskAllocation& t : r.job->tasks) tx_.Release(t);
+    if (r.queue.valid()) queues_.RemoveUsage(r.queue, r.usage);
+    out_.push_back(&r);
+  }
+
+  // Precondition: released by this plan.
+  void Restore(const RunningJobs::Entry& r) {
+    for (const TaskAllocation& t : r.job->tasks) {
+      // It held exactly this before Release; nothing has taken its place since.
+      [[maybe_unused]] bool restored = tx_.Allocate(t);
+    }
+    if (r.queue.valid()) queues_.AddUsage(r.queue, r.usage);
+    out_.erase(std::find(out_.begin(), out_.end(), &r));
+  }
+
+  // Whether the job would fit (and pass quota when `check_quota`) now.
+  bool Fits(const Job& job, QueueIndex q, bool check_quota) {
+    bool fits = true;
+    if (check_quota && q.valid()) fits = !queues_.CheckAdmission(q, RequestUsage(job)).has_value();
+    if (fits) {
+      size_t mark = tx_.Mark();
+      PlaceResult placed = s_.in_.placer.Place({.tx = tx_,
+                                                .job = job,
+                                                .scorer = s_.in_.scorer,
+                                                .allowed = s_.in_.reservations.AllowedFor(job),
+                                                .rng = s_.in_.rng});
+      fits = placed.ok();
+      if (fits && q.valid()) {
+        fits = !queues_.CheckAdmission(q, AllocationUsage(s_.in_.state, placed.tasks)).has_value();
+      }
+      tx_.RollbackTo(mark);
+    }
+    return fits;
+  }
+
+ private:
+  PreemptionSearch& s_;
+  QueueTree& queues_;
+  Transaction tx_;
+  std::vector<const RunningJobs::Entry*> out_;
+};
+
+PreemptionSearch::PreemptionSearch(const PreemptionInputs& in) : in_(in) {
+  stopping_flag_.assign(in_.running.size(), false);
+  for (size_t i = 0; i < in_.running.size(); ++i) {
+    if (in_.running[i].job->terminating) MarkStopping(i);
+  }
+}
+
+void PreemptionSearch::Started(size_t running_index) {
+  const RunningJobs::Entry& r = in_.running[running_index];
+  if (released_) {
+    for (const TaskAllocation& t : r.job->tasks) released_->Allocate(t);
+  }
+  if (released_queues_ && r.queue.valid()) released_queues_->AddUsage(r.queue, r.usage);
+  stopping_flag_.push_back(false);
+  if (victims_.contains(r.job->job.id)) MarkStopping(running_index);
+}
+
+void PreemptionSearch::MarkStopping(size_t i) {
+  stopping_flag_[i] = true;
+  stopping_.push_back(i);
+  if (!released_) {
+    released_.emplace(in_.state);
+    released_queues_.emplace(in_.queues);
+  }
+  const RunningJobs::Entry& r = in_.running[i];
+  for (const TaskAllocation& t : r.job->tasks) released_->Release(t);
+  if (r.queue.valid()) released_queues_->RemoveUsage(r.queue, r.usage);
+}
+
+bool PreemptionSearch::FitsAfterStopping(const Job& job, QueueIndex q, bool check_quota) {
+  Plan plan(*this);
+  return plan.Fits(job, q, check_quota);
+}
+
+std::optional<Outcome> PreemptionSearch::TryPreempt(const Job& job, QueueIndex q,
+                                                    const CycleContext& ctx, bool quota_blocked,
+                                                    std::vector<PreemptDecision>& preemptions) {
+  if (in_.policies.empty()) return std::nullopt;
+  // Within a cycle, victims only get fewer and free capacity and quota only shrink, so a job
+  // that found no victims fails again for every job that looks the same to the policies.
+  std::string& key = key_;
+  key.clear();
+  AppendSignature(key, job, true);
+  key.append(job.queue).append(1, '|');
+  AppendInt(key, job.priority);
+  AppendInt(key, job.attained_service_gpu_seconds);
+  AppendInt(key, job.expected_duration.value_or(Duration(-1)).count());
+  AppendInt(key, job.remaining_duration.value_or(Duration(-1)).count());
+  key += quota_blocked ? 'q' : 'r';
+  if (no_victims_.contains(key)) return std::nullopt;
+  std::optional<Outcome> outcome = FindVictims(job, q, ctx, quota_blocked, preemptions);
+  // FindVictims computes no keys, so `key` is still this job's.
+  if (!outcome) no_victims_.insert(key);
+  return outcome;
+}
+
+std::optional<Outcome> PreemptionSearch::FindVictims(const Job& job, QueueIndex q,
+                                                     const CycleContext& ctx, bool quota_blocked,
+                                                     std::vector<PreemptDecision>& preemptions) {
+  // Jobs already stopping (from earlier cycles or this one) may be enough: wait for them.
+  if (!stopping_.empty() && FitsAfterStopping(job, q, quota_blocked)) {
+    return Outcome{PendingCode::kPreempting, "waiting for " +
+                                                 Plural(static_cast<int64_t>(stopping_.size()),
+                                                        "stopping job", "stopping jobs") +
+                                                 " to release resources"};
+  }
+  // Candidates: whole running gangs some policy lets this job displace.
+  struct Candidate {
+    const RunningJob* job;
+    std::string reason;
+    const RunningJobs::Entry* running;
+  };
+  std::vector<const Preemption*> policies;
+  for (const auto& policy : in_.policies) {
+    if (policy->MayPreemptAny(ctx, job)) policies.push_back(policy.get());
+  }
+  if (policies.empty()) return std::nullopt;
+  std::vector<Candidate> candidates;
+  for (size_t i = 0; i < in_.running.size(); ++i) {
+    const RunningJobs::Entry& r = in_.running[i];
+    const RunningJob& v = *r.job;
+    if (stopping_flag_[i] || !v.job.preemptible) continue;  // terminating, or a victim already
+    if (v.started_at == in_.now) continue;                  // started in this cycle
+    if (in_.now - v.started_at < in_.min_runtime) continue;
+    for (const Preemption* policy : policies) {
+      if (auto why = policy->MayPreempt(ctx, in_.order, job, v)) {
+        candidates.push_back({&v, std::move(*why), &r});
+        break;
+      }
+    }
+  }
+  if (candidates.empty()) return std::nullopt;
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     const RunningJob& x = *a.job;
+                     const RunningJob& y = *b.job;
+                     if (x.job.priority != y.job.priority) return x.job.priority < y.job.priority;
+                     if (x.job.progress_since_checkpoint != y.job.progress_since_checkpoint) {
+                       return x.job.progress_since_checkpoint < y.job.progress_since_checkpoint;
+                     }
+                     if (x.started_at != y.started_at) return x.started_at > y.started_at;
+                     return x.job.id < y.job.id;
+                   });
+  constexpr size_t kMaxCandidates = 256;
+  if (candidates.size() > kMaxCandidates) candidates.resize(kMaxCandidates);
+
+  // Take victims in order until the job fits, then give back every victim it can do without
+  // (most valuable first).
+  std::vector<size_t> picked;
+  {
+    Plan plan(*this);  // besides the stopping jobs, the picked candidates are out
+    bool fits = false;
+    for (size_t i = 0; i < candidates.size() && !fits; ++i) {
+      plan.Release(*candidates[i].running);
+      picked.push_back(i);
+      fits = plan.Fits(job, q, quota_blocked);
+    }
+    if (!fits) return std::nullopt;
+    for (size_t k = picked.size(); k-- > 0;) {
+      const RunningJobs::Entry& r = *candidates[picked[k]].running;
+      plan.Restore(r);
+      if (plan.Fits(job, q, quota_blocked)) {
+        picked.erase(picked.begin() + static_cast<std::ptrdiff_t>(k));
+      } else {
+        plan.Release(r);
+      }
+    }
+  }  // the plan is undone before the victims stop for real
+  for (size_t i : picked) {
+    const RunningJob& v = *candidates[i].job;
+    victims_.insert(v.job.id);
+    preemptions.push_back({.job = v.job.id,
+                           .grace = v.job.checkpoint_grace,
+                           .for_job = job.id,
+                           .reason = candidates[i].reason});
+  }
+  for (size_t i : picked) {
+    // Every running entry with the victim's id stops (ids are unique in valid input).
+    for (size_t r = 0; r < in_.running.size(); ++r) {
+      if (!stopping_flag_[r] && in_.running[r].job->job.id == candidates[i].job->job.id) {
+        MarkStopping(r);
+      }
+    }
+  }
+  return Outcome{PendingCode::kPreempting,
+                 "preempting " + Plural(static_cast<int64_t>(picked.size()), "job", "jobs") +
+                     " to make room; starts when they exit"};
+}
+
+}  // namespace gangway::core

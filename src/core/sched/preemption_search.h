@@ -1,0 +1,108 @@
+#ifndef GANGWAY_CORE_SCHED_PREEMPTION_SEARCH_H_
+#define GANGWAY_CORE_SCHED_PREEMPTION_SEARCH_H_
+
+// The preemption phase of a cycle: for a job that does not fit (or that its queue's quota
+// blocks), which running gangs to stop so that it can start.
+//
+//   1. If the jobs already stopping (terminating in the snapshot, or victims chosen earlier
+//      in this cycle) would free enough, the job waits for them: no new victim.
+//   2. Candidates: running jobs that are preemptible, did not start in this cycle, have run
+//      at least the profile's minimum runtime, and that some Preemption policy lets this job
+//      displace (the first policy that agrees gives the reason). Ranked lowest priority
+//      first, then least progress since the last checkpoint, then youngest; at most 256.
+//   3. Victims are taken in that order until the job would fit (placement through the
+//      profile's placer, quota when it was quota-blocked and always with the exact usage of
+//      the placement), then every victim it can do without is given back, most valuable first.
+//   4. The victims become PreemptDecisions (grace = their checkpoint grace) and stop for the
+//      rest of the cycle: their resources stay held (no start relies on a preemption), and
+//      later jobs may count on them in step 1.
+//
+// Every plan is a what-if on the cluster and queue usage without the stopping jobs, undone
+// before the search returns: the cycle's ClusterState and QueueTree are unchanged by a
+// search (a Transaction rolls the cluster back, the usage is restored).
+//
+// Invariants: a running entry is stopping iff it was terminating in the snapshot or its job
+// id is a victim of this cycle; while any entry is stopping, the released copies equal the
+// cycle's state and usage without the stopping entries (the cycle reports each start through
+// Started to keep it so). A search that found no victims is remembered by the job's shape,
+// queue, priority and service: within a cycle victims only get fewer and free capacity and
+// quota only shrink, so an equal job would fail again.
+//
+// Not thread-safe; one per cycle.
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/model/job.h"
+#include "core/quota/queue_tree.h"
+#include "core/sched/decision.h"
+#include "core/sched/outcome.h"
+#include "core/sched/plugin.h"
+#include "core/sched/reservations.h"
+#include "core/sched/running_jobs.h"
+#include "core/state/cluster_state.h"
+
+namespace gangway::core {
+
+// What a search uses from the cycle; every reference must outlive the search.
+struct PreemptionInputs {
+  const std::vector<std::unique_ptr<Preemption>>& policies;  // in the profile's order
+  const QueueOrder& order;
+  const GangPlacer& placer;
+  const NodeScorer& scorer;
+  Duration min_runtime;
+  Instant now;
+  ClusterState& state;  // the cycle's; plans on it roll back
+  QueueTree& queues;    // the cycle's live usage; plans on it restore it
+  const RunningJobs& running;
+  const Reservations& reservations;  // later jobs keep off reserved capacity
+  Rng& rng;
+};
+
+class PreemptionSearch {
+ public:
+  // Marks the running entries that are terminating in the snapshot as stopping.
+  explicit PreemptionSearch(const PreemptionInputs& in);
+  PreemptionSearch(const PreemptionSearch&) = delete;
+  PreemptionSearch& operator=(const PreemptionSearch&) = delete;
+
+  // After the cycle started a job: `running_index` is its entry, already allocated in the
+  // cycle's state and its usage added to the queues.
+  void Started(size_t running_index);
+
+  // kPreempting ("preempting N jobs", appending their decisions to `preemptions`, or
+  // "waiting for N stopping jobs") if the job can start once victims stop; nullopt if no
+  // set of victims lets it. `quota_blocked`: its queue's quota refused it, so plans must
+  // also make room in the quota.
+  std::optional<Outcome> TryPreempt(const Job& job, QueueIndex queue, const CycleContext& ctx,
+                                    bool quota_blocked, std::vector<PreemptDecision>& preemptions);
+
+ private:
+  class Plan;
+  std::optional<Outcome> FindVictims(const Job& job, QueueIndex queue, const CycleContext& ctx,
+                                     bool quota_blocked, std::vector<PreemptDecision>& preemptions);
+  // Whether the job would fit (and pass quota when `check_quota`) once the stopping jobs
+  // were gone.
+  bool FitsAfterStopping(const Job& job, QueueIndex queue, bool check_quota);
+  void MarkStopping(size_t running_index);
+
+  PreemptionInputs in_;
+  std::set<JobId> victims_;
+  // Stopping entries of in_.running, and a flag per entry equal to membership. released_ and
+  // released_queues_: the cluster and the queue usage without them (see the invariants);
+  // empty while none stops.
+  std::vector<size_t> stopping_;
+  std::vector<bool> stopping_flag_;
+  std::optional<ClusterState> released_;
+  std::optional<QueueTree> released_queues_;
+  std::set<std::string> no_victims_;  // TryPreempt keys that found nothing this cycle
+  std::string key_;                   // reused TryPreempt key
+};
+
+}  // namespace gangway::core
+
+#endif  // GANGWAY_CORE_SCHED_PREEMPTION_SEARCH_H_

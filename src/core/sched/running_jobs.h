@@ -1,0 +1,63 @@
+#ifndef GANGWAY_CORE_SCHED_RUNNING_JOBS_H_
+#define GANGWAY_CORE_SCHED_RUNNING_JOBS_H_
+
+// The running jobs one cycle plans around: the snapshot's, then those the cycle starts. The
+// preemption search picks victims among them and backfill releases them at their expected
+// ends.
+//
+// Invariants: every entry's tasks are allocated in the cycle's ClusterState (a snapshot job
+// the state cannot hold is inconsistent input and left out, for the caller to reconcile);
+// entries are never removed, so an index or an entry's `job` pointer stays valid for the
+// whole cycle; an entry's `usage` is what it adds to its queue's live usage.
+//
+// Not thread-safe; one per cycle.
+
+#include <cstddef>
+#include <vector>
+
+#include "core/model/job.h"
+#include "core/model/quantity.h"
+#include "core/model/resource_list.h"
+#include "core/quota/queue_tree.h"
+#include "core/state/cluster_state.h"
+#include "core/state/snapshot.h"
+
+namespace gangway::core {
+
+class RunningJobs {
+ public:
+  struct Entry {
+    const RunningJob* job;
+    Instant end;         // expected end (time limit), the end of a terminating job's grace,
+                         // or kNever
+    QueueIndex queue;    // its queue in the cycle's QueueTree; invalid if unknown
+    ResourceList usage;  // AllocationUsage of its tasks, when `queue` is valid
+  };
+
+  // Allocates the snapshot's running jobs in `state` (one bulk load). `max_starts`: how many
+  // jobs the cycle may start at most (its pending jobs), for Add's storage.
+  RunningJobs(const Snapshot& snapshot, ClusterState& state, size_t max_starts);
+  RunningJobs(const RunningJobs&) = delete;
+  RunningJobs& operator=(const RunningJobs&) = delete;
+
+  // Once the queue tree exists: sets each entry's queue and usage and adds the usage to it.
+  void AccountQueues(QueueTree& queues, const ClusterState& state);
+
+  // Records a job the cycle started at `now` on `tasks`, already allocated, whose usage the
+  // caller added to `queue`. Returns its index. Precondition: fewer than max_starts calls.
+  size_t Add(const Job& job, const std::vector<TaskAllocation>& tasks, Instant now,
+             QueueIndex queue, ResourceList usage);
+
+  size_t size() const { return entries_.size(); }
+  const Entry& operator[](size_t i) const { return entries_[i]; }
+  std::vector<Entry>::const_iterator begin() const { return entries_.begin(); }
+  std::vector<Entry>::const_iterator end() const { return entries_.end(); }
+
+ private:
+  std::vector<Entry> entries_;
+  std::vector<RunningJob> started_;  // capacity reserved up front: entries point into it
+};
+
+}  // namespace gangway::core
+
+#endif  // GANGWAY_CORE_SCHED_RUNNING_JOBS_H_
