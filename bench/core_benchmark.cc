@@ -153,7 +153,7 @@ std::optional<size_t> TimeCycles(benchmark::State& state, const Snapshot& snap,
   for (auto _ : state) {
     auto result = scheduler.RunCycle(snap, pending, kCycleSeed);
     if (!result.ok()) {
-      state.SkipWithError(result.status().message().c_str());
+      state.SkipWithError(result.error().message().c_str());
       return std::nullopt;
     }
     started = result->starts.size();
@@ -311,7 +311,7 @@ void BM_FullCycle100k(benchmark::State& state) {
   for (auto _ : state) {
     auto result = scheduler.RunCycle(snap, pending, kCycleSeed);
     if (!result.ok()) {
-      state.SkipWithError(result.status().message().c_str());
+      state.SkipWithError(result.error().message().c_str());
       return;
     }
     benchmark::DoNotOptimize(result);

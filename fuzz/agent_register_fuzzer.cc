@@ -1,4 +1,4 @@
-// Fuzzes an agent's registration (server::Controller::Register), as POST /v1/agents/register
+// Fuzzes an agent's registration (controller::Controller::Register), as POST /v1/agents/register
 // runs it: the body parsed as JSON (the API answers 400 to anything but an object), presented
 // with the join token and again with the node token of the registered fuzz node. A body may
 // use the placeholders of live_controller.h.

@@ -1,4 +1,4 @@
-// Fuzzes an agent's report (server::Controller::Report, and ReportAndPoll, the heartbeat that
+// Fuzzes an agent's report (controller::Controller::Report, and ReportAndPoll, the heartbeat that
 // POST /v1/agents/{node}/commands sends): the body parsed as JSON (the API answers 400 to
 // anything but an object), reported for the registered fuzz node, which runs the fuzz job's
 // task. A body may use the placeholders of live_controller.h (@task, @job, @epoch).

@@ -1,4 +1,4 @@
-// Fuzzes the controller's HTTP API (server::HttpApi) end to end: one HttpApi per process on
+// Fuzzes the controller's HTTP API (controller::HttpApi) end to end: one HttpApi per process on
 // 127.0.0.1 (any free port) in front of the live controller of live_controller.h, and each
 // input sent over a fresh loopback connection, the answer read to the end.
 //
@@ -26,9 +26,9 @@
 #include <string>
 #include <thread>
 
+#include "controller/http_api.h"
 #include "fuzz_support.h"
 #include "live_controller.h"
-#include "server/http_api.h"
 
 namespace {
 
@@ -47,13 +47,13 @@ class LiveApi {
  private:
   LiveApi() {
     fuzz::LiveController& live = fuzz::LiveController::Get();
-    server::AuthConfig auth;
+    controller::AuthConfig auth;
     auth.tokens["fuzz-admin"] = {.user = "admin", .admin = true};
     auth.tokens["fuzz-user"] = {.user = "alice", .admin = false};
     auth.join_token = fuzz::kJoinToken;
-    api_ = std::make_unique<server::HttpApi>(
+    api_ = std::make_unique<controller::HttpApi>(
         live.controller(), std::move(auth),
-        server::HttpOptions{.connections = server::ConnectionLimits::For(256)});
+        controller::HttpOptions{.connections = controller::ConnectionLimits::For(256)});
     port_ = api_->Bind("127.0.0.1", 0);
     if (port_ <= 0) {
       std::fprintf(stderr, "fuzz setup failed: cannot bind 127.0.0.1\n");
@@ -63,7 +63,7 @@ class LiveApi {
     serving_.detach();  // runs until the process ends
   }
 
-  std::unique_ptr<server::HttpApi> api_;
+  std::unique_ptr<controller::HttpApi> api_;
   std::thread serving_;
   int port_ = -1;
 };

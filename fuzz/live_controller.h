@@ -1,7 +1,7 @@
 #ifndef GANGWAY_FUZZ_LIVE_CONTROLLER_H_
 #define GANGWAY_FUZZ_LIVE_CONTROLLER_H_
 
-// A real, started server::Controller for the agent-protocol and HTTP fuzz targets: one per
+// A real, started controller::Controller for the agent-protocol and HTTP fuzz targets: one per
 // process, on a SQLite file in fuzz::ScratchDir(), with node kNode registered (4 GPUs) so that
 // reports reach the code that parses them, and a one-GPU job that the scheduler places there
 // so that reports about a live task reach the task transitions.
@@ -17,8 +17,8 @@
 #include <string>
 #include <thread>
 
+#include "controller/controller.h"
 #include "fuzz_support.h"
-#include "server/controller.h"
 
 namespace gangway::fuzz {
 
@@ -38,7 +38,7 @@ class LiveController {
     return *live;
   }
 
-  server::Controller& controller() { return *controller_; }
+  controller::Controller& controller() { return *controller_; }
   const std::string& node_token() const { return node_token_; }
 
   // Makes sure a job is there to report about (submitting a new one when the last finished)
@@ -55,13 +55,13 @@ class LiveController {
 
  private:
   LiveController() {
-    server::ControllerOptions o;
+    controller::ControllerOptions o;
     o.data_dir = ScratchDir() / "controller";
     o.batch = std::chrono::milliseconds(0);
     o.heartbeat = std::chrono::milliseconds(100);
     o.node_timeout = std::chrono::hours(1);  // the fuzzed node is never lost meanwhile
     o.profile.min_runtime = core::Duration(0);
-    controller_ = std::make_unique<server::Controller>(std::move(o));
+    controller_ = std::make_unique<controller::Controller>(std::move(o));
     controller_->Start();
     nlohmann::json gpus = nlohmann::json::array();
     for (int i = 0; i < 4; ++i) {
@@ -78,9 +78,8 @@ class LiveController {
                                         {"gpus", gpus}}},
                                       {"agentId", "fuzz-agent"}},
                                      {.token = kJoinToken, .join = true});
-    const auto* registered = std::get_if<nlohmann::json>(&out);
-    if (!registered) Die("registering " + std::string(kNode));
-    node_token_ = registered->at("nodeToken").get<std::string>();
+    if (!out.ok()) Die("registering " + std::string(kNode) + ": " + out.ErrorText());
+    node_token_ = out->at("nodeToken").get<std::string>();
     CurrentJob();
     // Let the scheduler place the first job, so that the first inputs meet a launched task.
     for (int i = 0; i < 200 && CurrentJob().value("state", "") == "pending"; ++i) {
@@ -90,23 +89,22 @@ class LiveController {
 
   // The job reports are about, submitted anew once the previous one finished.
   nlohmann::json CurrentJob() {
-    const server::Caller admin{"admin", true};
+    const controller::Caller admin{"admin", true};
     if (job_id_ != 0) {
       auto out = controller_->GetJob(admin, job_id_);
-      if (const auto* view = std::get_if<nlohmann::json>(&out)) {
-        const std::string state = view->at("job").value("state", "");
+      if (out.ok()) {
+        const std::string state = out->at("job").value("state", "");
         if (state != "succeeded" && state != "failed" && state != "cancelled") {
-          return view->at("job");
+          return out->at("job");
         }
       }
     }
     auto out = controller_->Submit(admin,
                                    "name: fuzz\ngpu: 1\ncommand: [/bin/true]\n"
                                    "restartPolicy: on-failure\nrestartLimit: 1000\n");
-    const auto* submitted = std::get_if<nlohmann::json>(&out);
-    if (!submitted) Die("submitting the fuzz job");
-    job_id_ = submitted->at("job").at("id").get<uint64_t>();
-    return submitted->at("job");
+    if (!out.ok()) Die("submitting the fuzz job: " + out.ErrorText());
+    job_id_ = out->at("job").at("id").get<uint64_t>();
+    return out->at("job");
   }
 
   static void Replace(std::string& text, std::string_view from, const std::string& to) {
@@ -121,7 +119,7 @@ class LiveController {
   }
 
   static inline LiveController* instance_ = nullptr;
-  std::unique_ptr<server::Controller> controller_;
+  std::unique_ptr<controller::Controller> controller_;
   std::string node_token_;
   uint64_t job_id_ = 0;
 };

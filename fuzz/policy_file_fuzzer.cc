@@ -1,4 +1,4 @@
-// Fuzzes the policy file reader (spec/policy_file.h), with the built-in plugins' registry
+// Fuzzes the policy file reader (formats/policy_file.h), with the built-in plugins' registry
 // checking plugin names and arguments.
 
 #include <cstddef>
@@ -8,13 +8,13 @@
 
 #include "core/plugins/builtin.h"
 #include "core/sched/scheduler.h"
+#include "formats/policy_file.h"
 #include "fuzz_support.h"
-#include "spec/policy_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gangway;
   static const core::Registry registry = core::BuiltinRegistry();
-  auto parsed = spec::ParsePolicyFile(fuzz::AsText(data, size), "policy.yaml", registry);
+  auto parsed = formats::ParsePolicyFile(fuzz::AsText(data, size), "policy.yaml", registry);
   if (!parsed.ok()) {
     (void)parsed.ErrorText();
     return 0;
@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto scheduler = core::Scheduler::Create(parsed.value(), registry);
   if (!scheduler.ok()) {
     std::fprintf(stderr, "accepted a profile the scheduler rejects: %s\n",
-                 scheduler.status().message().c_str());
+                 scheduler.error().message().c_str());
     std::abort();
   }
   return 0;

@@ -16,7 +16,7 @@
 
 #include "agent/contact_loss.h"
 #include "agent/leftover_tasks.h"
-#include "spec/units.h"
+#include "formats/units.h"
 
 namespace gangway::agent {
 namespace {
@@ -167,7 +167,7 @@ int Utf8Length(const std::string& data, size_t i) {
 }  // namespace
 
 std::string NowRfc3339() {
-  return spec::FormatTime(
+  return formats::FormatTime(
       std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
 }
 
@@ -561,7 +561,7 @@ void Agent::CommandsLoop() {
 }
 
 void Agent::Apply(const json& command) {
-  spec::Expected<protocol::Command> parsed = protocol::ParseCommand(command);
+  formats::Expected<protocol::Command> parsed = protocol::ParseCommand(command);
   if (!parsed.ok()) {
     // A launch whose task can be named fails as that task, so that the controller learns why;
     // anything else is skipped.
@@ -660,7 +660,7 @@ void Agent::Launch(const protocol::Launch& launch) {
     }
   }
   spec.log_path = (options_.data_dir / "logs" / (id + ".log")).string();
-  spec::Expected<pid_t> pid = runner_->Start(spec);
+  formats::Expected<pid_t> pid = runner_->Start(spec);
   if (!pid.ok()) {
     RecordFailedLaunch(id, pid.error());
     tasks_[id].log_path = spec.log_path;

@@ -11,26 +11,27 @@
 namespace gangway::agent {
 namespace {
 
-spec::Expected<const GpuInfo*> FindGpu(const std::vector<GpuInfo>& gpus, const GpuGrant& grant) {
+formats::Expected<const GpuInfo*> FindGpu(const std::vector<GpuInfo>& gpus, const GpuGrant& grant) {
   for (const GpuInfo& g : gpus) {
     if (g.index == grant.index) return &g;
   }
-  return spec::Fail("GPU " + std::to_string(grant.index) + " does not exist on this node (it has " +
-                    std::to_string(gpus.size()) + " GPUs)");
+  return formats::Fail("GPU " + std::to_string(grant.index) +
+                       " does not exist on this node (it has " + std::to_string(gpus.size()) +
+                       " GPUs)");
 }
 
 // Checks a MIG grant against the model's geometry; returns the profile.
-spec::Expected<const core::MigProfile*> CheckMig(const GpuInfo& gpu, const GpuGrant& grant) {
+formats::Expected<const core::MigProfile*> CheckMig(const GpuInfo& gpu, const GpuGrant& grant) {
   const core::MigGeometry* geometry = core::FindMigGeometry(gpu.model);
-  if (geometry == nullptr) return spec::Fail("GPU model " + gpu.model + " has no MIG geometry");
+  if (geometry == nullptr) return formats::Fail("GPU model " + gpu.model + " has no MIG geometry");
   const core::MigProfile* profile = core::FindMigProfile(*geometry, grant.mig_profile);
   if (profile == nullptr) {
-    return spec::Fail("GPU model " + gpu.model + " has no MIG profile " + grant.mig_profile);
+    return formats::Fail("GPU model " + gpu.model + " has no MIG profile " + grant.mig_profile);
   }
   if (std::find(profile->starts.begin(), profile->starts.end(), grant.mig_start) ==
       profile->starts.end()) {
-    return spec::Fail("MIG profile " + grant.mig_profile + " cannot start at memory slice " +
-                      std::to_string(grant.mig_start));
+    return formats::Fail("MIG profile " + grant.mig_profile + " cannot start at memory slice " +
+                         std::to_string(grant.mig_start));
   }
   return profile;
 }
@@ -125,22 +126,22 @@ class NvmlGpuSource final : public GpuSource {
     return out;
   }
 
-  spec::Expected<std::string> DeviceId(const GpuGrant& grant) const override {
+  formats::Expected<std::string> DeviceId(const GpuGrant& grant) const override {
     auto gpu = FindGpu(gpus_, grant);
-    if (!gpu.ok()) return spec::Fail(gpu.error());
+    if (!gpu.ok()) return formats::Fail(gpu.error());
     if (grant.mig_profile.empty()) return (*gpu)->uuid;
     auto profile = CheckMig(**gpu, grant);
-    if (!profile.ok()) return spec::Fail(profile.error());
+    if (!profile.ok()) return formats::Fail(profile.error());
     for (const MigInstance& m : (*gpu)->mig_instances) {
       if (m.start == grant.mig_start && m.memory_slices == (*profile)->memory_slices) {
         return m.uuid;
       }
     }
-    return spec::Fail("no MIG instance of profile " + grant.mig_profile + " at memory slice " +
-                      std::to_string(grant.mig_start) + " exists on GPU " +
-                      std::to_string(grant.index) +
-                      " (the agent does not create MIG instances; create them with "
-                      "nvidia-smi mig -cgi ... -C)");
+    return formats::Fail("no MIG instance of profile " + grant.mig_profile + " at memory slice " +
+                         std::to_string(grant.mig_start) + " exists on GPU " +
+                         std::to_string(grant.index) +
+                         " (the agent does not create MIG instances; create them with "
+                         "nvidia-smi mig -cgi ... -C)");
   }
 
  private:
@@ -160,21 +161,21 @@ std::vector<GpuSample> StaticGpuSource::Sample() {
   return out;
 }
 
-spec::Expected<std::string> StaticGpuSource::DeviceId(const GpuGrant& grant) const {
+formats::Expected<std::string> StaticGpuSource::DeviceId(const GpuGrant& grant) const {
   auto gpu = FindGpu(gpus_, grant);
-  if (!gpu.ok()) return spec::Fail(gpu.error());
+  if (!gpu.ok()) return formats::Fail(gpu.error());
   if (grant.mig_profile.empty()) return (*gpu)->uuid;
   auto profile = CheckMig(**gpu, grant);
-  if (!profile.ok()) return spec::Fail(profile.error());
+  if (!profile.ok()) return formats::Fail(profile.error());
   return FakeMigUuid(node_, grant.index, grant.mig_profile, grant.mig_start);
 }
 
-spec::Expected<std::map<std::string, std::string>> VisibleDevicesEnv(
+formats::Expected<std::map<std::string, std::string>> VisibleDevicesEnv(
     const GpuSource& source, const std::vector<GpuGrant>& grants) {
   std::vector<std::string> devices;
   for (const GpuGrant& grant : grants) {
-    spec::Expected<std::string> device = source.DeviceId(grant);
-    if (!device.ok()) return spec::Fail(device.error());
+    formats::Expected<std::string> device = source.DeviceId(grant);
+    if (!device.ok()) return formats::Fail(device.error());
     if (std::find(devices.begin(), devices.end(), *device) == devices.end()) {
       devices.push_back(*device);
     }
@@ -186,14 +187,14 @@ spec::Expected<std::map<std::string, std::string>> VisibleDevicesEnv(
       {"NVIDIA_VISIBLE_DEVICES", visible.empty() ? "void" : visible}};
 }
 
-spec::Expected<std::unique_ptr<GpuSource>> OpenNvml(std::string_view library) {
+formats::Expected<std::unique_ptr<GpuSource>> OpenNvml(std::string_view library) {
   const std::string lib_name(library);
   void* lib = dlopen(lib_name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     const char* why = dlerror();
-    return spec::Fail("cannot load NVML (" + lib_name + ": " + (why ? why : "unknown error") +
-                      "); is the NVIDIA driver installed? On a machine without GPUs pass "
-                      "--fake-gpus 8xH100-80GB or --inventory FILE");
+    return formats::Fail("cannot load NVML (" + lib_name + ": " + (why ? why : "unknown error") +
+                         "); is the NVIDIA driver installed? On a machine without GPUs pass "
+                         "--fake-gpus 8xH100-80GB or --inventory FILE");
   }
   NvmlApi api{};
   const bool bound =
@@ -206,7 +207,7 @@ spec::Expected<std::unique_ptr<GpuSource>> OpenNvml(std::string_view library) {
       Bind(lib, "nvmlDeviceGetUtilizationRates", api.GetUtilization);
   if (!bound) {
     dlclose(lib);
-    return spec::Fail(lib_name + " lacks a required NVML function; the driver is too old");
+    return formats::Fail(lib_name + " lacks a required NVML function; the driver is too old");
   }
   // Optional functions: absent ones leave MIG or topology at their defaults.
   Bind(lib, "nvmlDeviceGetMigMode", api.GetMigMode);
@@ -222,14 +223,14 @@ spec::Expected<std::unique_ptr<GpuSource>> OpenNvml(std::string_view library) {
     std::string message = what + ": " + api.ErrorString(rc);
     api.Shutdown();
     dlclose(lib);
-    return spec::Fail("NVML: " + message +
-                      "; on a machine without usable GPUs pass --fake-gpus or --inventory");
+    return formats::Fail("NVML: " + message +
+                         "; on a machine without usable GPUs pass --fake-gpus or --inventory");
   };
   if (nvmlReturn_t rc = api.Init(); rc != NVML_SUCCESS) {
     std::string message = std::string("nvmlInit: ") + api.ErrorString(rc);
     dlclose(lib);
-    return spec::Fail("NVML: " + message +
-                      "; on a machine without usable GPUs pass --fake-gpus or --inventory");
+    return formats::Fail("NVML: " + message +
+                         "; on a machine without usable GPUs pass --fake-gpus or --inventory");
   }
   unsigned int count = 0;
   if (nvmlReturn_t rc = api.GetCount(&count); rc != NVML_SUCCESS) {

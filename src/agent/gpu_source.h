@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "agent/inventory.h"
-#include "spec/expected.h"
+#include "formats/expected.h"
 
 namespace gangway::agent {
 
@@ -43,7 +43,7 @@ class GpuSource {
   virtual const std::vector<GpuInfo>& Gpus() const = 0;
   virtual std::vector<GpuSample> Sample() = 0;
   // The UUID a task with this grant sees: the GPU's, or its MIG instance's.
-  virtual spec::Expected<std::string> DeviceId(const GpuGrant& grant) const = 0;
+  virtual formats::Expected<std::string> DeviceId(const GpuGrant& grant) const = 0;
 };
 
 // A declared inventory. Utilization reads 0; health is what was declared. MIG slices get
@@ -54,7 +54,7 @@ class StaticGpuSource final : public GpuSource {
       : node_(std::move(node)), gpus_(std::move(gpus)) {}
   const std::vector<GpuInfo>& Gpus() const override { return gpus_; }
   std::vector<GpuSample> Sample() override;
-  spec::Expected<std::string> DeviceId(const GpuGrant& grant) const override;
+  formats::Expected<std::string> DeviceId(const GpuGrant& grant) const override;
 
  private:
   std::string node_;
@@ -66,7 +66,7 @@ class StaticGpuSource final : public GpuSource {
 // no grants CUDA_VISIBLE_DEVICES is empty (no GPU) and NVIDIA_VISIBLE_DEVICES is "void" (the
 // NVIDIA container runtime's "no GPU"; empty would mean its default). Fails if a grant names a
 // GPU or MIG instance this node does not have.
-spec::Expected<std::map<std::string, std::string>> VisibleDevicesEnv(
+formats::Expected<std::map<std::string, std::string>> VisibleDevicesEnv(
     const GpuSource& source, const std::vector<GpuGrant>& grants);
 
 // Loads NVML from `library`, initialises it and discovers the GPUs: model (GangwayModelName),
@@ -74,7 +74,8 @@ spec::Expected<std::map<std::string, std::string>> VisibleDevicesEnv(
 // NVLink, directly or through NVSwitch, share a domain; without NVLink, GPUs under the same
 // NUMA node do). Fails with a message that suggests --fake-gpus when the library or the
 // driver is missing.
-spec::Expected<std::unique_ptr<GpuSource>> OpenNvml(std::string_view library = "libnvidia-ml.so.1");
+formats::Expected<std::unique_ptr<GpuSource>> OpenNvml(
+    std::string_view library = "libnvidia-ml.so.1");
 
 }  // namespace gangway::agent
 

@@ -10,8 +10,8 @@
 
 #include "core/model/mig.h"
 #include "core/model/quantity.h"
-#include "spec/units.h"
-#include "spec/yaml_reader.h"
+#include "formats/units.h"
+#include "formats/yaml_reader.h"
 
 namespace gangway::agent {
 namespace {
@@ -24,10 +24,10 @@ bool IsModelName(std::string_view model) {
 
 // Memory of `model`, or the reason it cannot be told.
 // `hint` ends the message: what else the user may do.
-spec::Expected<int64_t> ModelMemory(std::string_view model, std::string_view hint) {
-  if (auto bytes = spec::GpuMemoryFromModel(model)) return *bytes;
-  return spec::Fail("cannot tell the memory of GPU model " + std::string(model) +
-                    "; name the model with its size (e.g. H100-80GB)" + std::string(hint));
+formats::Expected<int64_t> ModelMemory(std::string_view model, std::string_view hint) {
+  if (auto bytes = formats::GpuMemoryFromModel(model)) return *bytes;
+  return formats::Fail("cannot tell the memory of GPU model " + std::string(model) +
+                       "; name the model with its size (e.g. H100-80GB)" + std::string(hint));
 }
 
 }  // namespace
@@ -57,9 +57,10 @@ nlohmann::json NodeJson(const Inventory& inv) {
           {"labels", inv.labels},      {"gpus", gpus}};
 }
 
-spec::Expected<std::vector<GpuInfo>> ParseFakeGpus(std::string_view text, std::string_view node) {
+formats::Expected<std::vector<GpuInfo>> ParseFakeGpus(std::string_view text,
+                                                      std::string_view node) {
   std::vector<GpuInfo> out;
-  if (text.empty()) return spec::Fail("empty GPU list; expected e.g. 8xH100-80GB");
+  if (text.empty()) return formats::Fail("empty GPU list; expected e.g. 8xH100-80GB");
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
@@ -72,18 +73,19 @@ spec::Expected<std::vector<GpuInfo>> ParseFakeGpus(std::string_view text, std::s
     int count = 0;
     auto [ptr, ec] = std::from_chars(part.data(), part.data() + (x == part.npos ? 0 : x), count);
     if (x == part.npos || x == 0 || ec != std::errc() || ptr != part.data() + x) {
-      return spec::Fail("'" + std::string(part) +
-                        "' is not <count>x<model>[:mig], e.g. 8xH100-80GB or 2xA100-40GB:mig");
+      return formats::Fail("'" + std::string(part) +
+                           "' is not <count>x<model>[:mig], e.g. 8xH100-80GB or 2xA100-40GB:mig");
     }
     std::string_view model = part.substr(x + 1);
-    if (count < 1) return spec::Fail("'" + std::string(part) + "': the count must be at least 1");
+    if (count < 1)
+      return formats::Fail("'" + std::string(part) + "': the count must be at least 1");
     if (!IsModelName(model)) {
-      return spec::Fail("'" + std::string(part) + "' names no GPU model, e.g. 8xH100-80GB");
+      return formats::Fail("'" + std::string(part) + "' names no GPU model, e.g. 8xH100-80GB");
     }
-    spec::Expected<int64_t> memory = ModelMemory(model, "");
-    if (!memory.ok()) return spec::Fail(memory.error());
+    formats::Expected<int64_t> memory = ModelMemory(model, "");
+    if (!memory.ok()) return formats::Fail(memory.error());
     if (out.size() + static_cast<size_t>(count) > kMaxGpusPerNode) {
-      return spec::Fail("more than " + std::to_string(kMaxGpusPerNode) + " GPUs on one node");
+      return formats::Fail("more than " + std::to_string(kMaxGpusPerNode) + " GPUs on one node");
     }
     for (int i = 0; i < count; ++i) {
       GpuInfo g;
@@ -98,18 +100,18 @@ spec::Expected<std::vector<GpuInfo>> ParseFakeGpus(std::string_view text, std::s
   return out;
 }
 
-spec::ParseResult<InventoryFile> ParseInventoryFile(std::string_view text,
-                                                    std::string_view file_name,
-                                                    std::string_view node) {
-  spec::Context ctx{std::string(file_name)};
+formats::ParseResult<InventoryFile> ParseInventoryFile(std::string_view text,
+                                                       std::string_view file_name,
+                                                       std::string_view node) {
+  formats::Context ctx{std::string(file_name)};
   InventoryFile out;
-  std::optional<spec::Field> doc = spec::LoadDocument(ctx, text);
+  std::optional<formats::Field> doc = formats::LoadDocument(ctx, text);
   if (doc && doc->node.IsNull()) {
     ctx.Error(doc->mark, "", "the inventory file is empty; expected cpu, memory, labels, gpus");
   } else if (doc) {
-    spec::MapReader m(ctx, *doc);
+    formats::MapReader m(ctx, *doc);
     if (auto f = m.Take("cpu")) {
-      if (auto v = spec::ReadCpuMilli(ctx, *f)) {
+      if (auto v = formats::ReadCpuMilli(ctx, *f)) {
         if (*v <= 0) {
           ctx.Error(*f, "cpu must be more than 0");
         } else {
@@ -118,7 +120,7 @@ spec::ParseResult<InventoryFile> ParseInventoryFile(std::string_view text,
       }
     }
     if (auto f = m.Take("memory")) {
-      if (auto v = spec::ReadBytes(ctx, *f)) {
+      if (auto v = formats::ReadBytes(ctx, *f)) {
         if (*v <= 0) {
           ctx.Error(*f, "memory must be more than 0");
         } else {
@@ -127,31 +129,31 @@ spec::ParseResult<InventoryFile> ParseInventoryFile(std::string_view text,
       }
     }
     if (auto f = m.Take("labels")) {
-      if (auto v = spec::ReadStringMap(ctx, *f)) out.labels = *v;
+      if (auto v = formats::ReadStringMap(ctx, *f)) out.labels = *v;
     }
     if (auto f = m.Take("gpus")) {
-      for (const spec::Field& entry : spec::ReadList(ctx, *f)) {
-        spec::MapReader g(ctx, entry);
+      for (const formats::Field& entry : formats::ReadList(ctx, *f)) {
+        formats::MapReader g(ctx, entry);
         if (!g.is_map()) continue;
         GpuInfo gpu;
         int64_t count = 1;
-        std::optional<spec::Field> model_f = g.Take("model");
+        std::optional<formats::Field> model_f = g.Take("model");
         if (!model_f) {
           ctx.Error(entry, "a GPU needs its model, e.g. model: H100-80GB");
-        } else if (auto v = spec::ReadScalar(ctx, *model_f)) {
+        } else if (auto v = formats::ReadScalar(ctx, *model_f)) {
           if (IsModelName(*v)) {
             gpu.model = *v;
           } else {
             ctx.Error(*model_f, "'" + *v + "' is not a GPU model name such as H100-80GB");
           }
         }
-        std::optional<spec::Field> count_f = g.Take("count");
+        std::optional<formats::Field> count_f = g.Take("count");
         if (count_f) {
-          if (auto v = spec::ReadInt(ctx, *count_f, 1, kMaxGpusPerNode)) count = *v;
+          if (auto v = formats::ReadInt(ctx, *count_f, 1, kMaxGpusPerNode)) count = *v;
         }
-        std::optional<spec::Field> memory_f = g.Take("memory");
+        std::optional<formats::Field> memory_f = g.Take("memory");
         if (memory_f) {
-          if (auto v = spec::ReadBytes(ctx, *memory_f)) {
+          if (auto v = formats::ReadBytes(ctx, *memory_f)) {
             if (*v <= 0) {
               ctx.Error(*memory_f, "GPU memory must be more than 0");
             } else {
@@ -159,7 +161,7 @@ spec::ParseResult<InventoryFile> ParseInventoryFile(std::string_view text,
             }
           }
         } else if (!gpu.model.empty()) {
-          spec::Expected<int64_t> memory = ModelMemory(gpu.model, " or give its memory");
+          formats::Expected<int64_t> memory = ModelMemory(gpu.model, " or give its memory");
           if (memory.ok()) {
             gpu.memory_bytes = *memory;
           } else {
@@ -167,10 +169,10 @@ spec::ParseResult<InventoryFile> ParseInventoryFile(std::string_view text,
           }
         }
         if (auto d = g.Take("domain")) {
-          if (auto v = spec::ReadInt(ctx, *d, 0, 1023)) gpu.domain = static_cast<int>(*v);
+          if (auto v = formats::ReadInt(ctx, *d, 0, 1023)) gpu.domain = static_cast<int>(*v);
         }
         if (auto mig = g.Take("migEnabled")) {
-          if (auto v = spec::ReadBool(ctx, *mig)) {
+          if (auto v = formats::ReadBool(ctx, *mig)) {
             gpu.mig_enabled = *v;
             if (*v && !gpu.model.empty() && core::FindMigGeometry(gpu.model) == nullptr) {
               ctx.Error(*mig, "GPU model " + gpu.model +
@@ -180,11 +182,11 @@ spec::ParseResult<InventoryFile> ParseInventoryFile(std::string_view text,
           }
         }
         if (auto h = g.Take("healthy")) {
-          if (auto v = spec::ReadBool(ctx, *h)) gpu.healthy = *v;
+          if (auto v = formats::ReadBool(ctx, *h)) gpu.healthy = *v;
         }
-        std::optional<spec::Field> uuid_f = g.Take("uuid");
+        std::optional<formats::Field> uuid_f = g.Take("uuid");
         if (uuid_f) {
-          if (auto v = spec::ReadScalar(ctx, *uuid_f)) {
+          if (auto v = formats::ReadScalar(ctx, *uuid_f)) {
             if (count != 1) {
               ctx.Error(*uuid_f,
                         "a uuid names one GPU; it cannot go with count " + std::to_string(count));
@@ -289,7 +291,7 @@ std::string GangwayModelName(std::string_view nvml_name, int64_t memory_bytes) {
     }
     return std::string(first) + "-" + std::to_string(best) + "GB";
   }
-  if (tokens.size() == 1 && spec::GpuMemoryFromModel(first)) return std::string(first);
+  if (tokens.size() == 1 && formats::GpuMemoryFromModel(first)) return std::string(first);
   std::string out;
   for (std::string_view t : tokens) {
     if (stated && t.ends_with("GB")) continue;

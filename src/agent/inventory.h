@@ -26,7 +26,7 @@
 //       healthy: true
 //       uuid: GPU-...       # only with count 1; default GPU-fake-<node>-<index>
 //
-// Errors are "file:line:col: field: reason" (spec/diagnostic.h), every one of a file.
+// Errors are "file:line:col: field: reason" (formats/diagnostic.h), every one of a file.
 
 #include <cstdint>
 #include <map>
@@ -36,8 +36,8 @@
 #include <string_view>
 #include <vector>
 
-#include "spec/diagnostic.h"
-#include "spec/expected.h"
+#include "formats/diagnostic.h"
+#include "formats/expected.h"
 
 namespace gangway::agent {
 
@@ -77,7 +77,7 @@ std::string FakeGpuUuid(std::string_view node, int index);
 std::string FakeMigUuid(std::string_view node, int gpu, std::string_view profile, int start);
 
 // "8xH100-80GB" or "2xA100-40GB,4xH100-80GB"; indices count up across the parts.
-spec::Expected<std::vector<GpuInfo>> ParseFakeGpus(std::string_view text, std::string_view node);
+formats::Expected<std::vector<GpuInfo>> ParseFakeGpus(std::string_view text, std::string_view node);
 
 struct InventoryFile {
   std::optional<int64_t> cpu_milli;
@@ -87,9 +87,9 @@ struct InventoryFile {
 };
 
 // `node` names the fake UUIDs of GPUs that give none.
-spec::ParseResult<InventoryFile> ParseInventoryFile(std::string_view text,
-                                                    std::string_view file_name,
-                                                    std::string_view node);
+formats::ParseResult<InventoryFile> ParseInventoryFile(std::string_view text,
+                                                       std::string_view file_name,
+                                                       std::string_view node);
 
 // The host's online CPUs in millicores and MemTotal from /proc/meminfo (0 if unreadable).
 int64_t HostCpuMilli();

@@ -225,8 +225,8 @@ void TaskRunner::Wake() {
   [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
 }
 
-spec::Expected<pid_t> TaskRunner::Start(const LaunchSpec& spec) {
-  if (spec.argv.empty() || spec.argv[0].empty()) return spec::Fail("the command is empty");
+formats::Expected<pid_t> TaskRunner::Start(const LaunchSpec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty()) return formats::Fail("the command is empty");
   // Environment: base, then the task's.
   std::map<std::string, std::string> env;
   for (const std::string& kv : base_env_) {
@@ -235,7 +235,7 @@ spec::Expected<pid_t> TaskRunner::Start(const LaunchSpec& spec) {
   }
   for (const auto& [k, v] : spec.env) {
     if (k.empty() || k.find('=') != std::string::npos) {
-      return spec::Fail("'" + k + "' is not an environment variable name");
+      return formats::Fail("'" + k + "' is not an environment variable name");
     }
     env[k] = v;
   }
@@ -245,14 +245,14 @@ spec::Expected<pid_t> TaskRunner::Start(const LaunchSpec& spec) {
   if (!spec.workdir.empty()) {
     struct stat st {};
     if (stat(spec.workdir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return spec::Fail("workdir " + spec.workdir + " is not a directory");
+      return formats::Fail("workdir " + spec.workdir + " is not a directory");
     }
     const std::filesystem::path resolved = Resolved(spec.workdir);
     for (const std::filesystem::path& dir : private_dirs_) {
       if (IsWithin(resolved, dir)) {
-        return spec::Fail("workdir " + spec.workdir + " is inside " + dir.string() +
-                          ", where the agent keeps credentials; tasks may not run there (give "
-                          "the job another workdir)");
+        return formats::Fail("workdir " + spec.workdir + " is inside " + dir.string() +
+                             ", where the agent keeps credentials; tasks may not run there (give "
+                             "the job another workdir)");
       }
     }
     workdir = resolved.string();
@@ -271,11 +271,11 @@ spec::Expected<pid_t> TaskRunner::Start(const LaunchSpec& spec) {
       if (IsExecutableFile(dir + "/" + program)) found = dir + "/" + program;
       i = j + 1;
     }
-    if (found.empty()) return spec::Fail(program + ": command not found in PATH " + path);
+    if (found.empty()) return formats::Fail(program + ": command not found in PATH " + path);
     program = found;
   } else {
     const std::string resolved = program[0] == '/' ? program : workdir + "/" + program;
-    if (!IsExecutableFile(resolved)) return spec::Fail(program + ": no such executable file");
+    if (!IsExecutableFile(resolved)) return formats::Fail(program + ": no such executable file");
   }
 
   std::vector<std::string> env_strings;
@@ -292,7 +292,7 @@ spec::Expected<pid_t> TaskRunner::Start(const LaunchSpec& spec) {
   const int log_fd =
       open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) {
-    return spec::Fail("cannot open log file " + spec.log_path + ": " + std::strerror(errno));
+    return formats::Fail("cannot open log file " + spec.log_path + ": " + std::strerror(errno));
   }
 
   posix_spawn_file_actions_t actions;
@@ -320,7 +320,7 @@ spec::Expected<pid_t> TaskRunner::Start(const LaunchSpec& spec) {
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(log_fd);
-  if (rc != 0) return spec::Fail("cannot start " + program + ": " + std::strerror(rc));
+  if (rc != 0) return formats::Fail("cannot start " + program + ": " + std::strerror(rc));
 
   Child child{.task_id = spec.task_id, .pidfd = PidfdOpen(pid)};
   if (cgroups_)

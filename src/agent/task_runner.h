@@ -38,7 +38,7 @@
 #include <thread>
 #include <vector>
 
-#include "spec/expected.h"
+#include "formats/expected.h"
 
 namespace gangway::agent {
 
@@ -105,7 +105,7 @@ class TaskRunner {
 
   // Starts the task; its pid (= process group id), or why it could not start (no such
   // command, bad workdir, unwritable log file). A started task ends with exactly one on_exit.
-  spec::Expected<pid_t> Start(const LaunchSpec& spec);
+  formats::Expected<pid_t> Start(const LaunchSpec& spec);
 
   // Sends `signal` to the task's process group now and SIGKILL once `grace` has passed (grace
   // 0: SIGKILL at once). False if the task is not running. A second Stop keeps the earlier

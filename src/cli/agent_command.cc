@@ -25,7 +25,7 @@
 #include "agent/task_runner.h"
 #include "cli/data_dir_lock.h"
 #include "cli/plan_command.h"
-#include "spec/units.h"
+#include "formats/units.h"
 
 namespace gangway::cli {
 namespace {
@@ -147,13 +147,13 @@ std::pair<agent::Inventory, std::unique_ptr<agent::GpuSource>> BuildInventory(co
     source = std::move(nvml).value();
   }
   if (!f.cpu.empty()) {
-    auto v = spec::ParseCpuMilli(f.cpu);
+    auto v = formats::ParseCpuMilli(f.cpu);
     if (!v.ok() || *v <= 0)
       Fail("--cpu " + f.cpu + ": " + (v.ok() ? "must be more than 0" : v.error()));
     inv.cpu_milli = *v;
   }
   if (!f.memory.empty()) {
-    auto v = spec::ParseBytes(f.memory);
+    auto v = formats::ParseBytes(f.memory);
     if (!v.ok() || *v <= 0) {
       Fail("--memory " + f.memory + ": " + (v.ok() ? "must be more than 0" : v.error()));
     }
@@ -166,7 +166,7 @@ std::pair<agent::Inventory, std::unique_ptr<agent::GpuSource>> BuildInventory(co
 
 std::chrono::milliseconds ParseSeconds(const std::string& flag, const std::string& text,
                                        bool allow_zero) {
-  auto d = spec::ParseDuration(text);
+  auto d = formats::ParseDuration(text);
   if (!d.ok()) Fail(flag + " " + text + ": " + d.error());
   if (!allow_zero && d->count() <= 0) Fail(flag + " " + text + ": must be at least 1s");
   return std::chrono::duration_cast<std::chrono::milliseconds>(*d);

@@ -8,7 +8,7 @@
 #include "cli/client_commands.h"
 #include "cli/plan_command.h"
 #include "client/client_config.h"
-#include "spec/units.h"
+#include "formats/units.h"
 
 namespace gangway::cli {
 
@@ -149,7 +149,7 @@ std::string GpuMilli(const nlohmann::json& value) {
   if (!value.is_number()) return "-";
   double milli = value.get<double>();
   if (milli < 0) return "-";
-  return spec::FormatMilli(static_cast<int64_t>(std::llround(milli)));
+  return formats::FormatMilli(static_cast<int64_t>(std::llround(milli)));
 }
 
 std::string IndexRanges(const std::vector<int64_t>& indices) {

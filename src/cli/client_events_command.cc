@@ -9,8 +9,8 @@
 
 #include "cli/client_commands.h"
 #include "cli/client_common.h"
-#include "client/table.h"
 #include "client/time_format.h"
+#include "formats/table.h"
 
 namespace gangway::cli {
 namespace {
@@ -70,7 +70,7 @@ void RunEvents(const EventsFlags& f) {
       return;
     }
     const client::Seconds now = client::NowSeconds();
-    client::Table table({"AGE", "JOB", "TYPE", "MESSAGE"});
+    formats::Table table({"AGE", "JOB", "TYPE", "MESSAGE"});
     for (const json& e : events) {
       table.AddRow(
           {client::AgoOrDash(Str(e, "time"), now), JobOf(e), Str(e, "type"), Str(e, "message")});

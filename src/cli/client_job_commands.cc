@@ -17,8 +17,8 @@
 #include "cli/client_commands.h"
 #include "cli/client_common.h"
 #include "cli/plan_command.h"
-#include "client/table.h"
 #include "client/time_format.h"
+#include "formats/table.h"
 
 namespace gangway::cli {
 namespace {
@@ -199,7 +199,7 @@ void RunJobs(const JobsFlags& f) {
     }
   }
   header.push_back("REASON");
-  client::Table table(header);
+  formats::Table table(header);
   for (const json& job : jobs) {
     auto submitted = client::ParseRfc3339(Str(job, "submittedAt"));
     std::vector<std::string> row = {
@@ -245,7 +245,7 @@ void RunDescribe(const DescribeFlags& f) {
     if (!t) return text.empty() ? std::string("-") : text;
     return text + " (" + client::FormatAgo(*t, now) + ")";
   };
-  client::Table fields({"", ""});
+  formats::Table fields({"", ""});
   auto add = [&](const std::string& k, const std::string& v) { fields.AddRow({k + ":", v}); };
   add("Job", "job/" + JobId(job) + " " + Str(job, "name"));
   add("User", Str(job, "user", "-"));
@@ -286,7 +286,8 @@ void RunDescribe(const DescribeFlags& f) {
   if (tasks.empty()) {
     std::cout << "  <none placed>\n";
   } else {
-    client::Table t({"INDEX", "GROUP", "REPLICA", "NODE", "GPUS", "STATE", "EXIT", "STARTED"}, 2);
+    formats::Table t({"INDEX", "GROUP", "REPLICA", "NODE", "GPUS", "STATE", "EXIT", "STARTED"},
+                     {.indent = 2});
     for (const json& task : tasks) {
       std::string gpus = IndexRanges(GpuIndices(task));
       t.AddRow({Num(task, "index"), Str(task, "group", "-"), Num(task, "replica"),
@@ -301,7 +302,7 @@ void RunDescribe(const DescribeFlags& f) {
   if (events.empty()) {
     std::cout << "  <none>\n";
   } else {
-    client::Table t({"AGE", "TYPE", "MESSAGE"}, 2);
+    formats::Table t({"AGE", "TYPE", "MESSAGE"}, {.indent = 2});
     for (const json& e : events) {
       auto at = client::ParseRfc3339(Str(e, "time"));
       t.AddRow({at ? client::FormatAge(*at, now) : Str(e, "time", "-"), Str(e, "type"),

@@ -8,9 +8,9 @@
 #include "cli/client_commands.h"
 #include "cli/client_common.h"
 #include "cli/plan_command.h"
-#include "client/table.h"
 #include "client/time_format.h"
-#include "spec/units.h"
+#include "formats/table.h"
+#include "formats/units.h"
 
 namespace gangway::cli {
 namespace {
@@ -41,7 +41,7 @@ std::string Bytes(const json& object, const char* key) {
 
 std::string Cpu(const json& node) {
   if (!node.contains("cpuMilli") || !node["cpuMilli"].is_number()) return "-";
-  return spec::FormatMilli(static_cast<int64_t>(std::llround(node["cpuMilli"].get<double>())));
+  return formats::FormatMilli(static_cast<int64_t>(std::llround(node["cpuMilli"].get<double>())));
 }
 
 // From a node's summary (GET /v1/nodes?view=summary): "8x H100-80GB" or
@@ -95,7 +95,7 @@ void RunNodes(const NodesFlags& f) {
   if (wide) {
     for (const char* h : {"ADDRESS", "UNHEALTHY", "MIG", "LABELS"}) header.push_back(h);
   }
-  client::Table table(header);
+  formats::Table table(header);
   for (const json& node : nodes) {
     std::vector<std::string> row = {Str(node, "name"),
                                     Str(node, "state"),
@@ -184,8 +184,8 @@ void RunQueues(const QueuesFlags& f) {
     std::cerr << "No queues.\n";
     return;
   }
-  client::Table table({"NAME", "PARENT", "GUARANTEE", "BORROW-LIMIT", "WEIGHT", "USAGE",
-                       "FAIR-SHARE", "PENDING", "RUNNING"});
+  formats::Table table({"NAME", "PARENT", "GUARANTEE", "BORROW-LIMIT", "WEIGHT", "USAGE",
+                        "FAIR-SHARE", "PENDING", "RUNNING"});
   for (const json& q : queues) {
     table.AddRow({Str(q, "name"), Str(q, "parent", "-"), Quota(q, "guarantee"),
                   Quota(q, "borrowLimit"), Num(q, "weight"), Quota(q, "usage"), Num(q, "fairShare"),

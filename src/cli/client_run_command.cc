@@ -15,7 +15,7 @@
 
 #include "cli/client_common.h"
 #include "cli/plan_command.h"
-#include "spec/units.h"
+#include "formats/units.h"
 
 namespace gangway::cli {
 namespace {
@@ -184,7 +184,7 @@ json StreamJob(const ApiClient& api, uint64_t id) {
 void RunRun(const RunFlags& f) {
   if (f.command.empty()) Fail(kExitBadInput, "no command; write it after --: gangway run -- CMD");
   if (f.nodes < 1) Fail(kExitBadInput, "--nodes must be at least 1");
-  auto gpus = spec::ParseGpuAmount(f.gpus);
+  auto gpus = formats::ParseGpuAmount(f.gpus);
   if (!gpus.ok()) Fail(kExitBadInput, "--gpus: " + gpus.error());
   json job = json::object();
   job["name"] = f.name.empty() ? NameStem(f.command) + "-" + RandomSuffix() : f.name;
@@ -192,7 +192,7 @@ void RunRun(const RunFlags& f) {
   if (!f.queue.empty()) job["queue"] = f.queue;
   if (!f.priority_class.empty()) job["priorityClass"] = f.priority_class;
   if (!f.time_limit.empty()) {
-    auto d = spec::ParseDuration(f.time_limit);
+    auto d = formats::ParseDuration(f.time_limit);
     if (!d.ok()) Fail(kExitBadInput, "--time-limit: " + d.error());
     job["timeLimit"] = f.time_limit;
   }
@@ -218,12 +218,12 @@ void RunRun(const RunFlags& f) {
   }
   if (!f.gpu_model.empty()) job["gpuModel"] = f.gpu_model;
   if (!f.cpu.empty()) {
-    auto cpu = spec::ParseCpuMilli(f.cpu);
+    auto cpu = formats::ParseCpuMilli(f.cpu);
     if (!cpu.ok()) Fail(kExitBadInput, "--cpu: " + cpu.error());
     job["cpu"] = f.cpu;
   }
   if (!f.memory.empty()) {
-    auto mem = spec::ParseBytes(f.memory);
+    auto mem = formats::ParseBytes(f.memory);
     if (!mem.ok()) Fail(kExitBadInput, "--memory: " + mem.error());
     job["memory"] = f.memory;
   }

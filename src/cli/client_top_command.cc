@@ -1,5 +1,5 @@
 // gangway top (cli/client_commands.h): allocation and measured GPU utilization per node and
-// per job (GET /v1/utilization, server/gpu_top.h), once or every --interval with --watch.
+// per job (GET /v1/utilization, controller/gpu_top.h), once or every --interval with --watch.
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 
 #include "cli/client_commands.h"
 #include "cli/client_common.h"
-#include "client/table.h"
+#include "formats/table.h"
 
 namespace gangway::cli {
 namespace {
@@ -60,7 +60,7 @@ std::string Text(const json& o, const char* key) {
   return s.empty() ? "-" : s;
 }
 
-// `top`: the answer of GET /v1/utilization (server/gpu_top.h).
+// `top`: the answer of GET /v1/utilization (controller/gpu_top.h).
 void PrintTop(const json& top, int job_rows, std::ostream& out) {
   const json cluster = top.value("cluster", json::object());
   const json nodes = top.value("nodes", json::array());
@@ -87,7 +87,7 @@ void PrintTop(const json& top, int job_rows, std::ostream& out) {
         << reporting << " of " << gpus << " GPUs report)\n";
   }
   out << "\n";
-  client::Table node_table({"NODE", "STATE", "GPUS", "ALLOC", "UTIL", "JOBS"});
+  formats::Table node_table({"NODE", "STATE", "GPUS", "ALLOC", "UTIL", "JOBS"});
   for (const json& n : nodes) {
     node_table.AddRow({Text(n, "name"), Text(n, "state"), std::to_string(n.value("gpus", 0)),
                        Gpus(n, "allocatedGpus"), Percent(Number(n, "utilization")),
@@ -99,7 +99,7 @@ void PrintTop(const json& top, int job_rows, std::ostream& out) {
     return;
   }
   out << "\n";
-  client::Table job_table({"JOB", "NAME", "USER", "QUEUE", "GPUS", "UTIL", "IDLE", "NODES"});
+  formats::Table job_table({"JOB", "NAME", "USER", "QUEUE", "GPUS", "UTIL", "IDLE", "NODES"});
   size_t shown = 0;
   for (const json& j : jobs) {
     if (job_rows > 0 && shown == static_cast<size_t>(job_rows)) break;  // the answer's rows

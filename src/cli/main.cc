@@ -14,7 +14,7 @@
 #ifdef GANGWAY_WITH_CLIENT
 #include "cli/client_commands.h"
 #endif
-#ifdef GANGWAY_WITH_SERVER
+#ifdef GANGWAY_WITH_CONTROLLER
 #include "cli/server_command.h"
 #endif
 
@@ -46,7 +46,7 @@ int Main(int argc, char** argv) {
                      "List the policies a policy file may name, and exit");
 
   gangway::cli::AddSimCommand(app);
-#ifdef GANGWAY_WITH_SERVER
+#ifdef GANGWAY_WITH_CONTROLLER
   gangway::cli::AddServerCommand(app);
 #endif
 #ifdef GANGWAY_WITH_AGENT

@@ -8,14 +8,14 @@
 #include <sstream>
 
 #include "core/plugins/builtin.h"
-#include "spec/plan.h"
-#include "spec/plan_output.h"
+#include "formats/plan.h"
+#include "formats/plan_output.h"
 
 namespace gangway::cli {
 namespace {
 
 // The file's contents, or nullopt after writing why it cannot be read to `err`.
-std::optional<spec::SourceFile> ReadFile(const std::string& path, std::ostream& err) {
+std::optional<formats::SourceFile> ReadFile(const std::string& path, std::ostream& err) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     err << path << ": cannot read: " << std::strerror(errno) << "\n";
@@ -27,7 +27,7 @@ std::optional<spec::SourceFile> ReadFile(const std::string& path, std::ostream& 
     err << path << ": read error\n";
     return std::nullopt;
   }
-  return spec::SourceFile{.name = path, .text = text.str()};
+  return formats::SourceFile{.name = path, .text = text.str()};
 }
 
 int ListPolicies(const core::Registry& registry, const std::string& output, std::ostream& out) {
@@ -63,10 +63,10 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
     err << "gangway plan: --cluster and --jobs are required (see gangway plan --help)\n";
     return kExitBadInput;
   }
-  spec::PlanRequest request{.default_now = options.now, .seed = options.seed};
+  formats::PlanRequest request{.default_now = options.now, .seed = options.seed};
   auto cluster = ReadFile(options.cluster_path, err);
   auto jobs = ReadFile(options.jobs_path, err);
-  std::optional<spec::SourceFile> policy;
+  std::optional<formats::SourceFile> policy;
   if (!options.policy_path.empty()) {
     policy = ReadFile(options.policy_path, err);
     if (!policy) return kExitBadInput;
@@ -76,13 +76,13 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   request.jobs = std::move(*jobs);
   request.policy = std::move(policy);
 
-  auto plan = spec::MakePlan(request, registry);
+  auto plan = formats::MakePlan(request, registry);
   if (!plan.ok()) {
     err << plan.ErrorText();
     return kExitBadInput;
   }
-  out << (options.output == "json" ? spec::RenderPlanJson(plan.value())
-                                   : spec::RenderPlanTable(plan.value()));
+  out << (options.output == "json" ? formats::RenderPlanJson(plan.value())
+                                   : formats::RenderPlanTable(plan.value()));
   return kExitOk;
 }
 

@@ -18,14 +18,14 @@
 
 #include "cli/data_dir_lock.h"
 #include "cli/plan_command.h"
+#include "controller/auth.h"
+#include "controller/controller.h"
+#include "controller/http_api.h"
+#include "controller/tls.h"
 #include "core/plugins/builtin.h"
-#include "server/auth.h"
-#include "server/controller.h"
-#include "server/http_api.h"
-#include "server/tls.h"
-#include "spec/cluster_file.h"
-#include "spec/policy_file.h"
-#include "spec/units.h"
+#include "formats/cluster_file.h"
+#include "formats/policy_file.h"
+#include "formats/units.h"
 
 namespace gangway::cli {
 namespace {
@@ -82,7 +82,7 @@ std::chrono::milliseconds ParseMillis(const std::string& flag, const std::string
       return std::chrono::milliseconds(std::stoll(text.substr(0, text.size() - 2)));
     } catch (const std::exception&) {
     }
-  } else if (auto d = spec::ParseDuration(text); d.ok()) {
+  } else if (auto d = formats::ParseDuration(text); d.ok()) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d.value());
   }
   Fail(flag + ": '" + text + "' is not a duration such as 500ms, 5s or 1m");
@@ -123,7 +123,7 @@ void RaiseOpenFileLimit(size_t max_connections) {
 
 void RunServer(const ServerFlags& f) {
   RaiseOpenFileLimit(f.max_connections);
-  server::ControllerOptions opts;
+  controller::ControllerOptions opts;
   opts.data_dir = f.data;
   opts.checkpoint_root = f.checkpoint_root;
   opts.heartbeat = ParseMillis("--heartbeat", f.heartbeat);
@@ -136,13 +136,13 @@ void RunServer(const ServerFlags& f) {
   opts.salvage_store = f.salvage_database;
   opts.max_pending_per_user = f.max_pending_per_user;
   if (!f.max_time_limit.empty()) {
-    auto d = spec::ParseDuration(f.max_time_limit);
+    auto d = formats::ParseDuration(f.max_time_limit);
     if (!d.ok() || d.value().count() <= 0) {
       Fail("--max-time-limit: '" + f.max_time_limit + "' is not a duration such as 12h or 7d");
     }
     opts.max_time_limit = d.value();
   }
-  if (auto bytes = spec::ParseBytes(f.max_task_log); bytes.ok() && bytes.value() >= 0) {
+  if (auto bytes = formats::ParseBytes(f.max_task_log); bytes.ok() && bytes.value() >= 0) {
     opts.max_task_log_bytes = bytes.value();
   } else {
     Fail("--max-task-log: '" + f.max_task_log +
@@ -150,7 +150,7 @@ void RunServer(const ServerFlags& f) {
   }
   if (f.job_retention == "0") {
     opts.job_retention = std::chrono::seconds(0);
-  } else if (auto d = spec::ParseDuration(f.job_retention); d.ok() && d.value().count() > 0) {
+  } else if (auto d = formats::ParseDuration(f.job_retention); d.ok() && d.value().count() > 0) {
     opts.job_retention = d.value();
   } else {
     Fail("--job-retention: '" + f.job_retention +
@@ -159,13 +159,13 @@ void RunServer(const ServerFlags& f) {
   // A live cluster preempts soon after a job starts only if told to; the default profile's
   // five-minute minimum runtime protects fresh jobs from preemption loops.
   if (!f.policy.empty()) {
-    auto profile = spec::ParsePolicyFile(ReadFile(f.policy), f.policy, core::BuiltinRegistry());
+    auto profile = formats::ParsePolicyFile(ReadFile(f.policy), f.policy, core::BuiltinRegistry());
     if (!profile.ok()) Fail("the policy file has problems:\n" + profile.ErrorText());
     opts.profile = profile.value();
   }
   if (!f.config.empty()) {
-    auto config = spec::ParseClusterFile(ReadFile(f.config), f.config,
-                                         {.default_now = {}, .nodes_optional = true});
+    auto config = formats::ParseClusterFile(ReadFile(f.config), f.config,
+                                            {.default_now = {}, .nodes_optional = true});
     if (!config.ok()) Fail("the configuration file has problems:\n" + config.ErrorText());
     opts.queues = config->snapshot.queues;
     opts.priority_classes = config->priority_classes;
@@ -176,7 +176,7 @@ void RunServer(const ServerFlags& f) {
            "controller's configuration");
     }
   }
-  server::AuthConfig auth;
+  controller::AuthConfig auth;
   std::filesystem::create_directories(f.data);
   // The database, the join token and client.json (the admin's token under `gangway up`) are
   // the controller's alone.
@@ -185,11 +185,11 @@ void RunServer(const ServerFlags& f) {
   // Two controllers on one database would both schedule and dispatch the same jobs.
   if (auto held = HoldDirectoryLock(f.data, "server.lock", "gangway server")) Fail(*held);
   if (!f.auth.empty()) {
-    auto parsed = server::ParseAuthFile(ReadFile(f.auth), f.auth);
+    auto parsed = controller::ParseAuthFile(ReadFile(f.auth), f.auth);
     if (!parsed.ok()) Fail("the auth file has problems:\n" + parsed.ErrorText());
     auth = parsed.value();
   } else {
-    auth = server::LoadOrCreateDefaultAuth(f.data);
+    auth = controller::LoadOrCreateDefaultAuth(f.data);
   }
   const auto colon = f.listen.rfind(':');
   if (colon == std::string::npos) Fail("--listen: expected HOST:PORT, e.g. 127.0.0.1:8080");
@@ -202,16 +202,16 @@ void RunServer(const ServerFlags& f) {
   }
   if (port < 0 || port > 65535) Fail("--listen: port must be 0..65535");
 
-  std::unique_ptr<server::Controller> controller;
+  std::unique_ptr<controller::Controller> controller;
   try {
-    controller = std::make_unique<server::Controller>(opts);
+    controller = std::make_unique<controller::Controller>(opts);
   } catch (const std::exception& e) {
     Fail(e.what(), kExitInternal);
   }
   if (f.tls_cert.empty() != f.tls_key.empty()) {
     Fail("--tls-cert and --tls-key go together: the certificate and its private key");
   }
-  server::ConnectionLimits limits = server::ConnectionLimits::For(f.max_connections);
+  controller::ConnectionLimits limits = controller::ConnectionLimits::For(f.max_connections);
   if (f.reserved_connections) {
     if (*f.reserved_connections >= f.max_connections) {
       Fail("--reserved-connections: must be below --max-connections (" +
@@ -222,13 +222,13 @@ void RunServer(const ServerFlags& f) {
   if (f.max_connections_per_address) limits.per_address = *f.max_connections_per_address;
   limits.header_timeout = ParseMillis("--header-timeout", f.header_timeout);
   if (limits.header_timeout.count() <= 0) Fail("--header-timeout: must be more than 0");
-  std::optional<server::HttpApi> api;
+  std::optional<controller::HttpApi> api;
   try {
     api.emplace(*controller, auth,
-                server::HttpOptions{.max_body = static_cast<size_t>(f.max_body),
-                                    .connections = limits,
-                                    .tls_cert = f.tls_cert,
-                                    .tls_key = f.tls_key});
+                controller::HttpOptions{.max_body = static_cast<size_t>(f.max_body),
+                                        .connections = limits,
+                                        .tls_cert = f.tls_cert,
+                                        .tls_key = f.tls_key});
   } catch (const std::exception& e) {
     Fail(std::string("--tls-cert/--tls-key: ") + e.what());
   }
@@ -239,7 +239,7 @@ void RunServer(const ServerFlags& f) {
   const std::string url = (tls ? "https://" : "http://") + host + ":" + std::to_string(bound);
   // What the CLI on this machine and a local agent read: the address, an admin token, the CA
   // of a self-signed certificate, the join token. Written again when the auth file is.
-  auto write_client_files = [&](const server::AuthConfig& a) {
+  auto write_client_files = [&](const controller::AuthConfig& a) {
     std::string admin_token;
     for (const auto& [token, id] : a.tokens) {
       if (id.admin) {
@@ -251,7 +251,7 @@ void RunServer(const ServerFlags& f) {
     if (!admin_token.empty()) client["token"] = admin_token;
     // A self-signed certificate is its own CA: local clients trust it through this file. One
     // signed by a CA is checked against the system's CAs (or --ca-cert).
-    if (tls && server::IsSelfSignedCertificate(f.tls_cert).value_or(false)) {
+    if (tls && controller::IsSelfSignedCertificate(f.tls_cert).value_or(false)) {
       client["caCert"] = std::filesystem::absolute(f.tls_cert).string();
     }
     WriteFileAtomic(std::filesystem::path(f.data) / "join.token", a.join_token + "\n", 0600);
@@ -270,7 +270,7 @@ void RunServer(const ServerFlags& f) {
                 << "; the users and tokens in use stay" << std::endl;
       return;
     }
-    auto parsed = server::ParseAuthFile(*text, f.auth);
+    auto parsed = controller::ParseAuthFile(*text, f.auth);
     if (!parsed.ok()) {
       std::cerr << "gangway server: SIGHUP: " << f.auth
                 << " has problems; the users and tokens in use stay:\n"

@@ -19,6 +19,10 @@
 
 #include "cli/plan_command.h"
 #include "core/plugins/builtin.h"
+#include "formats/cluster_file.h"
+#include "formats/policy_file.h"
+#include "formats/table.h"
+#include "formats/units.h"
 #include "sim/cluster.h"
 #include "sim/experiment.h"
 #include "sim/fill.h"
@@ -26,9 +30,6 @@
 #include "sim/replay.h"
 #include "sim/report.h"
 #include "sim/trace.h"
-#include "spec/cluster_file.h"
-#include "spec/policy_file.h"
-#include "spec/units.h"
 
 namespace gangway::cli {
 namespace {
@@ -85,7 +86,7 @@ struct Failure {
 };
 
 template <typename T>
-using Expected = spec::Expected<T>;
+using Expected = formats::Expected<T>;
 
 [[noreturn]] void Fail(const std::string& message) {
   std::cerr << "gangway sim: " << message;
@@ -147,41 +148,18 @@ std::string Opt(const std::optional<double>& v, int digits = 2) {
   return v ? Fixed(*v, digits) : std::string("-");
 }
 
-// "3h25m" style for durations in seconds.
 std::string Human(double seconds) {
-  if (seconds < 120) return Fixed(seconds, 0) + "s";
-  if (seconds < 7200) return Fixed(seconds / 60, 1) + "m";
-  if (seconds < 2 * 86400) return Fixed(seconds / 3600, 1) + "h";
-  return Fixed(seconds / 86400, 1) + "d";
+  return formats::FormatDuration(std::chrono::duration<double>(seconds),
+                                 formats::DurationStyle::kDecimal);
 }
 
-// Aligned text table.
-class Table {
- public:
-  explicit Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
-  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  void Print(std::ostream& out) const {
-    std::vector<size_t> width;
-    for (const auto& row : rows_) {
-      if (width.size() < row.size()) width.resize(row.size());
-      for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-    }
-    for (const auto& row : rows_) {
-      std::string line;
-      for (size_t i = 0; i < row.size(); ++i) {
-        if (i == 0) {
-          line += row[i] + std::string(width[i] - row[i].size(), ' ');
-        } else {
-          line.append("  ").append(width[i] - row[i].size(), ' ').append(row[i]);
-        }
-      }
-      out << line << "\n";
-    }
-  }
-
- private:
-  std::vector<std::vector<std::string>> rows_;
-};
+// The simulator's tables: two spaces between columns, every column after the first (the
+// numbers) right-aligned.
+formats::Table NumberTable(std::vector<std::string> header) {
+  formats::TableLayout layout{.gap = 2, .right_aligned = std::vector<bool>(header.size(), true)};
+  layout.right_aligned[0] = false;
+  return formats::Table(std::move(header), std::move(layout));
+}
 
 std::string ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -208,7 +186,7 @@ std::filesystem::path OutDir(const SimFlags& f) {
 }
 
 core::Duration DurationFlag(const std::string& name, const std::string& text) {
-  auto d = spec::ParseDuration(text);
+  auto d = formats::ParseDuration(text);
   if (!d.ok()) Fail("--" + name + " " + text + ": " + d.error());
   return *d;
 }
@@ -272,7 +250,7 @@ Cluster LoadCluster(const SimFlags& f) {
     c.nodes = std::move(nodes).value();
   } else {
     const std::string text = ReadWholeFile(f.cluster_file);
-    auto file = spec::ParseClusterFile(text, f.cluster_file, {});
+    auto file = formats::ParseClusterFile(text, f.cluster_file, {});
     if (!file.ok()) Fail(file.ErrorText());
     c.nodes = file->snapshot.nodes;
     c.queues = file->snapshot.queues;
@@ -305,7 +283,7 @@ sim::Trace LoadTrace(const SimFlags& f) {
   if (trace->skipped_rows > 0) {
     std::cerr << "gangway sim: skipped " << trace->skipped_rows << " bad rows of " << f.trace
               << "; the first:\n"
-              << spec::FormatDiagnostics(trace->skipped);
+              << formats::FormatDiagnostics(trace->skipped);
   }
   if (trace->jobs.empty()) Fail(f.trace + ": no jobs");
   return std::move(trace).value();
@@ -332,7 +310,7 @@ core::Profile LoadProfile(const SimFlags& f, const std::string& policy) {
   std::string file = f.profile_file;
   if (IsProfilePath(policy)) file = policy;
   if (!file.empty()) {
-    auto parsed = spec::ParsePolicyFile(ReadWholeFile(file), file, registry);
+    auto parsed = formats::ParsePolicyFile(ReadWholeFile(file), file, registry);
     if (!parsed.ok()) Fail(parsed.ErrorText());
     profile = parsed.value();
   }
@@ -361,7 +339,7 @@ std::vector<sim::FillRun> RunFills(const SimFlags& f, const std::vector<std::str
   const Cluster cluster = LoadCluster(f);
   const sim::Trace trace = LoadTrace(f);
   auto typical = sim::TypicalPods(trace.jobs);
-  if (!typical.ok()) Fail(typical.status().message());
+  if (!typical.ok()) Fail(typical.error().message());
   std::vector<sim::FillRunSpec> specs;
   for (const std::string& p : policies) {
     for (uint64_t s : seeds)
@@ -378,7 +356,7 @@ std::vector<sim::FillRun> RunFills(const SimFlags& f, const std::vector<std::str
                               " runs done (", Fixed(progress.Seconds(), 1), " s)"}));
        }});
   progress.Finish();
-  if (!runs.ok()) Fail(runs.status().message());
+  if (!runs.ok()) Fail(runs.error().message());
   return std::move(runs).value();
 }
 
@@ -414,27 +392,28 @@ void PrintFill(const SimFlags& f, const std::vector<std::string>& policies,
   const int end = runs.empty() ? 0 : sim::LastAllocColumn(runs.front().result);
   const std::string end_label = Cat({"alloc@", std::to_string(end)});
   if (policies.size() == 1) {
-    Table t({"seed", "pods", "failed", "alloc@50", "alloc@80", "alloc@90", "alloc@100", end_label,
-             "frag@100", "frag-ratio@100"});
+    formats::Table t = NumberTable({"seed", "pods", "failed", "alloc@50", "alloc@80", "alloc@90",
+                                    "alloc@100", end_label, "frag@100", "frag-ratio@100"});
     for (const sim::FillRun& r : runs) {
       const sim::FillResult& x = r.result;
       const sim::FillColumn* c100 = x.Column(100);
-      t.Add({std::to_string(r.seed), std::to_string(x.pods_arrived), std::to_string(x.pods_failed),
-             Opt(sim::AllocAt(x, 50)), Opt(sim::AllocAt(x, 80)), Opt(sim::AllocAt(x, 90)),
-             Opt(sim::AllocAt(x, 100)), Opt(sim::AllocAt(x, sim::LastAllocColumn(x))),
-             c100 ? Opt(c100->frag_amount) : "-", c100 ? Opt(c100->frag_ratio) : "-"});
+      t.AddRow({std::to_string(r.seed), std::to_string(x.pods_arrived),
+                std::to_string(x.pods_failed), Opt(sim::AllocAt(x, 50)), Opt(sim::AllocAt(x, 80)),
+                Opt(sim::AllocAt(x, 90)), Opt(sim::AllocAt(x, 100)),
+                Opt(sim::AllocAt(x, sim::LastAllocColumn(x))), c100 ? Opt(c100->frag_amount) : "-",
+                c100 ? Opt(c100->frag_ratio) : "-"});
     }
     std::cout << "fill: policy " << policies.front() << ", tune " << f.tune << ", "
               << runs.front().result.cluster_gpus << " GPUs (% of GPU capacity)\n";
     t.Print(std::cout);
   } else {
-    Table t({"policy", "runs", "alloc@100", "sd", end_label, "frag@100", "frag-ratio@100",
-             "failed pods"});
+    formats::Table t = NumberTable({"policy", "runs", "alloc@100", "sd", end_label, "frag@100",
+                                    "frag-ratio@100", "failed pods"});
     for (const sim::FillPolicySummary& p : per_policy) {
-      t.Add({p.policy, std::to_string(static_cast<int>(p.runs)), Fixed(p.alloc_at_100.mean, 2),
-             Fixed(p.alloc_at_100.sd, 2), Fixed(p.alloc_at_end.mean, 2),
-             Fixed(p.frag_amount_at_100, 2), Fixed(p.frag_ratio_at_100, 2),
-             Fixed(p.failed_pods, 0)});
+      t.AddRow({p.policy, std::to_string(static_cast<int>(p.runs)), Fixed(p.alloc_at_100.mean, 2),
+                Fixed(p.alloc_at_100.sd, 2), Fixed(p.alloc_at_end.mean, 2),
+                Fixed(p.frag_amount_at_100, 2), Fixed(p.frag_ratio_at_100, 2),
+                Fixed(p.failed_pods, 0)});
     }
     std::cout << "fill: tune " << f.tune << ", means over seeds (% of GPU capacity)\n";
     t.Print(std::cout);
@@ -501,7 +480,7 @@ std::vector<sim::ReplayRun> RunReplays(const SimFlags& f, const std::vector<std:
                               Fixed(progress.Seconds(), 1), " s)"}));
        }});
   progress.Finish();
-  if (!runs.ok()) Fail(runs.status().message());
+  if (!runs.ok()) Fail(runs.error().message());
   return std::move(runs).value();
 }
 
@@ -572,12 +551,13 @@ void PrintReplays(const SimFlags& f, const std::vector<sim::ReplayRun>& runs, do
     std::cout << summary.dump(2) << "\n";
     return;
   }
-  Table t({"policy", "completed", "avg JCT", "median", "p95", "p99", "avg queue", "makespan",
-           "alloc", "util", "Jain", "FTF", "worst q wait", "preempt", "gang wait"});
+  formats::Table t = NumberTable({"policy", "completed", "avg JCT", "median", "p95", "p99",
+                                  "avg queue", "makespan", "alloc", "util", "Jain", "FTF",
+                                  "worst q wait", "preempt", "gang wait"});
   const bool one_seed = std::all_of(
       runs.begin(), runs.end(), [&](const sim::ReplayRun& o) { return o.seed == runs[0].seed; });
   for (const sim::ReplayRun& r : runs) {
-    t.Add(
+    t.AddRow(
         ReplayRow(one_seed ? r.policy : Cat({r.policy, " s", std::to_string(r.seed)}), r.summary));
   }
   const sim::ReplayResult& first = runs.front().result;

@@ -109,6 +109,18 @@ std::string TransportFailure(httplib::Error error, const std::string& host) {
 
 }  // namespace
 
+std::string Describe(const ApiError& error) {
+  std::string text = error.field.empty() ? "" : error.field + ": ";
+  text += error.message.empty() ? error.code : error.message;
+  for (const ErrorDetail& d : error.details) {
+    text += "\n  ";
+    if (d.line > 0) text += std::to_string(d.line) + ":" + std::to_string(d.column) + ": ";
+    if (!d.field.empty()) text += d.field + ": ";
+    text += d.reason;
+  }
+  return text;
+}
+
 std::string UrlEncode(const std::string& text) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
@@ -253,6 +265,13 @@ ApiResult<nlohmann::json> ApiClient::SendJson(const std::string& method, const s
 }
 
 ApiResult<nlohmann::json> ApiClient::Health() const { return SendJson("GET", "/healthz"); }
+
+ApiResult<std::string> ApiClient::Metrics() const {
+  auto res = Send("GET", "/metrics", "", "");
+  if (!res.ok()) return std::move(res).error();
+  if (res->status != 200) return ErrorFromResponse(res->status, res->body);
+  return std::move(res).value().body;
+}
 
 ApiResult<nlohmann::json> ApiClient::WhoAmI() const { return SendJson("GET", "/v1/whoami"); }
 

@@ -19,8 +19,9 @@
 #include <optional>
 #include <string>
 #include <utility>
-#include <variant>
 #include <vector>
+
+#include "core/model/result.h"
 
 namespace gangway::client {
 
@@ -40,23 +41,12 @@ struct ApiError {
   std::vector<ErrorDetail> details;
 };
 
+// Describe for core::Result: "code: message" and the field, for a person.
+std::string Describe(const ApiError& error);
+
 // A value or an ApiError.
 template <typename T>
-class [[nodiscard]] ApiResult {
- public:
-  ApiResult(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
-  ApiResult(ApiError error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
-
-  bool ok() const { return std::holds_alternative<T>(v_); }
-  const T& value() const& { return std::get<T>(v_); }
-  T&& value() && { return std::get<T>(std::move(v_)); }
-  const T& operator*() const& { return value(); }
-  const T* operator->() const { return &value(); }
-  const ApiError& error() const { return std::get<ApiError>(v_); }
-
- private:
-  std::variant<T, ApiError> v_;
-};
+using ApiResult = core::Result<T, ApiError>;
 
 // One read of a task's output.
 struct LogChunk {
@@ -116,6 +106,8 @@ class ApiClient {
   // GET /v1/events?last=N: the newest `last` events after `after` (of `job` unless 0), oldest
   // first.
   ApiResult<nlohmann::json> LastEvents(uint64_t after, int last, uint64_t job = 0) const;
+  // GET /metrics: the Prometheus text exposition.
+  ApiResult<std::string> Metrics() const;
 
  private:
   struct Response {

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "formats/units.h"
+
 namespace gangway::client {
 namespace {
 
@@ -72,34 +74,27 @@ std::string FormatRfc3339(Seconds t) {
   return buf;
 }
 
-std::string FormatDuration(std::chrono::seconds d) {
-  int64_t s = d.count();
-  if (s < 0) s = 0;
-  auto two = [](int64_t big, const char* bu, int64_t small, const char* su) {
-    std::string out = std::to_string(big) + bu;
-    if (small > 0) out += std::to_string(small) + su;
-    return out;
-  };
-  if (s < 60) return std::to_string(s) + "s";
-  if (s < 3600) return two(s / 60, "m", s % 60, "s");
-  if (s < 86400) return two(s / 3600, "h", (s % 3600) / 60, "m");
-  if (s < 10 * 86400) return two(s / 86400, "d", (s % 86400) / 3600, "h");
-  return std::to_string(s / 86400) + "d";
+namespace {
+
+std::string TwoUnits(std::chrono::seconds d) {
+  return formats::FormatDuration(d, formats::DurationStyle::kTwoUnits);
 }
 
+}  // namespace
+
 std::string FormatAgo(Seconds t, Seconds now) {
-  if (t > now) return "in " + FormatDuration(t - now);
+  if (t > now) return "in " + TwoUnits(t - now);
   if (t == now) return "just now";
-  return FormatDuration(now - t) + " ago";
+  return TwoUnits(now - t) + " ago";
 }
 
 std::string FormatUntil(Seconds t, Seconds now) {
-  if (t < now) return FormatDuration(now - t) + " ago";
+  if (t < now) return TwoUnits(now - t) + " ago";
   if (t == now) return "now";
-  return "in " + FormatDuration(t - now);
+  return "in " + TwoUnits(t - now);
 }
 
-std::string FormatAge(Seconds t, Seconds now) { return FormatDuration(now - t); }
+std::string FormatAge(Seconds t, Seconds now) { return TwoUnits(now - t); }
 
 std::string AgoOrDash(const std::string& rfc3339, Seconds now) {
   if (rfc3339.empty()) return "-";

@@ -6,9 +6,9 @@
 //
 //   FormatAgo("2026-11-29T11:57:00Z", now = 12:00:00)    -> "3m ago"
 //   FormatUntil("2026-11-29T14:00:00Z", now = 12:00:00)  -> "in 2h"
-//   FormatDuration(3h25m10s)                               -> "3h25m"
 //
-// Durations keep the two largest units (2d4h, 3h25m, 4m10s, 45s), like kubectl's ages.
+// Durations keep the two largest units (2d4h, 3h25m, 4m10s, 45s), like kubectl's ages:
+// formats::FormatDuration with DurationStyle::kTwoUnits.
 
 #include <chrono>
 #include <optional>
@@ -25,9 +25,6 @@ std::optional<Seconds> ParseRfc3339(const std::string& text);
 
 // "2026-11-29T12:00:00Z".
 std::string FormatRfc3339(Seconds t);
-
-// "0s", "45s", "4m10s", "3h25m", "2d4h", "400d"; negative durations are shown as 0s.
-std::string FormatDuration(std::chrono::seconds d);
 
 // Time since `t`: "3m ago"; "just now" under a second; a future `t` gives "in 2h".
 std::string FormatAgo(Seconds t, Seconds now);

@@ -23,7 +23,7 @@
 #include <variant>
 #include <vector>
 
-#include "spec/expected.h"
+#include "formats/expected.h"
 
 namespace gangway::protocol {
 
@@ -73,8 +73,8 @@ nlohmann::json ToJson(const Launch& launch);  // the "task" object of a launch
 nlohmann::json ToJson(const Stop& stop);      // without "seq"
 nlohmann::json ToJson(const Command& command);
 
-spec::Expected<Launch> ParseLaunch(const nlohmann::json& task);
-spec::Expected<Command> ParseCommand(const nlohmann::json& command);
+formats::Expected<Launch> ParseLaunch(const nlohmann::json& task);
+formats::Expected<Command> ParseCommand(const nlohmann::json& command);
 
 }  // namespace gangway::protocol
 

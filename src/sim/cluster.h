@@ -23,16 +23,16 @@
 #include <vector>
 
 #include "core/model/node.h"
-#include "spec/diagnostic.h"
-#include "spec/expected.h"
+#include "formats/diagnostic.h"
+#include "formats/expected.h"
 
 namespace gangway::sim {
 
 struct OpenbNodeOptions {
   bool gpu_nodes_only = true;
 };
-spec::ParseResult<std::vector<core::Node>> ReadOpenbNodes(const std::string& path,
-                                                          const OpenbNodeOptions& options = {});
+formats::ParseResult<std::vector<core::Node>> ReadOpenbNodes(const std::string& path,
+                                                             const OpenbNodeOptions& options = {});
 
 struct NodeShorthandOptions {
   int64_t cpu_milli_per_gpu = 12000;
@@ -40,7 +40,7 @@ struct NodeShorthandOptions {
   int64_t min_cpu_milli = 8000;  // nodes without GPUs get at least this
   int64_t min_memory_bytes = int64_t{32} << 30;
 };
-spec::Expected<std::vector<core::Node>> ParseNodeShorthand(
+formats::Expected<std::vector<core::Node>> ParseNodeShorthand(
     std::string_view text, const NodeShorthandOptions& options = {});
 
 struct PhillyMachineOptions {
@@ -48,7 +48,7 @@ struct PhillyMachineOptions {
   int64_t cpu_milli_per_gpu = 8000;
   int64_t memory_bytes_per_gpu = int64_t{64} << 30;
 };
-spec::ParseResult<std::vector<core::Node>> ReadPhillyMachines(
+formats::ParseResult<std::vector<core::Node>> ReadPhillyMachines(
     const std::string& path, const PhillyMachineOptions& options = {});
 
 // Total GPUs of a node list.

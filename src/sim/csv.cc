@@ -20,57 +20,57 @@ std::string Quote(std::string_view s) {
 
 }  // namespace
 
-spec::Expected<int64_t> ParseInteger(std::string_view text) {
+formats::Expected<int64_t> ParseInteger(std::string_view text) {
   std::string_view t = Trim(text);
-  if (t.empty()) return spec::Fail("empty, expected an integer");
+  if (t.empty()) return formats::Fail("empty, expected an integer");
   if (t.front() == '+') t.remove_prefix(1);
   int64_t value = 0;
   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-  if (ec == std::errc::result_out_of_range) return spec::Fail(Quote(text) + " is out of range");
+  if (ec == std::errc::result_out_of_range) return formats::Fail(Quote(text) + " is out of range");
   if (ec == std::errc() && end == t.data() + t.size()) return value;
   // Integral values written as decimals, e.g. "8.0".
-  spec::Expected<double> number = ParseNumber(text);
+  formats::Expected<double> number = ParseNumber(text);
   if (number.ok() && *number == std::trunc(*number) && std::fabs(*number) < 9.0e15) {
     return static_cast<int64_t>(*number);
   }
-  return spec::Fail(Quote(text) + " is not an integer");
+  return formats::Fail(Quote(text) + " is not an integer");
 }
 
-spec::Expected<double> ParseNumber(std::string_view text) {
+formats::Expected<double> ParseNumber(std::string_view text) {
   std::string_view t = Trim(text);
-  if (t.empty()) return spec::Fail("empty, expected a number");
+  if (t.empty()) return formats::Fail("empty, expected a number");
   if (t.front() == '+') t.remove_prefix(1);
   double value = 0;
   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
   if (ec != std::errc() || end != t.data() + t.size() || !std::isfinite(value)) {
-    return spec::Fail(Quote(text) + " is not a number");
+    return formats::Fail(Quote(text) + " is not a number");
   }
   return value;
 }
 
-spec::Diagnostic CsvRow::Error(size_t column, std::string reason) const {
-  spec::Diagnostic d{.file = reader_->path(), .line = static_cast<int>(line_), .reason = reason};
+formats::Diagnostic CsvRow::Error(size_t column, std::string reason) const {
+  formats::Diagnostic d{.file = reader_->path(), .line = static_cast<int>(line_), .reason = reason};
   if (column < columns_.size()) d.column = columns_[column];
   if (column < reader_->header_.size()) d.field = reader_->header_[column];
   return d;
 }
 
-spec::ParseResult<CsvReader> CsvReader::Open(const std::string& path) {
-  spec::Expected<LineReader> lines = LineReader::Open(path);
-  if (!lines.ok()) return std::vector<spec::Diagnostic>{{.file = path, .reason = lines.error()}};
+formats::ParseResult<CsvReader> CsvReader::Open(const std::string& path) {
+  formats::Expected<LineReader> lines = LineReader::Open(path);
+  if (!lines.ok()) return std::vector<formats::Diagnostic>{{.file = path, .reason = lines.error()}};
   CsvReader reader(std::move(lines).value());
   std::optional<std::string_view> first;
   while ((first = reader.lines_.Next()) && Trim(*first).empty()) {
   }
   if (!first) {
     std::string why = reader.lines_.error().value_or("the file is empty (no header line)");
-    return std::vector<spec::Diagnostic>{{.file = path, .reason = why}};
+    return std::vector<formats::Diagnostic>{{.file = path, .reason = why}};
   }
   if (auto bad = reader.Split(*first)) {
-    return std::vector<spec::Diagnostic>{{.file = path,
-                                          .line = static_cast<int>(reader.lines_.line_number()),
-                                          .column = bad->column,
-                                          .reason = "header: " + bad->reason}};
+    return std::vector<formats::Diagnostic>{{.file = path,
+                                             .line = static_cast<int>(reader.lines_.line_number()),
+                                             .column = bad->column,
+                                             .reason = "header: " + bad->reason}};
   }
   for (std::string_view f : reader.row_.fields_) reader.header_.emplace_back(Trim(f));
   return reader;
@@ -83,12 +83,12 @@ std::optional<size_t> CsvReader::Column(std::string_view name) const {
   return std::nullopt;
 }
 
-spec::Expected<size_t> CsvReader::RequireColumn(std::string_view name) const {
+formats::Expected<size_t> CsvReader::RequireColumn(std::string_view name) const {
   if (auto c = Column(name)) return *c;
   std::string have;
   for (const std::string& h : header_) have += (have.empty() ? "" : ", ") + h;
-  return spec::Fail(std::string("the header has no column '") + std::string(name) +
-                    "' (it has: " + have + ")");
+  return formats::Fail(std::string("the header has no column '") + std::string(name) +
+                       "' (it has: " + have + ")");
 }
 
 std::optional<CsvReader::SplitError> CsvReader::Split(std::string_view line) {
@@ -150,29 +150,29 @@ const CsvRow* CsvReader::NextRow() {
     row_.line_ = lines_.line_number();
     const int line_no = static_cast<int>(row_.line_);
     if (auto bad = Split(*line)) {
-      error_ = spec::Diagnostic{
+      error_ = formats::Diagnostic{
           .file = path(), .line = line_no, .column = bad->column, .reason = bad->reason};
       skippable_ = true;
       return nullptr;
     }
     if (row_.fields_.size() != header_.size()) {
       const size_t n = row_.fields_.size();
-      error_ =
-          spec::Diagnostic{.file = path(),
-                           .line = line_no,
-                           .column = n > header_.size() ? row_.columns_[header_.size()]
-                                                        : static_cast<int>(line->size() + 1),
-                           .reason = std::string("has ") + std::to_string(n) +
-                                     " fields, the header has " + std::to_string(header_.size())};
+      error_ = formats::Diagnostic{
+          .file = path(),
+          .line = line_no,
+          .column = n > header_.size() ? row_.columns_[header_.size()]
+                                       : static_cast<int>(line->size() + 1),
+          .reason = std::string("has ") + std::to_string(n) + " fields, the header has " +
+                    std::to_string(header_.size())};
       skippable_ = true;
       return nullptr;
     }
     return &row_;
   }
   if (lines_.error()) {
-    error_ = spec::Diagnostic{.file = path(),
-                              .line = static_cast<int>(lines_.line_number() + 1),
-                              .reason = *lines_.error()};
+    error_ = formats::Diagnostic{.file = path(),
+                                 .line = static_cast<int>(lines_.line_number() + 1),
+                                 .reason = *lines_.error()};
     skippable_ = false;
   }
   return nullptr;

@@ -11,7 +11,7 @@
 //   auto csv = CsvReader::Open("jobs.csv.xz");
 //   auto gpus = csv->Column("num_gpus");        // nullopt if the header lacks it
 //   while (auto row = csv->NextRow()) {         // nullopt at the end or on a structural error
-//     spec::Expected<int64_t> n = row->Int(*gpus);
+//     formats::Expected<int64_t> n = row->Int(*gpus);
 //     if (!n.ok()) errors.push_back(row->Error(*gpus, n.error()));
 //   }
 //   if (csv->error()) ...                       // I/O error or a row with the wrong field count
@@ -24,16 +24,16 @@
 #include <string_view>
 #include <vector>
 
+#include "formats/diagnostic.h"
+#include "formats/expected.h"
 #include "sim/line_reader.h"
-#include "spec/diagnostic.h"
-#include "spec/expected.h"
 
 namespace gangway::sim {
 
 // Parses a whole decimal integer (optional sign); "12.0" is accepted as 12, "12.5" is not.
-spec::Expected<int64_t> ParseInteger(std::string_view text);
+formats::Expected<int64_t> ParseInteger(std::string_view text);
 // Parses a finite decimal number ("66.0", "-1.5e3").
-spec::Expected<double> ParseNumber(std::string_view text);
+formats::Expected<double> ParseNumber(std::string_view text);
 
 class CsvReader;
 
@@ -44,11 +44,11 @@ class CsvRow {
   std::string_view Field(size_t column) const { return fields_[column]; }
   int64_t line() const { return line_; }
 
-  spec::Expected<int64_t> Int(size_t column) const { return ParseInteger(fields_[column]); }
-  spec::Expected<double> Number(size_t column) const { return ParseNumber(fields_[column]); }
+  formats::Expected<int64_t> Int(size_t column) const { return ParseInteger(fields_[column]); }
+  formats::Expected<double> Number(size_t column) const { return ParseNumber(fields_[column]); }
 
   // A diagnostic pointing at `column` of this row, naming the column's header.
-  spec::Diagnostic Error(size_t column, std::string reason) const;
+  formats::Diagnostic Error(size_t column, std::string reason) const;
 
  private:
   friend class CsvReader;
@@ -61,19 +61,19 @@ class CsvRow {
 class CsvReader {
  public:
   // Opens the file and reads its header. Fails if the file cannot be read or is empty.
-  static spec::ParseResult<CsvReader> Open(const std::string& path);
+  static formats::ParseResult<CsvReader> Open(const std::string& path);
 
   const std::vector<std::string>& header() const { return header_; }
   // Index of the header column called `name` (exact match after trimming spaces).
   std::optional<size_t> Column(std::string_view name) const;
   // Like Column, but a missing column is a diagnostic for the header line.
-  spec::Expected<size_t> RequireColumn(std::string_view name) const;
+  formats::Expected<size_t> RequireColumn(std::string_view name) const;
   const std::string& path() const { return lines_.path(); }
 
   // The next non-blank row, or nullopt at the end of the file or on a structural error (I/O,
   // unterminated quote, field count differing from the header); see error().
   const CsvRow* NextRow();
-  const std::optional<spec::Diagnostic>& error() const { return error_; }
+  const std::optional<formats::Diagnostic>& error() const { return error_; }
 
   // A structural error of the current row (wrong field count, bad quoting) that the caller
   // chose to skip: NextRow() continues with the following row.
@@ -97,7 +97,7 @@ class CsvReader {
   std::vector<std::string> header_;
   CsvRow row_;
   std::string unquoted_;  // storage for fields that needed unquoting
-  std::optional<spec::Diagnostic> error_;
+  std::optional<formats::Diagnostic> error_;
   bool skippable_ = false;
 };
 

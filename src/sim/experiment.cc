@@ -44,7 +44,7 @@ core::Result<std::vector<FillRun>> RunFillExperiment(const std::vector<core::Nod
   std::optional<core::TargetWorkload> workload = options.workload;
   if (!workload) {
     auto typical = TypicalPods(pods);
-    if (!typical.ok()) return typical.status();
+    if (!typical.ok()) return typical.error();
     workload = std::move(typical).value();
   }
   // FGD costs several times the others: start its runs first so no thread idles at the end.
@@ -63,7 +63,7 @@ core::Result<std::vector<FillRun>> RunFillExperiment(const std::vector<core::Nod
     if (r.ok()) {
       attempt.run = FillRun{.policy = spec.policy, .seed = spec.seed, .result = std::move(*r)};
     } else {
-      attempt.error = r.status();
+      attempt.error = r.error();
     }
     std::lock_guard<std::mutex> lock(progress_mutex);
     ++done;
@@ -163,7 +163,7 @@ core::Result<std::vector<ReplayRun>> RunReplayExperiment(const std::vector<core:
                                   .result = std::move(*r),
                                   .summary = std::move(summary)};
         } else {
-          attempt.error = r.status();
+          attempt.error = r.error();
         }
         return attempt;
       });

@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "core/model/node.h"
+#include "core/model/result.h"
 #include "core/plugins/score/fragmentation.h"
 #include "core/sched/profile.h"
-#include "core/sched/status.h"
 #include "sim/fill.h"
 #include "sim/replay.h"
 #include "sim/report.h"

@@ -111,16 +111,16 @@ core::Result<FillResult> RunFill(const std::vector<core::Node>& nodes,
   std::optional<core::TargetWorkload> measured = options.workload;
   if (!measured) {
     core::Result<core::TargetWorkload> typical = TypicalPods(pods);
-    if (!typical.ok()) return typical.status();
+    if (!typical.ok()) return typical.error();
     measured = std::move(typical).value();
   }
   const core::TargetWorkload& workload = *measured;
 
   const core::Registry registry = core::BuiltinRegistry();
   auto scorer = registry.MakeScorer(ScorerConfig(options.policy, workload));
-  if (!scorer.ok()) return scorer.status();
+  if (!scorer.ok()) return scorer.error();
   auto placer = registry.MakePlacer({.name = "greedy"});
-  if (!placer.ok()) return placer.status();
+  if (!placer.ok()) return placer.error();
 
   // 1-3: the workload by name, shuffled, then inflated.
   std::vector<uint32_t> by_name(pods.size());

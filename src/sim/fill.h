@@ -38,9 +38,9 @@
 #include <vector>
 
 #include "core/model/node.h"
+#include "core/model/result.h"
 #include "core/plugins/score/fragmentation.h"
 #include "core/sched/profile.h"
-#include "core/sched/status.h"
 #include "sim/trace.h"
 
 namespace gangway::sim {

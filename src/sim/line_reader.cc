@@ -46,16 +46,16 @@ struct LineReader::Source {
   }
 };
 
-spec::Expected<LineReader> LineReader::Open(const std::string& path) {
+formats::Expected<LineReader> LineReader::Open(const std::string& path) {
   auto source = std::make_unique<Source>();
   source->file = std::fopen(path.c_str(), "rb");
   if (source->file == nullptr) {
-    return spec::Fail(path + ": cannot open: " + std::strerror(errno));
+    return formats::Fail(path + ": cannot open: " + std::strerror(errno));
   }
   if (EndsWith(path, ".xz")) {
     source->xz = true;
     lzma_ret ret = lzma_stream_decoder(&source->stream, UINT64_MAX, LZMA_CONCATENATED);
-    if (ret != LZMA_OK) return spec::Fail(path + std::string(": ") + LzmaErrorText(ret));
+    if (ret != LZMA_OK) return formats::Fail(path + std::string(": ") + LzmaErrorText(ret));
   }
   return LineReader(path, std::move(source));
 }

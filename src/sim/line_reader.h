@@ -22,14 +22,14 @@
 #include <string_view>
 #include <vector>
 
-#include "spec/expected.h"
+#include "formats/expected.h"
 
 namespace gangway::sim {
 
 class LineReader {
  public:
   // Fails with a sentence naming the file if it cannot be opened or the decoder not started.
-  static spec::Expected<LineReader> Open(const std::string& path);
+  static formats::Expected<LineReader> Open(const std::string& path);
 
   LineReader(LineReader&&) noexcept;
   LineReader& operator=(LineReader&&) noexcept;

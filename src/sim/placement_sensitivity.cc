@@ -4,7 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
-#include "spec/yaml_reader.h"
+#include "formats/yaml_reader.h"
 
 namespace gangway::sim {
 namespace {
@@ -19,8 +19,8 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-std::optional<Slowdown> ReadSlowdown(spec::Context& ctx, const spec::Field& field) {
-  spec::MapReader m(ctx, field);
+std::optional<Slowdown> ReadSlowdown(formats::Context& ctx, const formats::Field& field) {
+  formats::MapReader m(ctx, field);
   if (!m.is_map()) return std::nullopt;
   Slowdown s;
   bool ok = true;
@@ -28,7 +28,7 @@ std::optional<Slowdown> ReadSlowdown(spec::Context& ctx, const spec::Field& fiel
   for (size_t l = 0; l < kLevelKeys.size(); ++l) {
     double value = nearer;
     if (auto f = m.Take(kLevelKeys[l])) {
-      auto v = spec::ReadPositiveNumber(ctx, *f);
+      auto v = formats::ReadPositiveNumber(ctx, *f);
       if (!v) {
         ok = false;
       } else if (*v < 1.0) {
@@ -62,17 +62,17 @@ const Slowdown* PlacementSensitivity::For(std::string_view job_type) const {
   return fallback ? &*fallback : nullptr;
 }
 
-spec::ParseResult<PlacementSensitivity> ParsePlacementSensitivity(std::string_view text,
-                                                                  std::string_view file_name) {
-  spec::Context ctx{std::string(file_name)};
-  auto doc = spec::LoadDocument(ctx, text);
+formats::ParseResult<PlacementSensitivity> ParsePlacementSensitivity(std::string_view text,
+                                                                     std::string_view file_name) {
+  formats::Context ctx{std::string(file_name)};
+  auto doc = formats::LoadDocument(ctx, text);
   if (!doc) return ctx.TakeErrors();
   PlacementSensitivity model;
-  spec::MapReader m(ctx, *doc);
+  formats::MapReader m(ctx, *doc);
   if (!m.is_map()) return ctx.TakeErrors();
   if (auto f = m.Take("default")) model.fallback = ReadSlowdown(ctx, *f);
   if (auto f = m.Take("families")) {
-    spec::MapReader families(ctx, *f);
+    formats::MapReader families(ctx, *f);
     if (families.is_map()) {
       for (auto it = f->node.begin(); it != f->node.end(); ++it) {
         const std::string name = it->first.Scalar();

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "core/model/topology.h"
-#include "spec/diagnostic.h"
+#include "formats/diagnostic.h"
 
 namespace gangway::sim {
 
@@ -43,8 +43,8 @@ struct PlacementSensitivity {
   const Slowdown* For(std::string_view job_type) const;
 };
 
-spec::ParseResult<PlacementSensitivity> ParsePlacementSensitivity(std::string_view text,
-                                                                  std::string_view file_name);
+formats::ParseResult<PlacementSensitivity> ParsePlacementSensitivity(std::string_view text,
+                                                                     std::string_view file_name);
 
 }  // namespace gangway::sim
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sched/status.h"
+#include "core/model/result.h"
 #include "sim/replay.h"
 
 namespace gangway::sim {

@@ -633,7 +633,7 @@ core::Result<ReplayResult> RunReplay(const std::vector<core::Node>& nodes,
   }
   core::Result<core::Scheduler> scheduler =
       core::Scheduler::Create(options.profile, core::BuiltinRegistry());
-  if (!scheduler.ok()) return scheduler.status();
+  if (!scheduler.ok()) return scheduler.error();
   Replay replay(nodes, trace, options, std::move(scheduler).value());
   return replay.Run();
 }

@@ -51,9 +51,9 @@
 
 #include "core/model/node.h"
 #include "core/model/queue.h"
+#include "core/model/result.h"
 #include "core/plugins/score/fragmentation.h"
 #include "core/sched/profile.h"
-#include "core/sched/status.h"
 #include "sim/placement_sensitivity.h"
 #include "sim/trace.h"
 

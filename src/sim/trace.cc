@@ -37,13 +37,13 @@ std::vector<std::string> SplitModels(std::string_view text) {
 }
 
 // A row parser fills `job` or returns the first problem of the row.
-using RowParser = std::function<std::optional<spec::Diagnostic>(const CsvRow&, TraceJob&)>;
+using RowParser = std::function<std::optional<formats::Diagnostic>(const CsvRow&, TraceJob&)>;
 
-spec::ParseResult<Trace> ReadRows(CsvReader& csv, const TraceReadOptions& options,
-                                  TraceFormat format, const RowParser& parse) {
+formats::ParseResult<Trace> ReadRows(CsvReader& csv, const TraceReadOptions& options,
+                                     TraceFormat format, const RowParser& parse) {
   Trace trace{.path = csv.path(), .format = format};
-  std::vector<spec::Diagnostic> errors;
-  auto bad_row = [&](spec::Diagnostic d) {
+  std::vector<formats::Diagnostic> errors;
+  auto bad_row = [&](formats::Diagnostic d) {
     if (options.skip_bad_rows) {
       ++trace.skipped_rows;
       if (trace.skipped.size() < kKeptSkipped) trace.skipped.push_back(std::move(d));
@@ -51,7 +51,7 @@ spec::ParseResult<Trace> ReadRows(CsvReader& csv, const TraceReadOptions& option
       errors.push_back(std::move(d));
     }
   };
-  while (errors.size() < spec::kMaxDiagnostics) {
+  while (errors.size() < formats::kMaxDiagnostics) {
     const CsvRow* row = csv.NextRow();
     if (row == nullptr) {
       if (!csv.error()) break;
@@ -64,7 +64,7 @@ spec::ParseResult<Trace> ReadRows(CsvReader& csv, const TraceReadOptions& option
       continue;
     }
     TraceJob job;
-    if (std::optional<spec::Diagnostic> problem = parse(*row, job)) {
+    if (std::optional<formats::Diagnostic> problem = parse(*row, job)) {
       bad_row(std::move(*problem));
       continue;
     }
@@ -82,7 +82,7 @@ class Fields {
   explicit Fields(const CsvRow& row) : row_(row) {}
 
   std::optional<int64_t> Int(size_t col, int64_t min, int64_t max) {
-    spec::Expected<int64_t> v = row_.Int(col);
+    formats::Expected<int64_t> v = row_.Int(col);
     if (!v.ok()) return Fail(col, v.error());
     if (*v < min || *v > max) {
       return Fail(col, std::to_string(*v) + std::string(" is outside ") + std::to_string(min) +
@@ -92,7 +92,7 @@ class Fields {
   }
   // A non-negative number of seconds, rounded to the nearest second.
   std::optional<int64_t> Seconds(size_t col, double unit = 1) {
-    spec::Expected<double> v = row_.Number(col);
+    formats::Expected<double> v = row_.Number(col);
     if (!v.ok()) return Fail(col, v.error());
     if (*v < 0) return Fail(col, "must not be negative");
     return static_cast<int64_t>(std::llround(*v * unit));
@@ -101,22 +101,22 @@ class Fields {
   std::optional<int64_t> Time(size_t col, double unit) {
     std::string_view f = row_.Field(col);
     if (f.size() >= 10 && f[4] == '-' && f[7] == '-') {  // "YYYY-MM-DD..."
-      spec::Expected<int64_t> t = ParseDateTime(f);
+      formats::Expected<int64_t> t = ParseDateTime(f);
       if (!t.ok()) return Fail(col, t.error());
       return *t;
     }
-    spec::Expected<double> v = row_.Number(col);
+    formats::Expected<double> v = row_.Number(col);
     if (!v.ok()) return Fail(col, v.error() + " (expected a number or a datetime)");
     return static_cast<int64_t>(std::llround(*v * unit));
   }
   std::optional<double> Number(size_t col) {
-    spec::Expected<double> v = row_.Number(col);
+    formats::Expected<double> v = row_.Number(col);
     if (!v.ok()) return Fail(col, v.error());
     return *v;
   }
   std::string String(size_t col) const { return std::string(row_.Field(col)); }
 
-  std::optional<spec::Diagnostic>& error() { return error_; }
+  std::optional<formats::Diagnostic>& error() { return error_; }
 
  private:
   std::nullopt_t Fail(size_t col, std::string reason) {
@@ -124,13 +124,13 @@ class Fields {
     return std::nullopt;
   }
   const CsvRow& row_;
-  std::optional<spec::Diagnostic> error_;
+  std::optional<formats::Diagnostic> error_;
 };
 
 constexpr int64_t kMaxGpus = 1 << 20;
 constexpr int64_t kMaxInt = int64_t{1} << 53;
 
-spec::Diagnostic HeaderError(const CsvReader& csv, std::string reason) {
+formats::Diagnostic HeaderError(const CsvReader& csv, std::string reason) {
   return {.file = csv.path(), .line = 1, .reason = std::move(reason)};
 }
 
@@ -139,7 +139,7 @@ class Columns {
  public:
   explicit Columns(const CsvReader& csv) : csv_(csv) {}
   size_t Need(std::string_view name) {
-    spec::Expected<size_t> c = csv_.RequireColumn(name);
+    formats::Expected<size_t> c = csv_.RequireColumn(name);
     if (c.ok()) return *c;
     errors_.push_back(HeaderError(csv_, c.error()));
     return 0;
@@ -151,19 +151,19 @@ class Columns {
   // A mapped column: absent name = not used; a name missing from the header is an error.
   std::optional<size_t> Mapped(const std::string& key, const std::string& name) {
     if (name.empty()) return std::nullopt;
-    spec::Expected<size_t> c = csv_.RequireColumn(name);
+    formats::Expected<size_t> c = csv_.RequireColumn(name);
     if (c.ok()) return *c;
     errors_.push_back(HeaderError(csv_, key + "=" + name + ": " + c.error()));
     return std::nullopt;
   }
-  std::vector<spec::Diagnostic>& errors() { return errors_; }
+  std::vector<formats::Diagnostic>& errors() { return errors_; }
 
  private:
   const CsvReader& csv_;
-  std::vector<spec::Diagnostic> errors_;
+  std::vector<formats::Diagnostic> errors_;
 };
 
-spec::ParseResult<Trace> ReadOpenb(CsvReader& csv, const TraceReadOptions& options) {
+formats::ParseResult<Trace> ReadOpenb(CsvReader& csv, const TraceReadOptions& options) {
   Columns c(csv);
   const size_t name = c.Need("name"), cpu = c.Need("cpu_milli"), mem = c.Need("memory_mib"),
                gpus = c.Need("num_gpu"), milli = c.Need("gpu_milli");
@@ -195,7 +195,7 @@ spec::ParseResult<Trace> ReadOpenb(CsvReader& csv, const TraceReadOptions& optio
   });
 }
 
-spec::ParseResult<Trace> ReadPhilly(CsvReader& csv, const TraceReadOptions& options) {
+formats::ParseResult<Trace> ReadPhilly(CsvReader& csv, const TraceReadOptions& options) {
   Columns c(csv);
   const size_t ts = c.Need("timestamp"), dur = c.Need("duration"), gpus = c.Need("num_gpus");
   const std::optional<size_t> vc = c.Maybe("cluster");
@@ -211,7 +211,7 @@ spec::ParseResult<Trace> ReadPhilly(CsvReader& csv, const TraceReadOptions& opti
   });
 }
 
-spec::ParseResult<Trace> ReadGavel(CsvReader& csv, const TraceReadOptions& options) {
+formats::ParseResult<Trace> ReadGavel(CsvReader& csv, const TraceReadOptions& options) {
   Columns c(csv);
   const size_t vc = c.Need("vc"), arrival = c.Need("arrival_time_s"),
                gpus = c.Need("scale_factor_gpus"), steps = c.Need("total_steps");
@@ -231,7 +231,7 @@ spec::ParseResult<Trace> ReadGavel(CsvReader& csv, const TraceReadOptions& optio
   });
 }
 
-spec::ParseResult<Trace> ReadTiresias(CsvReader& csv, const TraceReadOptions& options) {
+formats::ParseResult<Trace> ReadTiresias(CsvReader& csv, const TraceReadOptions& options) {
   Columns c(csv);
   const size_t id = c.Need("job_id"), gpus = c.Need("num_gpu"), submit = c.Need("submit_time"),
                dur = c.Need("duration");
@@ -249,11 +249,11 @@ spec::ParseResult<Trace> ReadTiresias(CsvReader& csv, const TraceReadOptions& op
   });
 }
 
-spec::ParseResult<Trace> ReadMapped(CsvReader& csv, const TraceReadOptions& options) {
+formats::ParseResult<Trace> ReadMapped(CsvReader& csv, const TraceReadOptions& options) {
   const ColumnMapping& m = options.mapping;
   Columns c(csv);
   if (m.submit.empty() || m.gpus.empty() || (m.duration.empty() && m.end.empty())) {
-    return std::vector<spec::Diagnostic>{HeaderError(
+    return std::vector<formats::Diagnostic>{HeaderError(
         csv,
         "this header matches no known trace format; give a column mapping with at least "
         "submit=, gpus= and duration= (or end=), e.g. --columns "
@@ -352,7 +352,7 @@ std::optional<TraceFormat> DetectTraceFormat(const std::vector<std::string>& hea
   return std::nullopt;
 }
 
-spec::Expected<ColumnMapping> ParseColumnMapping(std::string_view text) {
+formats::Expected<ColumnMapping> ParseColumnMapping(std::string_view text) {
   ColumnMapping m;
   std::map<std::string_view, std::string*> keys = {{"submit", &m.submit},
                                                    {"duration", &m.duration},
@@ -376,8 +376,8 @@ spec::Expected<ColumnMapping> ParseColumnMapping(std::string_view text) {
     if (item.empty()) continue;
     size_t eq = item.find('=');
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size()) {
-      return spec::Fail(std::string("column mapping item '") + std::string(item) +
-                        "' is not key=column");
+      return formats::Fail(std::string("column mapping item '") + std::string(item) +
+                           "' is not key=column");
     }
     std::string_view key = item.substr(0, eq);
     std::string_view value = item.substr(eq + 1);
@@ -391,7 +391,8 @@ spec::Expected<ColumnMapping> ParseColumnMapping(std::string_view text) {
       } else if (value == "h") {
         m.time_unit = 3600;
       } else {
-        return spec::Fail(std::string("unit=") + std::string(value) + ": expected s, ms, min or h");
+        return formats::Fail(std::string("unit=") + std::string(value) +
+                             ": expected s, ms, min or h");
       }
       continue;
     }
@@ -399,23 +400,23 @@ spec::Expected<ColumnMapping> ParseColumnMapping(std::string_view text) {
     if (it == keys.end()) {
       std::string known;
       for (const auto& [k, v] : keys) known += std::string(k) + ", ";
-      return spec::Fail(std::string("unknown column mapping key '") + std::string(key) +
-                        "' (known: " + known + "unit)");
+      return formats::Fail(std::string("unknown column mapping key '") + std::string(key) +
+                           "' (known: " + known + "unit)");
     }
     *it->second = std::string(value);
   }
-  if (m.submit.empty()) return spec::Fail("the column mapping needs submit=<column>");
-  if (m.gpus.empty()) return spec::Fail("the column mapping needs gpus=<column>");
+  if (m.submit.empty()) return formats::Fail("the column mapping needs submit=<column>");
+  if (m.gpus.empty()) return formats::Fail("the column mapping needs gpus=<column>");
   if (m.duration.empty() && m.end.empty()) {
-    return spec::Fail("the column mapping needs duration=<column> or end=<column>");
+    return formats::Fail("the column mapping needs duration=<column> or end=<column>");
   }
   if (!m.fraction.empty() && !m.gpu_milli.empty()) {
-    return spec::Fail("the column mapping takes fraction= or gpu_milli=, not both");
+    return formats::Fail("the column mapping takes fraction= or gpu_milli=, not both");
   }
   return m;
 }
 
-spec::Expected<int64_t> ParseDateTime(std::string_view text) {
+formats::Expected<int64_t> ParseDateTime(std::string_view text) {
   std::string_view t = text;
   while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
   while (!t.empty() && (t.back() == ' ' || t.back() == 'Z')) t.remove_suffix(1);
@@ -433,26 +434,26 @@ spec::Expected<int64_t> ParseDateTime(std::string_view text) {
       std::string("'") + std::string(text) + "' is not a datetime (YYYY-MM-DD HH:MM:SS)";
   if (!num(0, 4, y) || t.size() < 10 || t[4] != '-' || !num(5, 2, mo) || t[7] != '-' ||
       !num(8, 2, d)) {
-    return spec::Fail(bad);
+    return formats::Fail(bad);
   }
   if (t.size() > 10) {
     if ((t[10] != ' ' && t[10] != 'T') || !num(11, 2, h) || t.size() < 16 || t[13] != ':' ||
         !num(14, 2, mi)) {
-      return spec::Fail(bad);
+      return formats::Fail(bad);
     }
     if (t.size() > 16 && (t[16] != ':' || !num(17, 2, s) || t.size() != 19)) {
-      return spec::Fail(bad);
+      return formats::Fail(bad);
     }
   }
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) {
-    return spec::Fail(bad);
+    return formats::Fail(bad);
   }
   return DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
 }
 
-spec::ParseResult<Trace> ReadTrace(const std::string& path, const TraceReadOptions& options) {
-  spec::ParseResult<CsvReader> opened = CsvReader::Open(path);
-  if (!opened.ok()) return opened.errors();
+formats::ParseResult<Trace> ReadTrace(const std::string& path, const TraceReadOptions& options) {
+  formats::ParseResult<CsvReader> opened = CsvReader::Open(path);
+  if (!opened.ok()) return opened.error();
   CsvReader& csv = opened.value();
   std::optional<TraceFormat> format = options.format;
   if (!format) format = DetectTraceFormat(csv.header());

@@ -17,7 +17,7 @@
 //
 // A row that cannot be read is an error naming file, line, column and field; with
 // `skip_bad_rows` it is skipped and counted instead. Readers return every error (up to
-// spec::kMaxDiagnostics), not only the first.
+// formats::kMaxDiagnostics), not only the first.
 
 #include <cstdint>
 #include <optional>
@@ -25,8 +25,8 @@
 #include <string_view>
 #include <vector>
 
-#include "spec/diagnostic.h"
-#include "spec/expected.h"
+#include "formats/diagnostic.h"
+#include "formats/expected.h"
 
 namespace gangway::sim {
 
@@ -62,9 +62,9 @@ std::optional<TraceFormat> ParseTraceFormat(std::string_view name);
 struct Trace {
   std::string path;
   TraceFormat format = TraceFormat::kMapped;
-  std::vector<TraceJob> jobs;             // in file order
-  int64_t skipped_rows = 0;               // rows dropped under skip_bad_rows
-  std::vector<spec::Diagnostic> skipped;  // why, for the first few of them
+  std::vector<TraceJob> jobs;                // in file order
+  int64_t skipped_rows = 0;                  // rows dropped under skip_bad_rows
+  std::vector<formats::Diagnostic> skipped;  // why, for the first few of them
 };
 
 // How a generic CSV's columns map to job fields: header names. submit, gpus and one of
@@ -89,7 +89,7 @@ struct ColumnMapping {
 // Parses "submit=timestamp,duration=runtime,gpus=num_gpus,queue=vc,unit=min". Keys: the
 // ColumnMapping fields, and `unit` (s, ms, min, h). Fails naming the unknown key or the
 // missing required one.
-spec::Expected<ColumnMapping> ParseColumnMapping(std::string_view text);
+formats::Expected<ColumnMapping> ParseColumnMapping(std::string_view text);
 
 struct TraceReadOptions {
   bool skip_bad_rows = false;
@@ -101,13 +101,13 @@ struct TraceReadOptions {
 
 // Reads the whole trace. A file whose header matches none of the known formats needs
 // `format` kMapped with a mapping.
-spec::ParseResult<Trace> ReadTrace(const std::string& path, const TraceReadOptions& options);
+formats::ParseResult<Trace> ReadTrace(const std::string& path, const TraceReadOptions& options);
 
 // The format a header belongs to, by its column names; nullopt if none matches.
 std::optional<TraceFormat> DetectTraceFormat(const std::vector<std::string>& header);
 
 // Parses "2017-10-09 07:01:55", "2017-10-09T07:01:55Z" or "2017-10-09" as UTC Unix seconds.
-spec::Expected<int64_t> ParseDateTime(std::string_view text);
+formats::Expected<int64_t> ParseDateTime(std::string_view text);
 
 }  // namespace gangway::sim
 

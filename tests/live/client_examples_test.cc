@@ -1,5 +1,5 @@
 // Every example job of examples/live/ is valid: the job fields parse with the shared job
-// reader (spec::ReadJob), and the live fields of docs/design/live-system.md (command, env,
+// reader (formats::ReadJob), and the live fields of docs/design/live-system.md (command, env,
 // workdir, restartPolicy, restartLimit, checkpointSignal) are read through the reader's
 // extra_job_fields hook and checked here against that contract, so that an unknown or
 // misspelled key is still an error.
@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "core/model/job.h"
-#include "spec/job_reader.h"
-#include "spec/yaml_reader.h"
+#include "formats/job_reader.h"
+#include "formats/yaml_reader.h"
 
-namespace gangway::spec {
+namespace gangway::formats {
 namespace {
 
 struct LiveFields {
@@ -186,4 +186,4 @@ TEST(LiveExamplesTest, TheCheckRejectsBrokenLiveFields) {
 }
 
 }  // namespace
-}  // namespace gangway::spec
+}  // namespace gangway::formats

@@ -1,4 +1,4 @@
-// The client library (src/client): tables, times, configuration discovery, and ApiClient
+// The client library (src/client): times, configuration discovery, and ApiClient
 // against a fake controller.
 
 #include <gtest/gtest.h>
@@ -7,7 +7,6 @@
 
 #include "client/api_client.h"
 #include "client/client_config.h"
-#include "client/table.h"
 #include "client/time_format.h"
 #include "client_fake_controller.h"
 
@@ -22,37 +21,6 @@ Seconds At(const std::string& text) {
   auto t = ParseRfc3339(text);
   EXPECT_TRUE(t.has_value()) << text;
   return t.value_or(Seconds{});
-}
-
-TEST(TableTest, AlignsColumnsWithThreeSpacesAndNoTrailingBlanks) {
-  Table t({"ID", "NAME", "STATE"});
-  t.AddRow({"7", "llama-ft", "running"});
-  t.AddRow({"12", "x", ""});
-  EXPECT_EQ(t.ToString(),
-            "ID   NAME       STATE\n"
-            "7    llama-ft   running\n"
-            "12   x\n");
-}
-
-TEST(TableTest, PadsShortRowsAndIndents) {
-  Table t({"A", "B", "C"}, 2);
-  t.AddRow({"1"});
-  EXPECT_EQ(t.ToString(), "  A   B   C\n  1\n");
-}
-
-TEST(TableTest, MeasuresUtf8ByCodePoint) {
-  Table t({"NAME", "X"});
-  t.AddRow({"\xc3\xa9t\xc3\xa9", "1"});  // "été": 3 columns, 5 bytes
-  EXPECT_EQ(t.ToString(), "NAME   X\n\xc3\xa9t\xc3\xa9    1\n");
-}
-
-// A job's command or a task's exit message must not rewrite the terminal of whoever runs
-// `gangway describe`: escapes are shown, not sent.
-TEST(TableTest, ShowsControlCharactersAsEscapes) {
-  Table t({"NAME", "MESSAGE"});
-  t.AddRow({"x", "a\x1b[2Jb\nc\xff"});
-  t.AddRow({"\xc3\xa9t\xc3\xa9", "ok"});
-  EXPECT_EQ(t.ToString(), "NAME   MESSAGE\nx      a\\x1b[2Jb\\nc\\xff\n\xc3\xa9t\xc3\xa9    ok\n");
 }
 
 TEST(TimeFormatTest, ParsesRfc3339WithZoneFractionAndOffset) {

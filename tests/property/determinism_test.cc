@@ -50,7 +50,7 @@ TEST(PropertyDeterminism, SameInputsAndSeedGiveIdenticalResults) {
   for (size_t i = 0; i < profiles.size(); ++i) {
     const Profile& profile = profiles[i];
     auto scheduler = Scheduler::Create(profile, registry);
-    ASSERT_TRUE(scheduler.ok()) << scheduler.status().message();
+    ASSERT_TRUE(scheduler.ok()) << scheduler.error().message();
     const uint64_t seed = 500 + i;
     ClusterDriver driver(seed);
     RunCycles(driver, *scheduler, kCycles,
@@ -90,7 +90,7 @@ TEST(PropertyDeterminism, SameInputsAndSeedGiveIdenticalResults) {
 std::vector<std::string> Trajectory(const Profile& profile, uint64_t seed) {
   const Registry registry = BuiltinRegistry();
   auto scheduler = Scheduler::Create(profile, registry);
-  EXPECT_TRUE(scheduler.ok()) << scheduler.status().message();
+  EXPECT_TRUE(scheduler.ok()) << scheduler.error().message();
   if (!scheduler.ok()) return {};
   std::vector<std::string> cycles;
   ClusterDriver driver(seed);

@@ -84,7 +84,7 @@ Coverage RunChecked(const std::string& name, const Profile& profile, uint64_t fi
   Coverage coverage;
   const Registry registry = BuiltinRegistry();
   auto scheduler = Scheduler::Create(profile, registry);
-  EXPECT_TRUE(scheduler.ok()) << name << ": " << scheduler.status().message();
+  EXPECT_TRUE(scheduler.ok()) << name << ": " << scheduler.error().message();
   if (!scheduler.ok()) return coverage;
   for (int s = 0; s < kSeeds; ++s) {
     const uint64_t seed = first_seed + static_cast<uint64_t>(s);

@@ -111,7 +111,7 @@ TEST(TraceReaderTest, BadRowIsAnErrorWithFileLineColumnAndField) {
   const std::string path = dir.Write("philly.csv", kPhillyWithBadRows);
   auto trace = ReadTrace(path, {});
   ASSERT_FALSE(trace.ok());
-  const std::vector<spec::Diagnostic>& errors = trace.errors();
+  const std::vector<formats::Diagnostic>& errors = trace.error();
   ASSERT_EQ(errors.size(), 3U);
   EXPECT_EQ(errors[0].file, path);
   EXPECT_EQ(errors[0].line, 3);

@@ -29,7 +29,7 @@ TEST(FillTest, EveryPodFitsAndEachColumnIsItsArrivedShare) {
   std::vector<TraceJob> pods = {Pod("a", 1, 1000), Pod("b", 1, 1000), Pod("c", 1, 1000),
                                 Pod("d", 1, 1000)};
   auto r = RunFill(Cluster("1x4xT4"), pods, {.policy = {.name = "best-fit"}, .tune = 1.0});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->cluster_gpus, 4);
   EXPECT_EQ(r->pods_arrived, 4);
   EXPECT_EQ(r->pods_failed, 0);
@@ -48,7 +48,7 @@ TEST(FillTest, PodsThatDoNotFitFailAndAreSkipped) {
   // Two GPUs, three 1-GPU pods (150% of capacity at tune 1.5): the third fails.
   std::vector<TraceJob> pods = {Pod("a", 1, 1000), Pod("b", 1, 1000), Pod("c", 1, 1000)};
   auto r = RunFill(Cluster("1x2xT4"), pods, {.policy = {.name = "random"}, .tune = 1.5});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->pods_arrived, 3);
   EXPECT_EQ(r->pods_placed, 2);
   EXPECT_EQ(r->pods_failed, 1);
@@ -60,7 +60,7 @@ TEST(FillTest, InflatesWithCopiesUpToTuneTimesCapacity) {
   // Two 1-GPU pods (50% of 4 GPUs); tune 1 adds copies until the request reaches 100%.
   std::vector<TraceJob> pods = {Pod("a", 1, 1000), Pod("b", 1, 1000)};
   auto r = RunFill(Cluster("1x4xT4"), pods, {.policy = {.name = "fgd"}, .tune = 1.0});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->pods_arrived, 4);
   EXPECT_EQ(r->arrived_gpu_milli, 4000);
   EXPECT_EQ(r->Column(100)->alloc, 100.0);
@@ -77,7 +77,7 @@ TEST(FillTest, FragmentationFollowsTheTargetWorkload) {
   ASSERT_TRUE(target.ok());
   auto r = RunFill(Cluster("1x2xT4"), pods,
                    {.policy = {.name = "best-fit"}, .tune = 1.0, .workload = *target});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->Column(0)->frag_amount, 0.0);
   EXPECT_EQ(r->Column(25)->frag_amount, 25.0);
   EXPECT_NEAR(*r->Column(25)->frag_ratio, 100.0 / 3, 1e-9);
@@ -110,7 +110,7 @@ TEST(FillTest, UnknownPolicyAndEmptyInputsAreErrors) {
   std::vector<TraceJob> pods = {Pod("a", 1, 1000)};
   auto unknown = RunFill(Cluster("1x4xT4"), pods, {.policy = {.name = "no-such-policy"}});
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("no-such-policy"), std::string::npos);
+  EXPECT_NE(unknown.error().message().find("no-such-policy"), std::string::npos);
   EXPECT_FALSE(RunFill(Cluster("1x4xT4"), {}, {}).ok());
   EXPECT_FALSE(RunFill(Cluster("2x0"), pods, {}).ok());
 }

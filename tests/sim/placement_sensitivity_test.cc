@@ -75,7 +75,7 @@ TEST(PlacementSensitivityTest, AJobSpanningNodesRunsSlowerThanOneOnANode) {
                                     .preemption = {}}};
   options.sensitivity = Parse("default: {gpuDomain: 1, node: 1.1, rack: 1.3, leaf: 1.5}");
   auto r = RunReplay(nodes, {job(1, 0, 8), job(2, 1000, 4)}, options);
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->jobs[0].Jct(), 150);
   EXPECT_DOUBLE_EQ(r->jobs[0].slowdown, 1.5);
   EXPECT_EQ(r->jobs[1].Jct(), 100);

@@ -46,7 +46,7 @@ TEST(ReplayTest, FifoJobCompletionTimes) {
   // A holds all 4 GPUs for 100 s; B and C (2 GPUs each) start together when A ends.
   std::vector<TraceJob> jobs = {Job(1, 1000, 4, 100), Job(2, 1010, 2, 50), Job(3, 1020, 2, 30)};
   auto r = Replay(jobs, {.profile = Fifo("none")});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->trace_start, 1000);
   EXPECT_EQ(r->jobs[0].Jct(), 100);
   EXPECT_EQ(r->jobs[1].Jct(), 140);
@@ -67,13 +67,13 @@ TEST(ReplayTest, StrictFifoBlocksWhileEasyBackfillFillsTheHole) {
   // A: 3 GPUs 0-100. B needs 4 GPUs: waits for A. C (1 GPU, 10 s) arrives at 20.
   std::vector<TraceJob> jobs = {Job(1, 0, 3, 100), Job(2, 10, 4, 100), Job(3, 20, 1, 10)};
   auto strict = Replay(jobs, {.profile = Fifo("none")});
-  ASSERT_TRUE(strict.ok()) << strict.status().message();
+  ASSERT_TRUE(strict.ok()) << strict.error().message();
   EXPECT_EQ(strict->jobs[1].first_start, 100);
   EXPECT_EQ(strict->jobs[2].first_start, 200);  // behind B
   EXPECT_EQ(strict->jobs[2].Jct(), 190);
 
   auto easy = Replay(jobs, {.profile = Fifo("easy")});
-  ASSERT_TRUE(easy.ok()) << easy.status().message();
+  ASSERT_TRUE(easy.ok()) << easy.error().message();
   EXPECT_EQ(easy->jobs[1].first_start, 100);  // B's reservation holds
   EXPECT_EQ(easy->jobs[2].first_start, 20);   // C ends at 30, before B's reserved start
   EXPECT_EQ(easy->jobs[2].Jct(), 10);
@@ -85,7 +85,7 @@ TEST(ReplayTest, LoadCompressesArrivalsButNotDurations) {
   // behind A for 95 and 90 s instead of 90 and 80 s.
   std::vector<TraceJob> jobs = {Job(1, 1000, 4, 100), Job(2, 1010, 2, 50), Job(3, 1020, 2, 30)};
   auto r = Replay(jobs, {.profile = Fifo("none"), .load = 2.0});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->jobs[1].submit, 5);
   EXPECT_EQ(r->jobs[1].QueueingDelay(), 95);
   EXPECT_EQ(r->jobs[2].QueueingDelay(), 90);
@@ -102,7 +102,7 @@ TEST(ReplayTest, PreemptionLosesWorkSinceTheLastCheckpoint) {
   profile.order = {.name = "priority"};
   profile.preemption = {{.name = "priority"}};
   auto r = Replay(jobs, {.profile = profile, .checkpoint_interval = core::Duration(300)});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   const JobRecord& a = r->jobs[0];
   const JobRecord& b = r->jobs[1];
   EXPECT_EQ(b.first_start, 430);
@@ -123,14 +123,14 @@ TEST(ReplayTest, JobsTooBigForTheClusterAreRejectedOrLeftUnfinished) {
   // A task larger than any node is infeasible: rejected at once.
   std::vector<TraceJob> jobs = {Job(1, 0, 16, 10), Job(2, 0, 1, 10)};
   auto r = Replay(jobs, {.profile = Fifo("easy"), .max_gpus_per_task = 16});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->jobs[0].outcome, JobOutcome::kRejected);
   EXPECT_NE(r->jobs[0].reason.find("no node can ever hold"), std::string::npos);
   EXPECT_EQ(r->jobs[1].outcome, JobOutcome::kCompleted);
 
   // So is a gang of node-sized tasks with more GPUs than the cluster.
   auto gang = Replay(jobs, {.profile = Fifo("easy")});
-  ASSERT_TRUE(gang.ok()) << gang.status().message();
+  ASSERT_TRUE(gang.ok()) << gang.error().message();
   EXPECT_EQ(gang->jobs[0].tasks, 4);
   EXPECT_EQ(gang->jobs[0].outcome, JobOutcome::kRejected);
   EXPECT_FALSE(gang->jobs[0].reason.empty());
@@ -152,7 +152,7 @@ TEST(ReplayTest, QuotaNeverRejectsButQuotaNotNowWaits) {
   a.guarantee = core::ResourceList{{"gpu", 2 * core::kGpuMilli}};
   a.borrow_limit = core::ResourceList{{"gpu", 0}};
   auto r = Replay(jobs, {.profile = profile, .queues = {a}});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->jobs[0].outcome, JobOutcome::kRejected);
   EXPECT_NE(r->jobs[0].reason.find("queue a may never use more than 2 GPUs"), std::string::npos)
       << r->jobs[0].reason;
@@ -169,7 +169,7 @@ TEST(ReplayTest, JobsThatCanNeverStartAreReportedUnfinished) {
   nodes[0].cordoned = true;
   std::vector<TraceJob> jobs = {Job(1, 0, 4, 10), Job(2, 0, 1, 10)};
   auto r = RunReplay(nodes, jobs, {.profile = Fifo("greedy")});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->jobs[0].outcome, JobOutcome::kUnfinished);
   EXPECT_NE(r->jobs[0].reason.find("InsufficientResources"), std::string::npos)
       << r->jobs[0].reason;
@@ -181,7 +181,7 @@ TEST(ReplayTest, MultiGpuJobsBecomeGangsAcrossNodes) {
   // 16 GPUs on 8-GPU nodes: a gang of 2 x 8 that starts whole.
   std::vector<TraceJob> jobs = {Job(1, 0, 16, 60)};
   auto r = RunReplay(ParseNodeShorthand("2x8xV100-32GB").value(), jobs, {.profile = Fifo("none")});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ(r->jobs[0].tasks, 2);
   EXPECT_EQ(r->jobs[0].Jct(), 60);
   EXPECT_EQ(Summarise(r.value()).gang_wait.count, 1);
@@ -235,7 +235,7 @@ TEST(ReplayTest, NodeFailuresKillRunsThatRestartAndLoseWork) {
                         .repair_time = core::Duration(500),
                         .sample_interval = core::Duration(50)};
   auto r = RunReplay(nodes, jobs, options);  // returns although failures never stop coming
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   const ReplaySummary s = Summarise(r.value());
   EXPECT_EQ(s.completed, 20);
   EXPECT_GE(r->node_failures, 1);
@@ -280,7 +280,7 @@ TEST(ReplayTest, FinishTimeFairnessComparesWithAnExclusiveShare) {
   jobs[0].queue = "a";
   jobs[1].queue = "b";
   auto r = Replay(jobs, {.profile = Fifo("none")});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   const ReplaySummary s = Summarise(r.value());
   EXPECT_NEAR(s.finish_time_fairness.avg, (0.5 + 2.8) / 2, 1e-9);
   EXPECT_NEAR(s.worst_queue_ftf, 2.8, 1e-9);
@@ -294,11 +294,11 @@ TEST(ReplayTest, ElasticGangsStartSmallerAndRunLonger) {
   const auto nodes = ParseNodeShorthand("2x4xT4").value();
   std::vector<TraceJob> jobs = {Job(1, 0, 4, 1000), Job(2, 1, 8, 100)};
   auto rigid = RunReplay(nodes, jobs, {.profile = Fifo("greedy")});
-  ASSERT_TRUE(rigid.ok()) << rigid.status().message();
+  ASSERT_TRUE(rigid.ok()) << rigid.error().message();
   EXPECT_EQ(rigid->jobs[1].first_start, 1000);
   EXPECT_EQ(rigid->jobs[1].Jct(), 1099);
   auto elastic = RunReplay(nodes, jobs, {.profile = Fifo("greedy"), .elastic = 0.5});
-  ASSERT_TRUE(elastic.ok()) << elastic.status().message();
+  ASSERT_TRUE(elastic.ok()) << elastic.error().message();
   EXPECT_EQ(elastic->jobs[1].first_start, 1);
   EXPECT_EQ(elastic->jobs[1].Jct(), 200);
   EXPECT_DOUBLE_EQ(elastic->jobs[1].slowdown, 2.0);
@@ -314,12 +314,12 @@ TEST(ReplayTest, DrfRemembersWhichQueueUsedTheCluster) {
   core::Profile drf = Fifo("none");
   drf.order = {.name = "drf"};
   auto with_history = Replay(jobs, {.profile = drf});
-  ASSERT_TRUE(with_history.ok()) << with_history.status().message();
+  ASSERT_TRUE(with_history.ok()) << with_history.error().message();
   EXPECT_EQ(with_history->jobs[2].first_start, 1000);
   EXPECT_EQ(with_history->jobs[1].first_start, 1100);
   drf.fair_share_history_weight = 0;  // current usage only: submit order breaks the tie
   auto without = Replay(jobs, {.profile = drf});
-  ASSERT_TRUE(without.ok()) << without.status().message();
+  ASSERT_TRUE(without.ok()) << without.error().message();
   EXPECT_EQ(without->jobs[1].first_start, 1000);
   EXPECT_EQ(without->jobs[2].first_start, 1100);
 }
@@ -333,7 +333,7 @@ TEST(ReplayTest, TimeSeriesMeasuresFragmentationAgainstTheWorkload) {
   auto r = Replay(jobs, {.profile = Fifo("none"),
                          .fragmentation_workload = workload.value(),
                          .sample_interval = core::Duration(50)});
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_GE(r->series.size(), 3U);
   EXPECT_EQ(r->series[0].fragmented_gpu_milli, 3000);
   EXPECT_EQ(r->series[1].fragmented_gpu_milli, 3000);
@@ -348,7 +348,7 @@ TEST(ReplayTest, JobsWithoutDurationAreAnError) {
   j.duration.reset();
   auto r = Replay({j}, {.profile = Fifo("none")});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("no duration"), std::string::npos);
+  EXPECT_NE(r.error().message().find("no duration"), std::string::npos);
 }
 
 }  // namespace

@@ -147,7 +147,7 @@ TEST(TraceExcerptTest, OpenbTypicalPodsAreTheMostPopularShapes) {
   auto trace = ReadTrace(kOpenbPods, {});
   ASSERT_TRUE(trace.ok()) << trace.ErrorText();
   auto typical = TypicalPods(trace->jobs);
-  ASSERT_TRUE(typical.ok()) << typical.status().message();
+  ASSERT_TRUE(typical.ok()) << typical.error().message();
   // 50 shapes; the 35 most popular cover 287 of the 302 pods, the first prefix past 95%.
   ASSERT_EQ(typical->tasks().size(), 35U);
   double covered = 0;

@@ -72,7 +72,7 @@ TEST_F(TraceFormatsTest, OpenbTypicalPodsMatchTheNote) {
   auto trace = ReadTrace(kOpenb + "openb_pod_list_default.csv", {});
   ASSERT_TRUE(trace.ok());
   auto typical = TypicalPods(trace->jobs);
-  ASSERT_TRUE(typical.ok()) << typical.status().message();
+  ASSERT_TRUE(typical.ok()) << typical.error().message();
   const core::TargetWorkload expected = core::TargetWorkload::OpenbDefault();
   ASSERT_EQ(typical->tasks().size(), 35U);
   double covered = 0;

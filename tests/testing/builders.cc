@@ -407,12 +407,12 @@ CycleResult RunCycle(const Snapshot& snapshot, const std::vector<Job>& pending,
   Registry registry = BuiltinRegistry();
   auto scheduler = Scheduler::Create(profile, registry);
   if (!scheduler.ok()) {
-    ADD_FAILURE() << "bad profile: " << scheduler.status().message();
+    ADD_FAILURE() << "bad profile: " << scheduler.error().message();
     return {};
   }
   auto result = scheduler->RunCycle(snapshot, pending, seed);
   if (!result.ok()) {
-    ADD_FAILURE() << "cycle failed: " << result.status().message();
+    ADD_FAILURE() << "cycle failed: " << result.error().message();
     return {};
   }
   return std::move(result).value();

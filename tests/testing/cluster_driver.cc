@@ -166,7 +166,7 @@ int RunCycles(ClusterDriver& driver, const core::Scheduler& scheduler, int cycle
                                      CycleSeed(driver.seed(), driver.cycle()));
     if (!result.ok()) {
       ADD_FAILURE() << "seed " << driver.seed() << " cycle " << driver.cycle()
-                    << ": cycle failed: " << result.status().message();
+                    << ": cycle failed: " << result.error().message();
       return c;
     }
     if (observe && !observe(c, driver.snapshot(), driver.pending(), *result)) return c;

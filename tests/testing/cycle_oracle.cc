@@ -770,7 +770,7 @@ std::vector<std::string> CheckInfeasibleIsFinal(const core::Scheduler& scheduler
     if (job == pending.end()) continue;
     auto r = scheduler.RunCycle(ideal, std::span<const Job>(&*job, 1), seed);
     if (!r.ok()) {
-      failures.push_back(Str("cycle on the idle cluster failed: ", r.status().message()));
+      failures.push_back(Str("cycle on the idle cluster failed: ", r.error().message()));
       continue;
     }
     if (!r->starts.empty()) {

@@ -30,7 +30,7 @@
 #include "core/model/ids.h"
 #include "core/model/queue.h"
 #include "core/model/resource_list.h"
-#include "core/sched/status.h"
+#include "core/model/result.h"
 
 namespace gangway::core {
 

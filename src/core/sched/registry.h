@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "core/model/quantity.h"
+#include "core/model/result.h"
 #include "core/sched/plugin.h"
 #include "core/sched/profile.h"
-#include "core/sched/status.h"
 
 namespace gangway::core {
 

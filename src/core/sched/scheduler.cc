@@ -72,7 +72,7 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
   auto tree = QueueTree::Build(snap_.queues, state_.capacity(), snap_.now,
                                {.half_life = s_.profile_.fair_share_half_life,
                                 .history_weight = s_.profile_.fair_share_history_weight});
-  if (!tree.ok()) return tree.status();
+  if (!tree.ok()) return tree.error();
   queues_.emplace(std::move(tree).value());
   running_.AccountQueues(*queues_, state_);
   preemption_.emplace(PreemptionInputs{.policies = s_.preemption_,
@@ -306,23 +306,23 @@ Result<Scheduler> Scheduler::Create(const Profile& profile, const Registry& regi
   Scheduler s;
   s.profile_ = profile;
   auto order = registry.MakeOrder(profile.order);
-  if (!order.ok()) return order.status();
+  if (!order.ok()) return order.error();
   s.order_ = std::move(order).value();
   auto admission = registry.MakeAdmission(profile.admission);
-  if (!admission.ok()) return admission.status();
+  if (!admission.ok()) return admission.error();
   s.admission_ = std::move(admission).value();
   auto scorer = registry.MakeScorer(profile.scorer);
-  if (!scorer.ok()) return scorer.status();
+  if (!scorer.ok()) return scorer.error();
   s.scorer_ = std::move(scorer).value();
   auto placer = registry.MakePlacer(profile.placer);
-  if (!placer.ok()) return placer.status();
+  if (!placer.ok()) return placer.error();
   s.placer_ = std::move(placer).value();
   auto backfill = registry.MakeBackfill(profile.backfill);
-  if (!backfill.ok()) return backfill.status();
+  if (!backfill.ok()) return backfill.error();
   s.backfill_ = std::move(backfill).value();
   for (const PluginConfig& c : profile.preemption) {
     auto p = registry.MakePreemption(c);
-    if (!p.ok()) return p.status();
+    if (!p.ok()) return p.error();
     s.preemption_.push_back(std::move(p).value());
   }
   if (profile.min_runtime.count() < 0) return InvalidArgument("min_runtime must not be negative");

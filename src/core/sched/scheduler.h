@@ -28,11 +28,11 @@
 #include <memory>
 #include <span>
 
+#include "core/model/result.h"
 #include "core/sched/decision.h"
 #include "core/sched/plugin.h"
 #include "core/sched/profile.h"
 #include "core/sched/registry.h"
-#include "core/sched/status.h"
 #include "core/state/snapshot.h"
 
 namespace gangway::core {

@@ -14,7 +14,7 @@ ResourceList Cluster(int64_t gpus) { return ResourceList{{"gpu", gpus * kGpuMill
 
 QueueTree Build(const std::vector<QueueSpec>& specs, int64_t cluster_gpus = 64) {
   auto tree = QueueTree::Build(specs, Cluster(cluster_gpus), FromSeconds(0));
-  EXPECT_TRUE(tree.ok()) << tree.status().message();
+  EXPECT_TRUE(tree.ok()) << tree.error().message();
   return std::move(tree).value();
 }
 
@@ -32,8 +32,7 @@ TEST(QueueTree, RejectsMalformedTrees) {
   for (const Case& c : cases) {
     auto tree = QueueTree::Build(c.specs, Cluster(8), FromSeconds(0));
     ASSERT_FALSE(tree.ok()) << c.message;
-    EXPECT_NE(tree.status().message().find(c.message), std::string::npos)
-        << tree.status().message();
+    EXPECT_NE(tree.error().message().find(c.message), std::string::npos) << tree.error().message();
   }
 }
 

@@ -78,7 +78,7 @@ TEST(SchedulerAdmission, CycleFollowsThePluginsVerdict) {
     Profile profile = MakeProfile("priority", "best-fit", "none", {"priority"});
     profile.admission = {.name = "fixed"};
     auto scheduler = Scheduler::Create(profile, registry);
-    ASSERT_TRUE(scheduler.ok()) << scheduler.status().message();
+    ASSERT_TRUE(scheduler.ok()) << scheduler.error().message();
     const Snapshot snap = SnapshotBuilder()
                               .Now(10000)
                               .Node(MakeNode("n").Gpus(8))
@@ -87,7 +87,7 @@ TEST(SchedulerAdmission, CycleFollowsThePluginsVerdict) {
                               .Build();
     const std::vector<Job> pending = {MakeJob(1).Priority(10).Gpus(row.gpus).Queue("a").Obj()};
     auto result = scheduler->RunCycle(snap, pending, 7);
-    ASSERT_TRUE(result.ok()) << result.status().message();
+    ASSERT_TRUE(result.ok()) << result.error().message();
 
     EXPECT_EQ(FindStart(*result, 1) != nullptr, row.starts);
     EXPECT_EQ(result->preemptions.size(), row.preemptions);

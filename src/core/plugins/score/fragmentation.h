@@ -37,7 +37,7 @@
 
 #include "core/model/ids.h"
 #include "core/model/node.h"
-#include "core/sched/status.h"
+#include "core/model/result.h"
 #include "core/state/cluster_state.h"
 
 namespace gangway::core {

@@ -36,7 +36,7 @@ std::unique_ptr<NodeScorer> MakeFgdFromArgs(PluginArgs& args) {
   if (!flat.empty()) {
     Result<TargetWorkload> workload = TargetWorkload::FromQuadruples(flat);
     if (!workload.ok()) {
-      args.Reject("workload", workload.status().message());
+      args.Reject("workload", workload.error().message());
       return nullptr;
     }
     options.workload = std::move(workload).value();

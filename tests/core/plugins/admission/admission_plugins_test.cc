@@ -44,11 +44,11 @@ TEST(AdmissionPlugins, VerdictSeparatesNotNowFromNever) {
     auto tree = QueueTree::Build({MakeQueue("a").Guarantee("gpu", 4).BorrowLimit("gpu", 4).Obj(),
                                   MakeQueue("b").Guarantee("gpu", 16).Obj()},
                                  Gpus(64), FromSeconds(0));
-    ASSERT_TRUE(tree.ok()) << tree.status().message();
+    ASSERT_TRUE(tree.ok()) << tree.error().message();
     const QueueIndex a = tree->Find("a");
     if (c.used > 0) tree->AddUsage(a, Gpus(c.used));
     auto plugin = registry.MakeAdmission({.name = c.plugin});
-    ASSERT_TRUE(plugin.ok()) << plugin.status().message();
+    ASSERT_TRUE(plugin.ok()) << plugin.error().message();
     const Snapshot snapshot;
     Rng rng(1);
     const CycleContext ctx{.snapshot = snapshot, .queues = *tree, .rng = rng};

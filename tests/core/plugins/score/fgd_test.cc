@@ -148,7 +148,7 @@ TEST(Fgd, RejectsAMalformedWorkload) {
   for (const char* bad : {"1,2,3", "0,1500,1,1", "0,500,0,1", "0,500,1,0", "0,0,2,1", "a,b"}) {
     auto s = registry.MakeScorer({.name = "fgd", .args = {{"workload", bad}}});
     ASSERT_FALSE(s.ok()) << bad;
-    EXPECT_NE(s.status().message().find("workload"), std::string::npos) << s.status().message();
+    EXPECT_NE(s.error().message().find("workload"), std::string::npos) << s.error().message();
   }
   EXPECT_TRUE(
       registry.MakeScorer({.name = "fgd", .args = {{"workload", "4000,500,1,3,0,0,0,1"}}}).ok());

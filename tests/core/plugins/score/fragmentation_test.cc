@@ -12,7 +12,7 @@ using testing::TestCluster;
 
 TargetWorkload Workload(std::vector<TypicalTask> tasks) {
   Result<TargetWorkload> w = TargetWorkload::Make(std::move(tasks));
-  EXPECT_TRUE(w.ok()) << (w.ok() ? "" : w.status().message());
+  EXPECT_TRUE(w.ok()) << (w.ok() ? "" : w.error().message());
   return std::move(w).value();
 }
 

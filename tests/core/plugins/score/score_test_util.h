@@ -73,7 +73,7 @@ inline std::unique_ptr<core::NodeScorer> MakeScorer(const std::string& name,
                                                     std::map<std::string, std::string> args = {}) {
   core::Result<std::unique_ptr<core::NodeScorer>> scorer =
       core::BuiltinRegistry().MakeScorer({.name = name, .args = std::move(args)});
-  EXPECT_TRUE(scorer.ok()) << (scorer.ok() ? "" : scorer.status().message());
+  EXPECT_TRUE(scorer.ok()) << (scorer.ok() ? "" : scorer.error().message());
   return scorer.ok() ? std::move(scorer).value() : nullptr;
 }
 

@@ -1,0 +1,1059 @@
+#include "controller/controller.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include "core/plugins/builtin.h"
+#include "formats/units.h"
+#include "protocol/commands.h"
+#include "util/parallel_map.h"
+
+namespace gangway::controller {
+namespace {
+
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+constexpr int kFirstMasterPort = 29500;
+constexpr int kMasterPorts = 1000;
+
+// What the store keeps. Strings an agent reported (a task's exit message, labels) are not
+// checked for UTF-8; a malformed byte is stored as U+FFFD rather than failing the write.
+std::string StoredJson(const json& doc) {
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string RandomHex(int bytes) {
+  std::random_device rd;
+  std::string out;
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < bytes; ++i) {
+    auto b = static_cast<unsigned>(rd()) & 0xffU;
+    out.push_back(kHex[b >> 4U]);
+    out.push_back(kHex[b & 0xfU]);
+  }
+  return out;
+}
+
+constexpr char kJobIdsFile[] = "job-ids";
+// Ids reserved ahead at a time: one write (and fsync) per this many submissions.
+constexpr uint64_t kJobIdBlock = 10000;
+
+uint64_t ReadJobIdFloor(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  uint64_t floor = 0;
+  if (in >> floor) return floor;
+  return 0;
+}
+
+// A stored job as the controller reads it back, before it is indexed.
+struct LoadedJob {
+  std::optional<JobRecord> job;  // empty: the row is not a job document
+  std::string unreadable;        // set when the spec of an unfinished job no longer parses
+};
+
+// Safe to call concurrently: touches nothing but its arguments.
+LoadedJob ReadJobBack(const std::string& doc,
+                      const std::map<std::string, int32_t>& priority_classes) {
+  LoadedJob out;
+  auto rec = JobFromDoc(json::parse(doc, nullptr, false));
+  if (!rec) return out;
+  JobRecord& job = out.job.emplace(std::move(*rec));
+  std::map<std::string, int32_t> classes = priority_classes;
+  if (!job.live.job.priority_class.empty()) {
+    classes.try_emplace(job.live.job.priority_class, job.live.job.priority);
+  }
+  auto parsed = ParseLiveJob(
+      job.spec_text, {.now = core::FromSeconds(job.submitted_at), .priority_classes = &classes});
+  const std::string user = job.live.job.user;
+  if (parsed.ok()) {
+    job.live = std::move(parsed.value());
+    job.live.job.user = user;
+  } else if (!Finished(job.state)) {
+    out.unreadable = parsed.ErrorText();
+  }
+  job.live.job.id = core::JobId{job.id};
+  job.live.job.submit_time = core::FromSeconds(job.submitted_at);
+  return out;
+}
+
+}  // namespace
+
+std::string Describe(const ApiError& error) {
+  std::string text = error.field.empty() ? "" : error.field + ": ";
+  return text + (error.message.empty() ? error.code : error.message);
+}
+
+Controller::Controller(ControllerOptions options)
+    : options_(std::move(options)),
+      clock_(options_.clock ? options_.clock
+                            : std::shared_ptr<const util::Clock>(&util::Clock::Real(),
+                                                                 [](const util::Clock*) {})),
+      logs_(options_.data_dir / "logs", options_.max_task_log_bytes) {
+  std::filesystem::create_directories(options_.data_dir);
+  std::filesystem::create_directories(options_.data_dir / "logs");
+  if (options_.checkpoint_root.empty())
+    options_.checkpoint_root = options_.data_dir / "checkpoints";
+  options_.checkpoint_root = std::filesystem::absolute(options_.checkpoint_root);
+  if (options_.queues.empty()) options_.queues.push_back({.name = "default"});
+  epoch_ = RandomHex(8);
+  auto scheduler = core::Scheduler::Create(options_.profile, core::BuiltinRegistry());
+  if (!scheduler.ok()) throw std::invalid_argument(scheduler.error().message());
+  scheduler_.emplace(std::move(scheduler.value()));
+  const int configured = options_.profile.max_jobs_per_cycle;
+  if (options_.cycle_depth > 0 && (configured <= 0 || options_.cycle_depth < configured)) {
+    core::Profile bounded = options_.profile;
+    bounded.max_jobs_per_cycle = options_.cycle_depth;
+    auto event = core::Scheduler::Create(bounded, core::BuiltinRegistry());
+    if (!event.ok()) throw std::invalid_argument(event.error().message());
+    event_scheduler_.emplace(std::move(event.value()));
+  }
+  // The id floor outlives the database: a database of 0 bytes, or none, in a directory that
+  // handed out ids was lost, and would hand them out again. Checked before the store opens
+  // it, which would make it a new, empty one.
+  const std::filesystem::path db = options_.data_dir / "gangway.db";
+  const std::filesystem::path ids_file = options_.data_dir / kJobIdsFile;
+  const uint64_t reserved = ReadJobIdFloor(ids_file);
+  auto lost = [&](const std::string& what) {
+    return StoreError(what + ", but this data directory has handed out job ids up to " +
+                      std::to_string(reserved) + " (" + ids_file.string() +
+                      "): its jobs were lost. Restore it from a backup, or start with "
+                      "--salvage-database to start without them (job ids go on from " +
+                      std::to_string(reserved) + ")");
+  };
+  if (options_.open_store) {
+    store_ = options_.open_store();
+    if (store_->created() && reserved > 0 && !options_.salvage_store) {
+      throw lost("the state store is empty");
+    }
+  } else {
+    // Checked before SQLite opens the file, which would make it a new, empty database.
+    std::error_code ec;
+    const bool empty_db = !std::filesystem::exists(db) || std::filesystem::file_size(db, ec) == 0;
+    if (empty_db && reserved > 0 && !options_.salvage_store) {
+      throw lost("the state database " + db.string() + " is empty or missing");
+    }
+    store_ =
+        std::make_unique<SqliteStore>(db.string(), StoreOptions{.salvage = options_.salvage_store});
+  }
+  Load();
+}
+
+Controller::~Controller() { Stop(); }
+
+int64_t Controller::Now() const { return clock_->UnixSeconds(); }
+
+void Controller::Load() {
+  std::lock_guard lock(mu_);
+  const auto now = clock_->SteadyNow();
+  for (auto& [name, doc] : store_->LoadNodes()) {
+    auto rec = NodeFromDoc(json::parse(doc, nullptr, false));
+    if (!rec) continue;
+    NodeEntry& e = nodes_[name];
+    e.record = std::move(*rec);
+    std::unique_lock tokens(tokens_mu_);
+    digest_by_node_[name] = e.record.token_digest;
+    if (!e.record.token_digest.empty()) node_by_digest_[e.record.token_digest] = name;
+    e.last_seen = now;  // every node gets a full timeout to report to this controller
+  }
+  const uint64_t reserved = ReadJobIdFloor(options_.data_dir / kJobIdsFile);
+  next_job_id_ = store_->MaxJobId() + 1;
+  if (store_->created() || !store_->damage().empty()) {
+    next_job_id_ = std::max(next_job_id_, reserved);
+  }
+  ids_reserved_until_ = reserved;
+  // Reading a job back parses its spec again, the bulk of a restart (about 30 us a job), so
+  // it runs on every core; indexing stays in id order on this thread.
+  std::vector<StateStore::JobRow> rows = store_->LoadJobs();
+  auto loaded = util::ParallelMap<LoadedJob>(rows.size(), 0, [&](size_t i) {
+    return ReadJobBack(rows[i].doc, options_.priority_classes);
+  });
+  rows = {};
+  const int64_t wall_now = Now();
+  size_t unreadable = 0;
+  for (LoadedJob& l : loaded) {
+    if (!l.job) {
+      ++unreadable;
+      continue;
+    }
+    JobRecord job = std::move(*l.job);
+    (void)ApplyTimeLimit(job.live.job);  // a job over a limit lowered since keeps its own
+    // A first attempt has waited since its submission; a later one's requeue time is not
+    // stored, so it waits from here.
+    job.waiting_since =
+        now - std::chrono::seconds(
+                  job.attempt == 0 ? std::max<int64_t>(0, wall_now - job.submitted_at) : 0);
+    if (!l.unreadable.empty()) {
+      job.state = JobState::kFailed;
+      job.finished_at = Now();
+      job.message = "could not read the job back after a restart: " + l.unreadable;
+      SaveJobLocked(job);
+    }
+    IndexLocked(job);
+    jobs_.emplace(job.id, std::move(job));
+  }
+  std::vector<std::string> damage = store_->damage();
+  if (unreadable > 0) {
+    if (!options_.salvage_store) {
+      throw StoreError("the state database holds " + std::to_string(unreadable) +
+                       " job rows that are not job documents. Restore it from a backup, or "
+                       "start with --salvage-database to start without them");
+    }
+    damage.push_back(std::to_string(unreadable) + " job rows were not job documents");
+  }
+  if (!damage.empty()) {
+    std::string what;
+    for (const std::string& d : damage) what += (what.empty() ? "" : "; ") + d;
+    what = "started on a damaged database with " + std::to_string(jobs_.size()) +
+           " jobs that could be read; lost: " + what;
+    fprintf(stderr, "gangway server: %s\n", what.c_str());
+    EventLocked(0, "database-salvaged", what);
+  } else if (store_->created() && reserved > 0) {
+    const std::string what = "started on an empty database; the jobs before id " +
+                             std::to_string(reserved) + " were lost";
+    fprintf(stderr, "gangway server: %s\n", what.c_str());
+    EventLocked(0, "database-salvaged", what);
+  }
+  // Work launched by the previous controller: launches not yet confirmed are sent again in
+  // this epoch (agents ignore the ones they run), stops likewise.
+  for (auto& [id, job] : jobs_) {
+    for (TaskRecord& t : job.tasks) {
+      if (t.state == TaskState::kScheduled) LaunchLocked(job, t);
+      if (t.state == TaskState::kStopping) {
+        // What is left of the grace the first stop gave: a restart must not cut a checkpoint.
+        const int64_t left = std::max<int64_t>(0, t.stop_deadline - Now());
+        SendStopLocked(job, t, static_cast<int>(left), "stopped");
+      }
+    }
+  }
+}
+
+void Controller::Start() {
+  writer_ = std::thread([this] { WriterLoop(); });
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Controller::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [name, node] : nodes_) node.poll.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard lock(mu_);
+    writer_stopping_ = true;  // after the last cycle: the writer drains what is queued
+  }
+  writer_wake_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+void Controller::WriterLoop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    writer_wake_.wait(lock,
+                      [&] { return writer_stopping_ || !writes_.empty() || !unstamped_.empty(); });
+    std::vector<StateWrite> batch;
+    batch.swap(writes_);
+    std::vector<std::filesystem::path> empty_dirs;
+    empty_dirs.swap(empty_dirs_to_remove_);
+    std::vector<std::filesystem::path> log_dirs;
+    log_dirs.swap(log_dirs_to_remove_);
+    const uint64_t gen = queued_gen_;
+    // Every operation that queued these writes has finished (each holds mu_ throughout), so
+    // the commands it pushed follow from state up to `gen`.
+    std::vector<std::string> stamped;
+    stamped.swap(unstamped_);
+    for (const std::string& name : stamped) {
+      auto it = nodes_.find(name);
+      if (it == nodes_.end()) continue;
+      for (Command& c : it->second.commands) {
+        if (c.gen == kUnstamped) c.gen = gen;
+      }
+    }
+    // Their commands can go out once `gen` is durable.
+    auto wake_polls = [&] {
+      for (const std::string& name : stamped) {
+        if (auto it = nodes_.find(name); it != nodes_.end()) it->second.poll.notify_all();
+      }
+    };
+    if (batch.empty()) {
+      wake_polls();  // commands whose state was already on disk
+      if (writer_stopping_) break;
+      continue;
+    }
+    lock.unlock();
+    for (int attempt = 0;; ++attempt) {
+      try {
+        store_->Commit(batch);
+        // rmdir(2) removes only an empty directory: a checkpoint the job wrote stays. Where
+        // the checkpoint root is not visible to the controller, it fails and changes nothing.
+        for (const auto& dir : empty_dirs) ::rmdir(dir.c_str());
+        for (const auto& dir : log_dirs) {
+          std::error_code ec;
+          std::filesystem::remove_all(dir, ec);
+        }
+        break;
+      } catch (const std::exception& e) {
+        {
+          std::lock_guard failed(mu_);
+          store_error_ = e.what();
+        }
+        durable_.notify_all();
+        // Nothing waiting on this batch proceeds until it is on disk (e.g. the disk is full
+        // and an operator frees space); waiters time out with an error meanwhile.
+        fprintf(stderr, "gangway server: writing state failed (attempt %d): %s\n", attempt + 1,
+                e.what());
+        std::this_thread::sleep_for(std::chrono::milliseconds(10 << std::min(attempt, 6)));
+      }
+    }
+    lock.lock();
+    store_error_.clear();
+    durable_gen_ = gen;
+    durable_.notify_all();
+    wake_polls();
+  }
+  writer_done_ = true;
+  durable_.notify_all();
+}
+
+bool Controller::WaitDurable(std::unique_lock<std::mutex>& lock) {
+  const uint64_t gen = queued_gen_;
+  durable_.wait_for(lock, std::chrono::seconds(30),
+                    [&] { return durable_gen_ >= gen || writer_done_ || !store_error_.empty(); });
+  return durable_gen_ >= gen;
+}
+
+void Controller::Loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(100), [&] { return dirty_ || stopping_; });
+    if (stopping_) break;
+    if (dirty_ && options_.batch.count() > 0) {
+      // Let a burst of submissions and exits land before planning.
+      wake_.wait_for(lock, options_.batch, [&] { return stopping_; });
+      if (stopping_) break;
+    }
+    try {
+      EnforceTimeLimitsLocked();
+      CheckNodesLocked();
+      ForgetFinishedJobsLocked();
+      // Time alone changes decisions (minimum runtimes expire, reservations come due), so
+      // pending work is planned again at least once a second.
+      if (!dirty_ && clock_->SteadyNow() - last_cycle_ >= std::chrono::seconds(1)) {
+        dirty_ = !waiting_.empty();
+        if (!dirty_) last_cycle_ = clock_->SteadyNow();
+      }
+      if (dirty_) {
+        last_cycle_ = clock_->SteadyNow();
+        dirty_ = false;
+        RunCycle(lock);
+      }
+    } catch (const std::exception& e) {
+      fprintf(stderr, "gangway server: scheduling cycle failed: %s\n", e.what());
+    }
+    metrics.scheduler_passes++;
+  }
+}
+
+void Controller::CheckNodesLocked() {
+  const auto now = clock_->SteadyNow();
+  for (auto& [name, node] : nodes_) {
+    if (!node.record.lost && now - node.last_seen > options_.node_timeout) {
+      MarkNodeLostLocked(node);
+    }
+  }
+}
+
+int64_t Controller::DeadlineOf(const JobRecord& job) {
+  if (!job.live.job.time_limit || job.started_at == 0) return INT64_MAX;
+  return core::ToSeconds(core::EndOf(core::FromSeconds(job.started_at), job.live.job.time_limit));
+}
+
+void Controller::EnforceTimeLimitsLocked() {
+  const int64_t now = Now();
+  // Times are whole seconds: strictly past the deadline, so that no job runs less than its limit.
+  while (!deadlines_.empty() && deadlines_.begin()->first < now) {
+    const auto [deadline, id] = *deadlines_.begin();
+    deadlines_.erase(deadlines_.begin());
+    JobRecord* job = FindJob(id);
+    if (job == nullptr || job->after_stop || !job->HoldsResources() ||
+        DeadlineOf(*job) != deadline) {
+      continue;
+    }
+    job->message = "reached its time limit of " +
+                   formats::FormatDuration(*job->live.job.time_limit) + " (timeLimit)";
+    StopTasksLocked(*job, JobState::kTimeout,
+                    static_cast<int>(job->live.job.checkpoint_grace.count()), job->message);
+  }
+}
+
+void Controller::ForgetFinishedJobsLocked() {
+  if (options_.job_retention.count() <= 0) return;
+  // A bound on the lock time one pass adds; a backlog (e.g. after a restart with a shorter
+  // retention) goes over the following passes, ten per second.
+  constexpr int kBatch = 5000;
+  const int64_t before = Now() - options_.job_retention.count();
+  int forgotten = 0;
+  while (!finished_.empty() && finished_.begin()->first < before && forgotten < kBatch) {
+    const auto [finished_at, id] = *finished_.begin();
+    finished_.erase(finished_.begin());
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || !Finished(it->second.state) || it->second.HoldsResources() ||
+        it->second.finished_at != finished_at) {
+      continue;
+    }
+    CountLocked(it->second, std::nullopt);
+    jobs_.erase(it);
+    writes_.push_back({.kind = StateWrite::Kind::kForgetJob, .job = id});
+    ++queued_gen_;
+    log_dirs_to_remove_.push_back(options_.data_dir / "logs" / std::to_string(id));
+    logs_.Forget(id);
+    ++forgotten;
+  }
+  if (forgotten > 0) writer_wake_.notify_one();
+}
+
+void Controller::MarkNodeLostLocked(NodeEntry& node) {
+  node.record.lost = true;
+  node.commands.clear();
+  SaveNodeLocked(node.record, NodeChange::kMayShrink);
+  EventLocked(0, "node-lost",
+              "node " + node.record.node.name + " sent no heartbeat for " +
+                  std::to_string(options_.node_timeout.count()) + " ms; its tasks are lost");
+  for (uint64_t id : ActiveOnLocked(node.record.node.name)) {
+    JobRecord& job = jobs_.at(id);
+    bool hit = false;
+    for (TaskRecord& t : job.tasks) {
+      if (t.node == node.record.node.name && t.Holds()) {
+        t.state = TaskState::kLost;
+        t.finished_at = Now();
+        t.message = "node " + t.node + " was lost";
+        hit = true;
+      }
+    }
+    if (!hit) continue;
+    if (!job.after_stop) {
+      // restartPolicy: never means what it says, also when the node is at fault.
+      RequeueOrFailLocked(job, job.live.run.restart_policy == RestartPolicy::kOnFailure,
+                          "node " + node.record.node.name + " was lost");
+    } else {
+      SettleLocked(job);
+    }
+  }
+  dirty_ = true;
+}
+
+void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
+  if (waiting_.empty()) return;
+  const auto t0 = clock_->SteadyNow();
+  core::Snapshot& snap = snapshot_;
+  snap.now = core::FromSeconds(Now());
+  snap.queues = options_.queues;
+  if (snapshot_nodes_version_ != nodes_version_) {
+    // Nodes change rarely next to cycles: copy them only when one did.
+    snapshot_nodes_version_ = nodes_version_;
+    snap.nodes.clear();
+    snapshot_index_.clear();
+    for (auto& [name, e] : nodes_) {
+      if (e.record.lost) continue;
+      core::Node n = e.record.node;
+      n.cordoned = e.record.draining || e.record.cordoned;
+      snapshot_index_[name] = snap.nodes.size();
+      snap.nodes.push_back(std::move(n));
+    }
+    snap.idle_state = std::make_shared<const core::ClusterState>(snap.nodes);
+    snap.running.clear();
+    running_at_.clear();
+    unstarted_.clear();
+    running_stale_.insert(active_.begin(), active_.end());
+  }
+  UpdateRunningLocked();
+  for (uint64_t id : unstarted_) snap.running[running_at_.at(id)].started_at = snap.now;
+  UpdatePendingLocked();
+  const std::vector<core::Job>& pending = pending_jobs_;
+  if (pending.empty()) return;
+  // Only this thread changes snapshot_ and pending_jobs_, and it reads nothing else while
+  // unlocked.
+  const uint64_t planned_nodes_version = nodes_version_;
+  const uint64_t planned_shrink_version = shrink_version_;
+  const uint64_t seed = cycle_seed_++;
+  lock.unlock();
+  // Loop expects the lock back, also when planning throws.
+  struct Relock {
+    std::unique_lock<std::mutex>& lock;
+    ~Relock() {
+      if (!lock.owns_lock()) lock.lock();
+    }
+  } relock{lock};
+  const bool full = !event_scheduler_ || t0 - last_full_cycle_ >= std::chrono::seconds(1);
+  if (full) {
+    last_full_cycle_ = t0;
+    metrics.full_cycles++;
+  }
+  auto result = (full ? *scheduler_ : *event_scheduler_).RunCycle(snap, pending, seed);
+  if (options_.after_plan_for_tests) options_.after_plan_for_tests();
+  lock.lock();
+  if (!result.ok()) {
+    fprintf(stderr, "gangway server: cycle failed: %s\n", result.error().message().c_str());
+    return;
+  }
+  if (stopping_) return;
+  if (shrink_version_ != planned_shrink_version) {
+    // A node left, was drained or lost a GPU: what the plan placed there may no longer fit.
+    dirty_ = true;
+    return;
+  }
+  // Capacity that only grew (nodes joining one after another when a cluster starts or the
+  // controller restarts) leaves the starts valid; the next cycle plans with it. Preemptions
+  // wait for that cycle: the new capacity may make them needless.
+  const bool grown = nodes_version_ != planned_nodes_version;
+  if (grown) dirty_ = true;
+  for (const core::PendingJob& p : result->pending) {
+    if (!waiting_.contains(p.job.value)) continue;
+    JobRecord* job = FindJob(p.job.value);
+    // Past the event cycle's depth: the last full cycle's reason stands.
+    if (!job || (p.code == core::PendingCode::kNotConsidered && job->pending)) continue;
+    job->pending = p;
+  }
+  // The core keeps a victim's resources held for the rest of its cycle: no start relies on a
+  // preemption, so leaving them out keeps the starts valid.
+  metrics.preemptions_planned += result->preemptions.size();
+  for (const core::PreemptDecision& d : result->preemptions) {
+    JobRecord* victim = FindJob(d.job.value);
+    // It may have ended, or been cancelled, while the cycle was planned.
+    if (grown || !victim || victim->after_stop || !victim->HoldsResources()) continue;
+    metrics.preemptions++;
+    StopTasksLocked(*victim, JobState::kPending, static_cast<int>(d.grace.count()),
+                    "preempted for job " + std::to_string(d.for_job.value) + ": " + d.reason);
+  }
+  for (const core::StartDecision& d : result->starts) {
+    // A job cancelled while the cycle was planned is not started; the GPUs it would have
+    // taken stay free for the next cycle.
+    if (!waiting_.contains(d.job.value)) continue;
+    JobRecord* job = FindJob(d.job.value);
+    if (!job) continue;
+    metrics.starts++;
+    job->pending.reset();
+    job->tasks.clear();
+    int index_in_job = 0;
+    std::set<std::string> node_names;
+    for (const core::TaskAllocation& a : d.tasks) {
+      TaskRecord t;
+      t.index = index_in_job++;
+      t.group = a.group;
+      t.replica = a.replica;
+      t.node = snap.nodes[a.node.value()].name;
+      t.alloc = a;
+      t.state = TaskState::kScheduled;
+      node_names.insert(t.node);
+      job->tasks.push_back(std::move(t));
+    }
+    // A master port free on rank 0's node among the jobs holding resources there.
+    std::set<int> used;
+    for (uint64_t other_id : ActiveOnLocked(job->tasks.empty() ? "" : job->tasks[0].node)) {
+      const JobRecord& other = jobs_.at(other_id);
+      if (&other != job && !other.tasks.empty() && other.tasks[0].node == job->tasks[0].node) {
+        used.insert(other.master_port);
+      }
+    }
+    job->master_port = kFirstMasterPort;
+    for (int p = 0; p < kMasterPorts; ++p) {
+      const int port =
+          kFirstMasterPort + static_cast<int>((job->id + static_cast<uint64_t>(p)) % kMasterPorts);
+      if (!used.contains(port)) {
+        job->master_port = port;
+        break;
+      }
+    }
+    job->state = JobState::kScheduled;
+    const std::string& queue = job->live.job.queue;
+    auto wait = wait_by_queue_.find(queue);
+    if (wait == wait_by_queue_.end()) {
+      wait = wait_by_queue_.emplace(queue, Histogram(Histogram::kWaitBounds)).first;
+    }
+    wait->second.Observe(std::chrono::duration_cast<std::chrono::microseconds>(clock_->SteadyNow() -
+                                                                               job->waiting_since));
+    std::string where;
+    for (const std::string& n : node_names) where += (where.empty() ? "" : ", ") + n;
+    EventLocked(job->id, "scheduled",
+                "attempt " + std::to_string(job->attempt) + " placed on " + where);
+    SaveJobLocked(*job);
+    for (TaskRecord& t : job->tasks) LaunchLocked(*job, t);
+  }
+  const auto micros = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(clock_->SteadyNow() - t0).count());
+  metrics.cycles++;
+  metrics.last_cycle_micros = micros;
+  cycle_seconds_.Observe(std::chrono::microseconds(micros));
+}
+
+void Controller::UpdateRunningLocked() {
+  std::vector<core::RunningJob>& running = snapshot_.running;
+  for (uint64_t id : running_stale_) {
+    std::optional<core::RunningJob> entry;
+    auto jit = jobs_.find(id);
+    if (jit != jobs_.end() && jit->second.HoldsResources()) {
+      const JobRecord& job = jit->second;
+      core::RunningJob r;
+      r.job = job.live.job;
+      r.started_at = job.started_at ? core::FromSeconds(job.started_at) : snapshot_.now;
+      r.terminating = job.after_stop.has_value();
+      for (const TaskRecord& t : job.tasks) {
+        if (!t.Holds()) continue;
+        auto it = snapshot_index_.find(t.node);
+        if (it == snapshot_index_.end()) continue;
+        core::TaskAllocation a = t.alloc;
+        a.node = core::NodeIndex{static_cast<uint32_t>(it->second)};
+        r.tasks.push_back(std::move(a));
+      }
+      if (!r.tasks.empty()) entry = std::move(r);
+      if (entry && job.started_at == 0) {
+        unstarted_.insert(id);
+      } else {
+        unstarted_.erase(id);
+      }
+    } else {
+      unstarted_.erase(id);
+    }
+    auto at = running_at_.find(id);
+    if (entry && at != running_at_.end()) {
+      running[at->second] = std::move(*entry);
+    } else if (entry) {
+      running_at_.emplace(id, running.size());
+      running.push_back(std::move(*entry));
+    } else if (at != running_at_.end()) {
+      const size_t pos = at->second;
+      running_at_.erase(at);
+      if (pos + 1 != running.size()) {
+        running[pos] = std::move(running.back());
+        running_at_[running[pos].job.id.value] = pos;
+      }
+      running.pop_back();
+    }
+  }
+  running_stale_.clear();
+}
+
+void Controller::UpdatePendingLocked() {
+  for (uint64_t id : pending_stale_) {
+    auto at = pending_at_.find(id);
+    if (waiting_.contains(id)) {
+      auto job = jobs_.find(id);
+      if (job == jobs_.end()) {
+        // Never so by construction (a job is in jobs_ before it is indexed); should it happen,
+        // one lost entry must not fail every cycle after it.
+        waiting_.erase(id);
+      } else if (at == pending_at_.end()) {
+        pending_at_.emplace(id, pending_jobs_.size());
+        pending_jobs_.push_back(job->second.live.job);
+      }
+    } else if (at != pending_at_.end()) {
+      const size_t pos = at->second;
+      pending_at_.erase(at);
+      if (pos + 1 != pending_jobs_.size()) {
+        pending_jobs_[pos] = std::move(pending_jobs_.back());
+        pending_at_[pending_jobs_[pos].id.value] = pos;
+      }
+      pending_jobs_.pop_back();
+    }
+  }
+  pending_stale_.clear();
+}
+
+void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
+  auto node_it = nodes_.find(task.node);
+  if (node_it == nodes_.end()) return;
+  // torch.distributed: ranks in task order, nodes numbered by first appearance.
+  std::vector<std::string> node_order;
+  int local_rank = 0;
+  int local_world = 0;
+  for (const TaskRecord& t : job.tasks) {
+    if (std::find(node_order.begin(), node_order.end(), t.node) == node_order.end()) {
+      node_order.push_back(t.node);
+    }
+    if (t.node == task.node) {
+      if (t.index < task.index) ++local_rank;
+      ++local_world;
+    }
+  }
+  const auto node_rank =
+      std::find(node_order.begin(), node_order.end(), task.node) - node_order.begin();
+  std::string master_addr = "127.0.0.1";
+  if (auto m = nodes_.find(job.tasks.front().node); m != nodes_.end()) {
+    master_addr = m->second.record.address;
+  }
+  protocol::Launch launch;
+  launch.env = job.live.run.env;
+  auto& env = launch.env;
+  env["MASTER_ADDR"] = master_addr;
+  env["MASTER_PORT"] = std::to_string(job.master_port);
+  env["WORLD_SIZE"] = std::to_string(job.tasks.size());
+  env["RANK"] = std::to_string(task.index);
+  env["LOCAL_RANK"] = std::to_string(local_rank);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(local_world);
+  env["NODE_RANK"] = std::to_string(node_rank);
+  env["GANGWAY_NUM_NODES"] = std::to_string(node_order.size());
+  env["GANGWAY_JOB_ID"] = std::to_string(job.id);
+  env["GANGWAY_JOB_NAME"] = job.live.job.name;
+  env["GANGWAY_TASK_INDEX"] = std::to_string(task.index);
+  env["GANGWAY_TASK_GROUP"] = job.live.job.groups[static_cast<size_t>(task.group)].name;
+  env["GANGWAY_ATTEMPT"] = std::to_string(job.attempt);
+  const std::string ckpt = (options_.checkpoint_root / std::to_string(job.id)).string();
+  env["GANGWAY_CHECKPOINT_DIR"] = ckpt;
+  for (const core::GpuAssignment& g : task.alloc.gpus) {
+    launch.gpus.push_back(
+        {.index = g.gpu, .milli = g.milli, .mig_profile = g.mig_profile, .mig_start = g.mig_start});
+  }
+  launch.task_id = job.TaskId(task.index);
+  launch.job = job.id;
+  launch.attempt = job.attempt;
+  launch.index = task.index;
+  launch.command = job.live.run.command;
+  launch.workdir = job.live.run.workdir;
+  launch.cpu_milli = task.alloc.cpu_milli;
+  launch.memory_bytes = task.alloc.memory_bytes;
+  launch.checkpoint_dir = ckpt;
+  launch.checkpoint_signal = job.live.run.checkpoint_signal;
+  launch.checkpoint_grace_seconds = static_cast<double>(job.live.job.checkpoint_grace.count());
+  NodeEntry& node = node_it->second;
+  task.launch_seq = node.next_seq;
+  PushCommandLocked(node, {{"type", "launch"}, {"task", protocol::ToJson(launch)}});
+}
+
+void Controller::SendStopLocked(const JobRecord& job, const TaskRecord& task, int grace_seconds,
+                                const std::string& reason) {
+  auto it = nodes_.find(task.node);
+  if (it == nodes_.end() || it->second.record.lost) return;
+  PushCommandLocked(it->second,
+                    protocol::ToJson(protocol::Stop{.task_id = job.TaskId(task.index),
+                                                    .grace_seconds = grace_seconds,
+                                                    .signal = job.live.run.checkpoint_signal,
+                                                    .reason = reason}));
+}
+
+void Controller::PushCommandLocked(NodeEntry& node, json body) {
+  body["seq"] = node.next_seq;
+  if (node.commands.empty() || node.commands.back().gen != kUnstamped) {
+    unstamped_.push_back(node.record.node.name);
+  }
+  node.commands.push_back({node.next_seq, std::move(body), kUnstamped});
+  ++node.next_seq;
+  writer_wake_.notify_one();  // commands go out once the writer has stamped and committed
+}
+
+void Controller::StopTasksLocked(JobRecord& job, JobState after, int grace_seconds,
+                                 const std::string& reason) {
+  job.after_stop = after;
+  if (after == JobState::kPending && job.state != JobState::kPending) {
+    job.state = JobState::kPreempted;
+  }
+  if (after == JobState::kCancelled) job.state = JobState::kCancelled;
+  EventLocked(job.id, after == JobState::kCancelled ? "cancelled" : "stopping", reason);
+  for (TaskRecord& t : job.tasks) {
+    if (t.state == TaskState::kScheduled || t.state == TaskState::kRunning) {
+      t.state = TaskState::kStopping;
+      t.stop_deadline = Now() + grace_seconds;
+      SendStopLocked(job, t, grace_seconds, reason);
+    }
+  }
+  SettleLocked(job);
+}
+
+void Controller::RequeueOrFailLocked(JobRecord& job, bool allow_restart, const std::string& why) {
+  const bool may_restart = allow_restart && job.restarts < job.live.run.restart_limit;
+  JobState after = may_restart ? JobState::kPending : JobState::kFailed;
+  if (may_restart) job.restarts++;
+  job.message = why;
+  job.after_stop = after;
+  EventLocked(
+      job.id, may_restart ? "restarting" : "failing",
+      why + (may_restart ? "; the job will restart (restart " + std::to_string(job.restarts) +
+                               " of " + std::to_string(job.live.run.restart_limit) + ")"
+             : allow_restart ? "; no restarts left"
+                             : ""));
+  for (TaskRecord& t : job.tasks) {
+    if (t.state == TaskState::kScheduled || t.state == TaskState::kRunning) {
+      t.state = TaskState::kStopping;
+      t.stop_deadline = Now();
+      SendStopLocked(job, t, 0, why);
+    }
+  }
+  SettleLocked(job);
+}
+
+void Controller::TaskEndedLocked(JobRecord& job, TaskRecord& task) {
+  if (job.after_stop) {
+    SettleLocked(job);
+    return;
+  }
+  if (task.exit_code.value_or(-1) != 0) {
+    job.exit_code = task.exit_code ? *task.exit_code : 128 + task.signal;
+    const std::string why =
+        "task " + std::to_string(task.index) + " on " + task.node +
+        (task.signal ? " was killed by signal " + std::to_string(task.signal)
+                     : " exited with code " + std::to_string(task.exit_code.value_or(-1)));
+    RequeueOrFailLocked(job, job.live.run.restart_policy == RestartPolicy::kOnFailure, why);
+    return;
+  }
+  SettleLocked(job);
+}
+
+void Controller::SettleLocked(JobRecord& job) {
+  if (job.HoldsResources()) {
+    SaveJobLocked(job);
+    return;
+  }
+  dirty_ = true;
+  const int64_t now = Now();
+  if (job.after_stop) {
+    const JobState after = *job.after_stop;
+    job.after_stop.reset();
+    if (after == JobState::kPending) {
+      job.attempt++;
+      job.tasks.clear();
+      job.state = JobState::kPending;
+      job.started_at = 0;
+      job.waiting_since = clock_->SteadyNow();
+      EventLocked(job.id, "requeued", "waiting to start attempt " + std::to_string(job.attempt));
+    } else {
+      job.state = after;
+      job.finished_at = now;
+      StampStartLocked(job);
+      EventLocked(job.id, std::string(JobStateName(after)), job.message);
+      RemoveEmptyCheckpointDirLocked(job);
+    }
+  } else if (!job.tasks.empty() &&
+             std::all_of(job.tasks.begin(), job.tasks.end(), [](const TaskRecord& t) {
+               return t.state == TaskState::kExited && t.exit_code == 0;
+             })) {
+    job.state = JobState::kSucceeded;
+    job.exit_code = 0;
+    job.finished_at = now;
+    StampStartLocked(job);
+    EventLocked(job.id, "succeeded", "every task exited with code 0");
+    RemoveEmptyCheckpointDirLocked(job);
+  }
+  SaveJobLocked(job);
+}
+
+void Controller::StampStartLocked(JobRecord& job) {
+  if (job.started_at != 0) return;
+  for (const TaskRecord& t : job.tasks) {
+    if (t.started_at != 0 && (job.started_at == 0 || t.started_at < job.started_at)) {
+      job.started_at = t.started_at;
+    }
+  }
+}
+
+void Controller::RemoveEmptyCheckpointDirLocked(const JobRecord& job) {
+  empty_dirs_to_remove_.push_back(options_.checkpoint_root / std::to_string(job.id));
+}
+
+// --- persistence helpers ---
+
+void Controller::CountLocked(JobRecord& job, std::optional<JobState> as) {
+  if (job.counted_as == as) return;
+  if (job.counted_as) {
+    --jobs_by_state_[static_cast<size_t>(*job.counted_as)];
+    if (*job.counted_as == JobState::kPending) {
+      auto it = pending_by_queue_.find(job.live.job.queue);
+      if (it != pending_by_queue_.end() && --it->second == 0) pending_by_queue_.erase(it);
+      auto u = pending_by_user_.find(job.live.job.user);
+      if (u != pending_by_user_.end() && --u->second == 0) pending_by_user_.erase(u);
+    }
+  }
+  if (as) {
+    ++jobs_by_state_[static_cast<size_t>(*as)];
+    if (*as == JobState::kPending) {
+      ++pending_by_queue_[job.live.job.queue];
+      ++pending_by_user_[job.live.job.user];
+    }
+  }
+  job.counted_as = as;
+}
+
+std::vector<uint64_t> Controller::ActiveOnLocked(std::string_view node) const {
+  auto it = active_by_node_.find(node);
+  if (it == active_by_node_.end()) return {};
+  return {it->second.begin(), it->second.end()};
+}
+
+void Controller::CountUsageLocked(JobRecord& job) {
+  if (!job.counted_active && !job.HoldsResources()) return;  // pending or finished: no change
+  auto drop = [](auto& counters, const std::string& key, int64_t n) {
+    auto it = counters.find(key);
+    if (it != counters.end() && (it->second -= n) == 0) counters.erase(it);
+  };
+  const std::string& queue = job.live.job.queue;
+  for (const auto& [model, milli] : job.counted_gpus) drop(allocated_by_model_, model, milli);
+  if (job.counted_queue_milli != 0) drop(usage_by_queue_, queue, job.counted_queue_milli);
+  if (job.counted_active) drop(active_by_queue_, queue, 1);
+  job.counted_gpus.clear();
+  job.counted_queue_milli = 0;
+  job.counted_active = job.HoldsResources();
+  if (!job.counted_active) return;
+  ++active_by_queue_[queue];
+  for (const TaskRecord& t : job.tasks) {
+    if (!t.Holds()) continue;
+    // A task on a lost node is about to be marked lost; the GPU counts leave its node out.
+    auto nit = nodes_.find(t.node);
+    const auto* gpus =
+        nit != nodes_.end() && !nit->second.record.lost ? &nit->second.record.node.gpus : nullptr;
+    for (const auto& g : t.alloc.gpus) {
+      const int64_t milli = g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile);
+      job.counted_queue_milli += milli;
+      if (!gpus || g.gpu < 0 || static_cast<size_t>(g.gpu) >= gpus->size()) continue;
+      const std::string& model = (*gpus)[static_cast<size_t>(g.gpu)].model;
+      auto same = std::find_if(job.counted_gpus.begin(), job.counted_gpus.end(),
+                               [&](const auto& e) { return e.first == model; });
+      if (same == job.counted_gpus.end()) {
+        job.counted_gpus.emplace_back(model, milli);
+      } else {
+        same->second += milli;
+      }
+    }
+  }
+  for (const auto& [model, milli] : job.counted_gpus) allocated_by_model_[model] += milli;
+  if (job.counted_queue_milli != 0) usage_by_queue_[queue] += job.counted_queue_milli;
+}
+
+void Controller::IndexLocked(JobRecord& job) {
+  CountLocked(job, job.state);
+  CountUsageLocked(job);
+  if (job.HoldsResources() || active_.contains(job.id)) running_stale_.insert(job.id);
+  std::vector<std::string> on;
+  if (job.HoldsResources()) {
+    active_.insert(job.id);
+    for (const TaskRecord& t : job.tasks) {
+      if (!t.node.empty()) on.push_back(t.node);
+    }
+    std::sort(on.begin(), on.end());
+    on.erase(std::unique(on.begin(), on.end()), on.end());
+  } else {
+    active_.erase(job.id);
+  }
+  if (on != job.indexed_on) {
+    for (const std::string& node : job.indexed_on) {
+      auto it = active_by_node_.find(node);
+      if (it != active_by_node_.end() && it->second.erase(job.id) && it->second.empty()) {
+        active_by_node_.erase(it);
+      }
+    }
+    for (const std::string& node : on) active_by_node_[node].insert(job.id);
+    job.indexed_on = std::move(on);
+  }
+  if (job.state == JobState::kPending && !job.after_stop) {
+    if (waiting_.insert(job.id).second) pending_stale_.insert(job.id);
+  } else if (waiting_.erase(job.id) > 0) {
+    pending_stale_.insert(job.id);
+  }
+  // A cancelled job is finished before its tasks have stopped; it counts from when they have.
+  // A finished job stays finished; ForgetFinishedJobsLocked skips entries it no longer matches.
+  if (Finished(job.state) && job.finished_at > 0 && !job.HoldsResources()) {
+    finished_.emplace(job.finished_at, job.id);
+  }
+  if (job.HoldsResources() && !job.after_stop && DeadlineOf(job) != INT64_MAX) {
+    deadlines_.emplace(DeadlineOf(job), job.id);
+  }
+}
+
+void Controller::SaveJobLocked(JobRecord& job) {
+  IndexLocked(job);
+  writes_.push_back({.kind = StateWrite::Kind::kJob,
+                     .job = job.id,
+                     .key = std::string(JobStateName(job.state)),
+                     .user = job.live.job.user,
+                     .doc = StoredJson(JobDoc(job))});
+  ++queued_gen_;
+  writer_wake_.notify_one();
+}
+
+void Controller::SaveNodeLocked(const NodeRecord& node, NodeChange change) {
+  if (change != NodeChange::kNone) ++nodes_version_;
+  if (change == NodeChange::kMayShrink) ++shrink_version_;
+  writes_.push_back(
+      {.kind = StateWrite::Kind::kNode, .key = node.node.name, .doc = StoredJson(NodeDoc(node))});
+  ++queued_gen_;
+  writer_wake_.notify_one();
+}
+
+void Controller::EventLocked(uint64_t job, std::string type, std::string message) {
+  writes_.push_back(
+      {.kind = StateWrite::Kind::kEvent,
+       .event = {
+           .time = Now(), .job = job, .type = std::move(type), .message = std::move(message)}});
+  ++queued_gen_;
+  writer_wake_.notify_one();
+}
+
+bool Controller::ReserveJobIdsLocked() {
+  const uint64_t until = next_job_id_ + kJobIdBlock;
+  const std::filesystem::path path = options_.data_dir / kJobIdsFile;
+  const std::string tmp = path.string() + ".tmp";
+  const std::string text = std::to_string(until) + "\n";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                  ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) return false;
+  ids_reserved_until_ = until;
+  return true;
+}
+
+JobRecord* Controller::FindJob(uint64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+ApiError Controller::UnknownJob(uint64_t id) const {
+  std::string message = "job " + std::to_string(id) + " does not exist";
+  if (id > 0 && id < next_job_id_ && options_.job_retention.count() > 0) {
+    message += "; if it finished more than " + formats::FormatDuration(options_.job_retention) +
+               " ago, it has been forgotten (gangway server --job-retention)";
+  }
+  return {.status = 404, .code = "not_found", .message = message};
+}
+
+JobRecord* Controller::FindTask(std::string_view task_id, TaskRecord** task) {
+  // "<job>.<attempt>.<index>"
+  const auto d1 = task_id.find('.');
+  const auto d2 = task_id.find('.', d1 == std::string_view::npos ? d1 : d1 + 1);
+  if (d1 == std::string_view::npos || d2 == std::string_view::npos) return nullptr;
+  uint64_t id = 0;
+  int attempt = 0;
+  int index = 0;
+  try {
+    id = std::stoull(std::string(task_id.substr(0, d1)));
+    attempt = std::stoi(std::string(task_id.substr(d1 + 1, d2 - d1 - 1)));
+    index = std::stoi(std::string(task_id.substr(d2 + 1)));
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+  JobRecord* job = FindJob(id);
+  if (!job || job->attempt != attempt || index < 0 ||
+      static_cast<size_t>(index) >= job->tasks.size()) {
+    return nullptr;
+  }
+  *task = &job->tasks[static_cast<size_t>(index)];
+  return job;
+}
+
+bool Controller::Visible(const Caller& caller, const JobRecord& job) const {
+  return caller.admin || job.live.job.user == caller.user;
+}
+
+}  // namespace gangway::controller

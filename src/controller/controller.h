@@ -1,0 +1,477 @@
+#ifndef GANGWAY_CONTROLLER_CONTROLLER_H_
+#define GANGWAY_CONTROLLER_CONTROLLER_H_
+
+// The controller's state machine: jobs, nodes and the agents' command queues, persisted in a
+// Store and scheduled by the core. Thread-safe: every public method takes the one lock; the
+// scheduling thread runs a core cycle under it when something changed (submit, exit, node
+// change), after a short batching delay, and checks heartbeats.
+//
+// Contract with the API layer: methods validate what they are given and answer with an
+// ApiError naming the field and reason; nothing here speaks HTTP.
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "controller/histogram.h"
+#include "controller/log_store.h"
+#include "controller/records.h"
+#include "controller/sqlite_store.h"
+#include "controller/state_store.h"
+#include "core/model/queue.h"
+#include "core/model/result.h"
+#include "core/sched/profile.h"
+#include "core/sched/scheduler.h"
+#include "formats/cluster_file.h"
+#include "util/clock.h"
+
+namespace gangway::controller {
+
+struct ApiError {
+  int status = 400;
+  std::string code;  // e.g. "invalid_job"
+  std::string message;
+  std::string field;
+  nlohmann::json details = nlohmann::json::array();
+};
+
+// Describe for core::Result: "field: message".
+std::string Describe(const ApiError& error);
+
+// What a request to the controller answers: a value, or the error the API sends.
+template <typename T>
+using Outcome = core::Result<T, ApiError>;
+
+// GET /v1/jobs: a page of jobs, newest first.
+struct JobListQuery {
+  std::vector<JobState> states;  // empty: every state
+  std::string user;              // empty: the caller's own (every user's with all_users)
+  std::string queue;
+  std::string name;
+  int limit = 1000;
+  uint64_t before = 0;  // only jobs with a smaller id (the previous page's "next"); 0: newest
+  bool all_users = false;
+};
+
+// GET /v1/nodes: nodes in name order, a page at a time.
+struct NodeListQuery {
+  bool summary = false;  // per node, GPU counts by model and state instead of every GPU
+  std::string after;     // only nodes named after this (the previous page's "next")
+  size_t limit = 0;      // 0: every node
+};
+
+struct Caller {
+  std::string user;
+  bool admin = false;
+};
+
+struct ControllerOptions {
+  std::filesystem::path data_dir;
+  std::filesystem::path checkpoint_root;  // GANGWAY_CHECKPOINT_DIR = root/<job id>
+  core::Profile profile;
+  std::vector<core::QueueSpec> queues;  // empty: one queue "default" without quota
+  std::map<std::string, int32_t> priority_classes;
+  // Who may use which class (formats::PriorityClassAccess); a class not listed is open to all.
+  // Only admins give a job a priority number above 0.
+  std::map<std::string, formats::PriorityClassAccess> priority_access;
+  std::chrono::milliseconds heartbeat{5000};
+  std::chrono::milliseconds node_timeout{15000};  // lost after this long without a report
+  std::chrono::milliseconds batch{2};             // wait this long to batch events
+  // A finished job (its events and logs too) is forgotten this long after it ended, so that
+  // memory, the database and restart time stay bounded. Zero keeps every job.
+  std::chrono::seconds job_retention{std::chrono::hours(24 * 7)};
+  // The controller keeps at most this much of one task's output; what follows is discarded
+  // (after a line saying so), so that a runaway task cannot fill the controller's disk. Zero:
+  // no limit.
+  int64_t max_task_log_bytes = int64_t{256} << 20;
+  // Reports per second that task output may cause across the cluster. Each agent ships new
+  // output at most every nodes / log_report_rate seconds (it also rides every other report),
+  // and at the agent's own pace (0.5 s) for a node whose job's logs someone read in the last
+  // kFollowWindow: output-driven reports then grow with the readers, not with the cluster.
+  double log_report_rate = 2000;
+  // Jobs a cycle run for an event (a submission, an exit, a node change) considers, in queue
+  // order; the rest keep the reason the last full cycle gave them. A full cycle, over every
+  // pending job, runs at least once a second. Like Slurm's default_queue_depth: with a
+  // backlog of thousands, a cycle per exit over all of them cost more than the exits did.
+  // Zero: every cycle is full.
+  int cycle_depth = 1000;
+  // Caps on what one user can make every cycle carry. A job of more tasks (over all its
+  // groups) is refused with a 400; a submission past a user's pending jobs with a 429 until
+  // some of them start or end. Zero: no cap.
+  // Start on a damaged or lost database with what can be read, saying what was lost, rather
+  // than refuse (gangway server --salvage-database).
+  bool salvage_store = false;
+  // Opens where the state lives. Unset: SQLite in data_dir/gangway.db. The store's created()
+  // must be true only when nothing was stored before: with ids handed out (data_dir/job-ids)
+  // such a store is refused unless salvage_store, as a lost database is.
+  std::function<std::unique_ptr<StateStore>()> open_store;
+  // Where the controller reads the time; unset: the real clocks. Tests pass a fake one.
+  std::shared_ptr<const util::Clock> clock;
+  int max_tasks_per_job = 10000;
+  int max_pending_per_user = 10000;
+  // The longest time limit of any job, and the limit of one without (a queue's maxTimeLimit is
+  // the tighter where both are set). Empty: none.
+  std::optional<core::Duration> max_time_limit;
+  // Tests only: runs after the core has planned a cycle and before its decisions are applied,
+  // without the controller lock, to change the state the plan was made from.
+  std::function<void()> after_plan_for_tests;
+};
+
+struct Metrics {
+  std::atomic<uint64_t> cycles{0};
+  std::atomic<uint64_t> full_cycles{0};  // over every pending job (see cycle_depth)
+  std::atomic<uint64_t> last_cycle_micros{0};
+  std::atomic<uint64_t> starts{0};
+  std::atomic<uint64_t> preemptions{0};
+  // Planned by a cycle, applied or not (one planned on capacity that changed, or of a victim
+  // that ended meanwhile, is dropped).
+  std::atomic<uint64_t> preemptions_planned{0};
+  std::atomic<uint64_t> submitted{0};
+  std::atomic<uint64_t> reports{0};
+  // Passes of the scheduling thread's loop (a cycle or not): after two more, anything that was
+  // due then has been acted on.
+  std::atomic<uint64_t> scheduler_passes{0};
+  std::atomic<int64_t> polls_waiting{0};  // agents' commands polls waiting for news now
+};
+
+class Controller {
+ public:
+  // Opens (or creates) the store under options.data_dir and reloads what it holds.
+  explicit Controller(ControllerOptions options);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  void Start();  // the scheduling thread
+  void Stop();
+
+  // --- user API ---
+  Outcome<nlohmann::json> Submit(const Caller& caller, std::string_view body);
+  // {"jobs": [...], "next": id}: "next" is there when the page is full; pass it as `before`
+  // for the following page. Each page holds the lock only for its own jobs.
+  Outcome<nlohmann::json> ListJobs(const Caller& caller, const JobListQuery& query);
+  Outcome<nlohmann::json> GetJob(const Caller& caller, uint64_t id);
+  Outcome<nlohmann::json> Cancel(const Caller& caller, uint64_t id);
+  struct LogChunk {
+    std::string data;
+    int64_t next_offset = 0;
+    bool complete = false;
+  };
+  Outcome<LogChunk> Logs(const Caller& caller, uint64_t id, int task, int64_t offset,
+                         int64_t limit);
+  nlohmann::json ListNodes(const NodeListQuery& query = {});
+  Outcome<nlohmann::json> GetNode(std::string_view name);
+  // GPUs allocated and their measured utilization per node and per job (controller/gpu_top.h).
+  // Every job holding GPUs shows its id and user; its name and queue only if the caller may
+  // see the job. `job_rows`: the most idle jobs shown (0: all).
+  nlohmann::json Utilization(const Caller& caller, size_t job_rows = 0);
+  // action: drain, undrain, cordon, uncordon
+  Outcome<nlohmann::json> NodeAction(const Caller& caller, std::string_view name,
+                                     std::string_view action);
+  nlohmann::json ListQueues();
+  // Events after `after`, oldest first: the first `limit` of them, or with `last` the newest
+  // `limit`; of one job unless `job` is 0. Users see those of their own jobs and the
+  // cluster's (job 0).
+  struct EventQuery {
+    int64_t after = 0;
+    uint64_t job = 0;
+    int limit = 1000;
+    bool last = false;
+  };
+  Outcome<nlohmann::json> Events(const Caller& caller, const EventQuery& query);
+
+  // --- agent protocol ---
+  // Agents authenticate per node. The join token lets an agent register a node that no live
+  // agent holds; the answer then carries a fresh `nodeToken`, and only that token may take the
+  // node's commands, send its reports and register it again (e.g. after a controller
+  // restart). So one node's credential cannot act for another node, and the join token alone
+  // cannot take over a node whose agent still reports.
+  struct AgentCredential {
+    std::string token;  // the bearer token presented
+    bool join = false;  // it is the cluster's join token
+  };
+  Outcome<nlohmann::json> Register(const nlohmann::json& body, const AgentCredential& who);
+  enum class NodeAccess { kAllowed, kUnknownNode, kDenied };
+  // Whether `token` is the credential of registered node `node`.
+  NodeAccess AuthorizeNode(std::string_view node, std::string_view token);
+  // Whether `token` is the credential of some registered node.
+  bool IsNodeToken(std::string_view token);
+  // Blocks up to `wait` for commands of `node` newer than `after` in `epoch`.
+  struct Poll {
+    std::string_view epoch;
+    uint64_t after = 0;
+    std::chrono::milliseconds wait{0};
+  };
+  Outcome<nlohmann::json> Commands(std::string_view node, const Poll& poll);
+  Outcome<nlohmann::json> Report(std::string_view node, const nlohmann::json& body);
+  // An agent's heartbeat: Report, then Commands, answered as one object (the poll's
+  // logIntervalMs wins), taking the controller lock once for both.
+  Outcome<nlohmann::json> ReportAndPoll(std::string_view node, const nlohmann::json& body,
+                                        const Poll& poll);
+
+  // GET /healthz: {"status": "ok"}, or "degraded" with the reason (the state database cannot
+  // be written, e.g. the disk is full) and ok false.
+  struct HealthReport {
+    bool ok = true;
+    nlohmann::json body;
+  };
+  HealthReport Health();
+
+  // Prometheus text exposition.
+  std::string MetricsText();
+  const std::string& epoch() const { return epoch_; }
+
+ private:
+  static constexpr uint64_t kUnstamped = UINT64_MAX;
+  struct Command {
+    uint64_t seq;
+    nlohmann::json body;
+    uint64_t gen = kUnstamped;  // delivered once durable_gen_ reaches it
+  };
+  struct NodeEntry {
+    NodeRecord record;
+    std::deque<Command> commands;
+    uint64_t next_seq = 1;
+    // The newest reportSeq taken from the agent process report_agent (an agent's reports are
+    // numbered from 1 when it starts).
+    std::string report_agent;
+    uint64_t report_seq = 0;
+    std::chrono::steady_clock::time_point last_seen;
+    // Its agent's commands long poll waits here, so that a command wakes only that agent
+    // rather than every connected one.
+    std::condition_variable poll;
+    // Someone reads the logs of a task here until then; follow_news: the agent has not been
+    // told yet (its long poll is woken to tell it).
+    std::chrono::steady_clock::time_point followed_until{};
+    bool follow_news = false;
+  };
+  static constexpr std::chrono::seconds kFollowWindow{15};
+  // The logIntervalMs an agent is told in each answer: 0 (its own pace) while followed.
+  int64_t LogIntervalMsLocked(const NodeEntry& node) const;
+  // Report, then Commands if `poll` is given, with what Report does under the lock done
+  // under one acquisition.
+  Outcome<nlohmann::json> ReportThenPoll(std::string_view node, const nlohmann::json& body,
+                                         const Poll* poll);
+  nlohmann::json CommandsLocked(std::unique_lock<std::mutex>& lock, NodeEntry& node,
+                                const Poll& poll);
+
+  void Load();
+  void Loop();
+  // Gives a job without a time limit the tightest maximum of its queue and the cluster, and
+  // refuses one that asks for more. Submit applies it, and Load again (the limit a job was
+  // given is not in its spec).
+  std::optional<ApiError> ApplyTimeLimit(core::Job& job) const;
+  // Called with `lock` held. The core plans without it (a cycle over tens of thousands of
+  // running jobs takes tens of milliseconds, which every request would otherwise wait for);
+  // decisions are then applied under it, each only if what it was planned from still holds:
+  // the nodes unchanged, the job still waiting, the victim still holding resources.
+  void RunCycle(std::unique_lock<std::mutex>& lock);
+  void CheckNodesLocked();
+  // Stops, as a preemption does (checkpoint signal, grace, kill), every running job past its
+  // time limit; it ends as timeout.
+  void EnforceTimeLimitsLocked();
+  // Forgets up to a batch of jobs that finished more than job_retention ago.
+  void ForgetFinishedJobsLocked();
+  void MarkNodeLostLocked(NodeEntry& node);
+  int64_t Now() const;
+
+  // Job transitions (lock held). Each saves the job and records an event.
+  void StopTasksLocked(JobRecord& job, JobState after, int grace_seconds,
+                       const std::string& reason);
+  void TaskEndedLocked(JobRecord& job, TaskRecord& task);
+  void SettleLocked(JobRecord& job);
+  // A finished job that never was running (its tasks all exited before an agent reported
+  // one running, as short tasks do) started when its first task did, if one did.
+  void StampStartLocked(JobRecord& job);  // apply after_stop / success when tasks are done
+  // Queues the removal of a finished job's GANGWAY_CHECKPOINT_DIR if it stayed empty (most
+  // jobs never checkpoint; one directory per job would otherwise pile up).
+  void RemoveEmptyCheckpointDirLocked(const JobRecord& job);
+  void RequeueOrFailLocked(JobRecord& job, bool allow_restart, const std::string& why);
+  void LaunchLocked(JobRecord& job, TaskRecord& task);
+  void SendStopLocked(const JobRecord& job, const TaskRecord& task, int grace_seconds,
+                      const std::string& reason);
+  void PushCommandLocked(NodeEntry& node, nlohmann::json body);
+
+  void SaveJobLocked(JobRecord& job);
+  void IndexLocked(JobRecord& job);
+  void CountLocked(JobRecord& job, std::optional<JobState> as);
+  // Replaces the job's share of the usage counters with what its tasks hold now.
+  void CountUsageLocked(JobRecord& job);
+  // The jobs of active_ with a task on `node` (a copy: callers may re-index them).
+  std::vector<uint64_t> ActiveOnLocked(std::string_view node) const;
+  static int64_t CountIn(const std::map<std::string, int64_t, std::less<>>& counters,
+                         std::string_view key) {
+    auto it = counters.find(key);
+    return it == counters.end() ? 0 : it->second;
+  }
+  int64_t PendingIn(std::string_view queue) const { return CountIn(pending_by_queue_, queue); }
+  // How a node change bears on a cycle planned before it. kNone: nothing a cycle plans with
+  // changed (an agent registering again the same inventory after a restart). kGrows only
+  // adds capacity the plan did not count on (a node joins or returns, is undrained or
+  // uncordoned, a GPU heals): the plan's starts still hold. kMayShrink (lost, drained,
+  // cordoned, a GPU fault, a node registered again with another inventory) voids the plan.
+  enum class NodeChange { kNone, kGrows, kMayShrink };
+  void SaveNodeLocked(const NodeRecord& node, NodeChange change);
+  void EventLocked(uint64_t job, std::string type, std::string message);
+  // Group commit: Save*/Event* queue writes; the writer thread commits everything queued in
+  // one transaction (one fsync) and advances durable_gen_. Whatever must be durable before
+  // it is acted on waits for its generation: a submission's answer, a report's acks, and
+  // commands to agents (stamped with the generation that holds the state they follow from).
+  void WriterLoop();
+  // Waits (releasing `lock`) until everything queued so far is on disk; false on timeout.
+  bool WaitDurable(std::unique_lock<std::mutex>& lock);
+
+  nlohmann::json JobView(const JobRecord& job, bool detail);
+  // A node as GET /v1/nodes shows it: the facts are copied under the lock, the JSON is
+  // built without it.
+  struct GpuUse {
+    int gpu = 0;
+    uint64_t job = 0;
+    std::string user;
+    int task = 0;
+    int64_t milli = 0;
+    std::string mig_profile;
+  };
+  struct NodeFacts {
+    NodeRecord record;
+    std::vector<GpuUse> uses;
+    bool busy = false;  // a task holds resources there
+  };
+  NodeFacts NodeFactsLocked(const NodeEntry& node) const;
+  static nlohmann::json NodeView(const NodeFacts& facts);
+  static nlohmann::json NodeSummaryView(const NodeFacts& facts);
+  bool Visible(const Caller& caller, const JobRecord& job) const;
+  JobRecord* FindJob(uint64_t id);
+  // The 404 for a job id that is not in jobs_: never submitted, or forgotten.
+  ApiError UnknownJob(uint64_t id) const;
+  JobRecord* FindTask(std::string_view task_id, TaskRecord** task);
+
+  ControllerOptions options_;
+  std::shared_ptr<const util::Clock> clock_;  // options_.clock, or the real one
+  std::string epoch_;
+  std::unique_ptr<StateStore> store_;
+  LogStore logs_;  // tasks' output, under data_dir/logs
+  std::optional<core::Scheduler> scheduler_;
+  // The same profile with max_jobs_per_cycle = cycle_depth, for cycles run for an event.
+  std::optional<core::Scheduler> event_scheduler_;
+
+  std::mutex mu_;
+  std::condition_variable wake_;  // the scheduling thread
+  bool dirty_ = true;
+  bool stopping_ = false;
+  std::vector<StateWrite> writes_;  // queued, not yet committed
+  // Checkpoint directories of finished jobs, removed if empty by the writer after its next
+  // commit, outside the lock (the checkpoint root is often a network filesystem).
+  std::vector<std::filesystem::path> empty_dirs_to_remove_;
+  // Log directories of forgotten jobs, removed by the writer after the commit that forgets them.
+  std::vector<std::filesystem::path> log_dirs_to_remove_;
+  uint64_t queued_gen_ = 0;   // generation of the last queued write
+  uint64_t durable_gen_ = 0;  // every write up to this generation is committed
+  // The last commit's error while the writer cannot commit (empty once one succeeds):
+  // submissions are refused at once meanwhile, rather than waiting for a write that fails.
+  std::string store_error_;
+  bool writer_stopping_ = false;
+  bool writer_done_ = false;
+  std::condition_variable writer_wake_;
+  std::condition_variable durable_;
+  std::vector<std::string> unstamped_;  // nodes with commands not yet given a generation
+  std::thread writer_;
+  std::map<uint64_t, JobRecord> jobs_;
+  // Indexes over jobs_, kept by SaveJobLocked (every transition saves the job): jobs whose
+  // tasks hold resources, and jobs waiting to be placed.
+  std::set<uint64_t> active_;
+  std::set<uint64_t> waiting_;
+  // active_ by node: every job of active_ under each node one of its tasks is on. What an
+  // agent's report, a lost node, a node's view and a master port concern is read from here:
+  // walking active_ for each cost O(running jobs) per report under the lock.
+  std::map<std::string, std::set<uint64_t>, std::less<>> active_by_node_;
+  // Jobs per state, and pending jobs per queue, kept by IndexLocked, so that /metrics and
+  // /v1/queues need not walk finished jobs.
+  std::array<int64_t, kJobStateCount> jobs_by_state_{};
+  std::map<std::string, int64_t, std::less<>> pending_by_queue_;
+  std::map<std::string, int64_t, std::less<>> pending_by_user_;
+  // The resources held, kept by CountUsageLocked for the same reason: GPU milli allocated per
+  // model (tasks on lost nodes excluded), and per queue (its own jobs, not its children's) the
+  // GPU milli held and the jobs holding any.
+  std::map<std::string, int64_t, std::less<>> allocated_by_model_;
+  // gangway_scheduling_cycle_seconds, and per queue gangway_job_wait_seconds: from the time an
+  // attempt began to wait (JobRecord::waiting_since) to its placement.
+  Histogram cycle_seconds_{Histogram::kLatencyBounds};
+  std::map<std::string, Histogram, std::less<>> wait_by_queue_;
+  std::map<std::string, int64_t, std::less<>> usage_by_queue_;
+  std::map<std::string, int64_t, std::less<>> active_by_queue_;
+  std::set<std::pair<int64_t, uint64_t>> finished_;  // (finished_at, id) of finished jobs
+  // (started_at + time limit, id) of running jobs with a time limit, kept by IndexLocked; an
+  // entry the job no longer matches (it stopped, or restarted) is skipped when it comes due.
+  std::set<std::pair<int64_t, uint64_t>> deadlines_;
+  static int64_t DeadlineOf(const JobRecord& job);
+  std::map<std::string, NodeEntry, std::less<>> nodes_;
+  // The nodes' token digests, both ways, under a lock of their own: every agent request is
+  // authorized, and taking mu_ for that added to the waits for mu_ of heartbeats at 10,000
+  // nodes. Written, with mu_ held as well, where a node joins (Load, Register); every node
+  // registered has an entry (its digest may be empty). The digest index makes IsNodeToken a
+  // lookup, not a scan of every node (a registration storm at 10,000 nodes made that 10^8
+  // comparisons). Hashing a SHA-256 digest leaks nothing about the token.
+  mutable std::shared_mutex tokens_mu_;
+  std::map<std::string, std::string, std::less<>> digest_by_node_;
+  std::unordered_map<std::string, std::string> node_by_digest_;
+  uint64_t next_job_id_ = 1;
+  // Job ids below this may have been handed out, as data_dir/job-ids records (written ahead,
+  // a block at a time), so that ids are never handed out twice even if the database is lost.
+  uint64_t ids_reserved_until_ = 0;
+  // Raises ids_reserved_until_ past next_job_id_ on disk; false if it cannot be written.
+  bool ReserveJobIdsLocked();
+  uint64_t cycle_seed_ = 1;
+  std::chrono::steady_clock::time_point last_cycle_{};
+  std::chrono::steady_clock::time_point last_full_cycle_{};
+  // The last cycle's snapshot; its nodes are rebuilt only when nodes_version_ moved (every
+  // node change goes through SaveNodeLocked, which bumps it, and shrink_version_ too unless
+  // the change is kGrows).
+  core::Snapshot snapshot_;
+  std::map<std::string, size_t, std::less<>> snapshot_index_;
+  // snapshot_.running is kept from cycle to cycle, since copying every running job into it
+  // made a cycle cost O(running jobs) in allocations: running_at_ gives each job's entry;
+  // jobs re-indexed since the last cycle (running_stale_) get theirs rebuilt or dropped at the
+  // next one, and all of them when the nodes change (entries hold node positions). A job not
+  // yet reported running (unstarted_) counts as started at each cycle's time.
+  std::unordered_map<uint64_t, size_t> running_at_;
+  std::set<uint64_t> running_stale_;
+  std::set<uint64_t> unstarted_;
+  void UpdateRunningLocked();
+  // The same for the jobs of waiting_ (whose specs do not change while they wait): the
+  // pending jobs a cycle plans, kept in pending_jobs_ and updated at each cycle from
+  // pending_stale_, the jobs that joined or left waiting_ since the last.
+  std::vector<core::Job> pending_jobs_;
+  std::unordered_map<uint64_t, size_t> pending_at_;
+  std::set<uint64_t> pending_stale_;
+  void UpdatePendingLocked();
+  uint64_t nodes_version_ = 1;
+  uint64_t shrink_version_ = 1;
+  uint64_t snapshot_nodes_version_ = 0;
+  std::thread thread_;
+
+ public:
+  Metrics metrics;
+};
+
+}  // namespace gangway::controller
+
+#endif  // GANGWAY_CONTROLLER_CONTROLLER_H_

@@ -1,0 +1,1248 @@
+// The controller's request handlers: the user API and the agent protocol
+// (docs/design/live-system.md). Each takes the lock, validates, changes state through the
+// transitions in controller.cc, and commits what it changed before answering.
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "controller/agent_messages.h"
+#include "controller/auth.h"
+#include "controller/controller.h"
+#include "controller/gpu_top.h"
+#include "formats/units.h"
+#include "formats/yaml_reader.h"
+#include "protocol/commands.h"
+
+namespace gangway::controller {
+namespace {
+
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+constexpr size_t kMaxLogChunk = 256 * 1024;
+constexpr size_t kMaxCommandBatch = 1000;
+// A job's view (GET /v1/jobs/{id}, `gangway describe`) carries its newest events, at most this
+// many.
+constexpr int kEventsInJobView = 1000;
+
+ApiError Error(int status, std::string code, std::string message, std::string field = "") {
+  return {status, std::move(code), std::move(message), std::move(field), json::array()};
+}
+
+json TimeOrNull(int64_t t) { return t == 0 ? json(nullptr) : json(FormatTime(t)); }
+
+bool ValidName(std::string_view s) {
+  if (s.empty() || s.size() > 128) return false;
+  if (!std::isalnum(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+int64_t FileSize(const std::filesystem::path& p) {
+  std::error_code ec;
+  auto n = std::filesystem::file_size(p, ec);
+  return ec ? 0 : static_cast<int64_t>(n);
+}
+
+int64_t GpuMilli(const core::TaskAllocation& a) {
+  int64_t m = 0;
+  for (const auto& g : a.gpus)
+    m += g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile);
+  return m;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- views
+
+json Controller::JobView(const JobRecord& j, bool detail) {
+  json command = j.live.run.command;
+  json out = {
+      {"id", j.id},
+      {"name", j.live.job.name},
+      {"user", j.live.job.user},
+      {"queue", j.live.job.queue},
+      {"priority", j.live.job.priority},
+      {"priorityClass", j.live.job.priority_class},
+      {"state", JobStateName(j.state)},
+      {"attempt", j.attempt},
+      {"restarts", j.restarts},
+      {"restartPolicy", RestartPolicyName(j.live.run.restart_policy)},
+      {"restartLimit", j.live.run.restart_limit},
+      {"submittedAt", TimeOrNull(j.submitted_at)},
+      {"startedAt", TimeOrNull(j.started_at)},
+      {"finishedAt", TimeOrNull(j.finished_at)},
+      {"command", command},
+      {"timeLimit", j.live.job.time_limit ? json(formats::FormatDuration(*j.live.job.time_limit))
+                                          : json(nullptr)},
+      {"tasks", j.TaskCount()},
+      {"gpus", j.Gpus()},
+      {"exitCode", j.exit_code ? json(*j.exit_code) : json(nullptr)},
+      {"message", j.message},
+      {"pending", nullptr}};
+  if (j.pending && j.state == JobState::kPending) {
+    out["pending"] = {
+        {"code", core::PendingCodeName(j.pending->code)},
+        {"message", j.pending->message},
+        {"estimatedStart", j.pending->estimated_start
+                               ? json(FormatTime(core::ToSeconds(*j.pending->estimated_start)))
+                               : json(nullptr)}};
+  }
+  json tasks = json::array();
+  for (const TaskRecord& t : j.tasks) {
+    json gpus = json::array();
+    for (const auto& g : t.alloc.gpus) gpus.push_back(g.gpu);
+    tasks.push_back({{"index", t.index},
+                     {"id", j.TaskId(t.index)},
+                     {"group", j.live.job.groups[static_cast<size_t>(t.group)].name},
+                     {"replica", t.replica},
+                     {"node", t.node},
+                     {"gpus", gpus},
+                     {"gpuMilli", GpuMilli(t.alloc)},
+                     {"state", TaskStateName(t.state)},
+                     {"exitCode", t.exit_code ? json(*t.exit_code) : json(nullptr)},
+                     {"signal", t.signal},
+                     {"startedAt", TimeOrNull(t.started_at)},
+                     {"finishedAt", TimeOrNull(t.finished_at)},
+                     {"message", t.message}});
+  }
+  out["taskList"] = tasks;
+  if (detail) {
+    json events = json::array();
+    // The newest: a job restarted many times has more events than a view should carry.
+    for (const StoredEvent& e : store_->LastEvents(0, j.id, kEventsInJobView)) {
+      events.push_back({{"seq", e.seq},
+                        {"time", FormatTime(e.time)},
+                        {"job", e.job},
+                        {"type", e.type},
+                        {"message", e.message}});
+    }
+    out["events"] = events;
+    out["spec"] = j.spec_text;
+  }
+  return out;
+}
+
+Controller::NodeFacts Controller::NodeFactsLocked(const NodeEntry& e) const {
+  NodeFacts out{.record = e.record, .uses = {}};
+  const std::string& name = e.record.node.name;
+  for (uint64_t id : ActiveOnLocked(name)) {
+    const JobRecord& job = jobs_.at(id);
+    for (const TaskRecord& t : job.tasks) {
+      if (t.node != name || !t.Holds()) continue;
+      out.busy = true;
+      for (const auto& g : t.alloc.gpus) {
+        out.uses.push_back(
+            {.gpu = g.gpu,
+             .job = id,
+             .user = job.live.job.user,
+             .task = t.index,
+             .milli = g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile),
+             .mig_profile = g.mig_profile});
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string NodeState(const NodeRecord& n, bool busy) {
+  if (n.lost) return "lost";
+  if (n.draining) return busy ? "draining" : "drained";
+  if (n.cordoned) return "cordoned";
+  return "ready";
+}
+
+// Whether GPU i of a node is free: healthy, not split into MIG slices, held by no task.
+template <typename GpuUse>
+std::vector<bool> FreeGpus(const NodeRecord& n, const std::vector<GpuUse>& uses) {
+  std::vector<bool> free(n.node.gpus.size());
+  for (size_t i = 0; i < free.size(); ++i) {
+    free[i] = n.node.gpus[i].healthy && !n.node.gpus[i].mig_enabled;
+  }
+  for (const auto& u : uses) {
+    if (u.gpu >= 0 && static_cast<size_t>(u.gpu) < free.size())
+      free[static_cast<size_t>(u.gpu)] = false;
+  }
+  return free;
+}
+
+// What both views of a node show.
+template <typename GpuUse>
+json NodeHead(const NodeRecord& n, bool busy, const std::vector<GpuUse>& uses) {
+  const std::vector<bool> free = FreeGpus(n, uses);
+  return {{"name", n.node.name},
+          {"state", NodeState(n, busy)},
+          {"address", n.address},
+          {"cpuMilli", n.node.cpu_milli},
+          {"memoryBytes", n.node.memory_bytes},
+          {"labels", n.node.labels},
+          {"gpusFree", std::count(free.begin(), free.end(), true)},
+          {"registeredAt", TimeOrNull(n.registered_at)},
+          {"lastHeartbeat", TimeOrNull(n.last_report)}};
+}
+
+}  // namespace
+
+json Controller::NodeView(const NodeFacts& facts) {
+  const NodeRecord& n = facts.record;
+  std::vector<json> used(n.node.gpus.size(), json::array());
+  for (const GpuUse& u : facts.uses) {
+    if (u.gpu >= 0 && static_cast<size_t>(u.gpu) < used.size()) {
+      used[static_cast<size_t>(u.gpu)].push_back({{"job", u.job},
+                                                  {"user", u.user},
+                                                  {"task", u.task},
+                                                  {"milli", u.milli},
+                                                  {"migProfile", u.mig_profile}});
+    }
+  }
+  json gpus = json::array();
+  for (size_t i = 0; i < n.node.gpus.size(); ++i) {
+    json gpu = GpuDoc(n.node.gpus[i]);
+    gpu["utilization"] = i < n.gpu_status.size() && n.gpu_status[i].utilization >= 0
+                             ? json(n.gpu_status[i].utilization)
+                             : json(nullptr);
+    gpu["usedBy"] = used[i];
+    gpus.push_back(std::move(gpu));
+  }
+  json out = NodeHead(n, facts.busy, facts.uses);
+  out["gpus"] = std::move(gpus);
+  return out;
+}
+
+json Controller::NodeSummaryView(const NodeFacts& facts) {
+  const NodeRecord& n = facts.record;
+  json models = json::object();
+  json unhealthy = json::array();
+  json mig = json::array();
+  for (const core::GpuDevice& g : n.node.gpus) {
+    models[g.model] = models.value(g.model, 0) + 1;
+    if (!g.healthy) unhealthy.push_back(g.index);
+    if (g.mig_enabled) mig.push_back(g.index);
+  }
+  json out = NodeHead(n, facts.busy, facts.uses);
+  out["gpuCount"] = n.node.gpus.size();
+  out["gpuModels"] = std::move(models);
+  out["unhealthyGpus"] = std::move(unhealthy);
+  out["migGpus"] = std::move(mig);
+  return out;
+}
+
+// ---------------------------------------------------------------- user API
+
+std::optional<ApiError> Controller::ApplyTimeLimit(core::Job& job) const {
+  auto queue = std::find_if(options_.queues.begin(), options_.queues.end(),
+                            [&](const core::QueueSpec& q) { return q.name == job.queue; });
+  std::optional<core::Duration> max_limit;
+  std::string source;
+  if (queue != options_.queues.end() && queue->max_time_limit) {
+    max_limit = queue->max_time_limit;
+    source = "queue " + queue->name + "'s maxTimeLimit";
+  }
+  if (options_.max_time_limit && (!max_limit || *options_.max_time_limit < *max_limit)) {
+    max_limit = options_.max_time_limit;
+    source = "the cluster's (gangway server --max-time-limit)";
+  }
+  if (!max_limit) return std::nullopt;
+  if (!job.time_limit) {
+    job.time_limit = max_limit;
+  } else if (*job.time_limit > *max_limit) {
+    return Error(400, "invalid_job",
+                 "timeLimit: " + formats::FormatDuration(*job.time_limit) + " is longer than " +
+                     source + " of " + formats::FormatDuration(*max_limit),
+                 "timeLimit");
+  }
+  return std::nullopt;
+}
+
+Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
+  const int64_t now = Now();
+  auto parsed = ParseLiveJob(
+      body, {.now = core::FromSeconds(now), .priority_classes = &options_.priority_classes});
+  if (!parsed.ok()) {
+    const auto& errors = parsed.error();
+    ApiError e =
+        Error(400, "invalid_job",
+              errors.front().field.empty() ? errors.front().reason
+                                           : errors.front().field + ": " + errors.front().reason,
+              errors.front().field);
+    for (const auto& d : errors) {
+      e.details.push_back(
+          {{"field", d.field}, {"reason", d.reason}, {"line", d.line}, {"column", d.column}});
+    }
+    return e;
+  }
+  LiveJob live = std::move(parsed.value());
+  if (live.job.user.empty()) {
+    live.job.user = caller.user;
+  } else if (live.job.user != caller.user && !caller.admin) {
+    return Error(403, "forbidden",
+                 "user: you are " + caller.user + " and may not submit jobs as " + live.job.user,
+                 "user");
+  }
+  // Priorities come from the classes the admin defined, each for whom and where it says.
+  if (!caller.admin && live.job.priority_class.empty() && live.job.priority > 0) {
+    std::string classes;
+    for (const auto& [name, value] : options_.priority_classes) {
+      classes += (classes.empty() ? "" : ", ") + name;
+    }
+    return Error(403, "forbidden",
+                 "priority: only admins give a job a priority number above 0; use a " +
+                     std::string("priorityClass") +
+                     (classes.empty() ? " (the cluster defines none)" : " (" + classes + ")"),
+                 "priority");
+  }
+  if (auto rule = options_.priority_access.find(live.job.priority_class);
+      !caller.admin && rule != options_.priority_access.end()) {
+    const formats::PriorityClassAccess& access = rule->second;
+    auto listed = [](const std::vector<std::string>& list, const std::string& name) {
+      return list.empty() || std::find(list.begin(), list.end(), name) != list.end();
+    };
+    auto join = [](const std::vector<std::string>& list) {
+      std::string out;
+      for (const std::string& x : list) out += (out.empty() ? "" : ", ") + x;
+      return out;
+    };
+    if (!listed(access.users, caller.user)) {
+      return Error(403, "forbidden",
+                   "priorityClass: user " + caller.user + " may not use priority class " +
+                       rule->first + " (it is for " + join(access.users) + ")",
+                   "priorityClass");
+    }
+    if (!listed(access.queues, live.job.queue)) {
+      return Error(403, "forbidden",
+                   "priorityClass: priority class " + rule->first + " may not be used in queue " +
+                       live.job.queue + " (only in " + join(access.queues) + ")",
+                   "priorityClass");
+    }
+  }
+  std::vector<std::string> queue_names;
+  std::vector<std::string> children;
+  for (const auto& q : options_.queues) {
+    queue_names.push_back(q.name);
+    if (q.parent == live.job.queue) children.push_back(q.name);
+  }
+  if (std::find(queue_names.begin(), queue_names.end(), live.job.queue) == queue_names.end()) {
+    return Error(400, "invalid_job",
+                 "queue: unknown queue '" + live.job.queue + "'" +
+                     formats::DidYouMean(live.job.queue, queue_names) + "; queues are listed by " +
+                     "`gangway queues`",
+                 "queue");
+  }
+  if (!children.empty()) {
+    std::string list;
+    for (const std::string& c : children) list += (list.empty() ? "" : ", ") + c;
+    return Error(400, "invalid_job",
+                 "queue: '" + live.job.queue +
+                     "' groups other queues and takes no jobs itself; submit to one of " + list,
+                 "queue");
+  }
+  int64_t tasks = 0;
+  for (const core::TaskGroup& g : live.job.groups) tasks += std::max(g.replicas, g.min_replicas);
+  if (options_.max_tasks_per_job > 0 && tasks > options_.max_tasks_per_job) {
+    return Error(400, "invalid_job",
+                 "replicas: the job has " + std::to_string(tasks) + " tasks over its groups; at " +
+                     "most " + std::to_string(options_.max_tasks_per_job) +
+                     " are allowed (gangway server --max-job-tasks)",
+                 "replicas");
+  }
+  if (auto e = ApplyTimeLimit(live.job)) return *e;
+  json view;
+  {
+    std::unique_lock lock(mu_);
+    if (options_.max_pending_per_user > 0 &&
+        CountIn(pending_by_user_, live.job.user) >= options_.max_pending_per_user) {
+      return Error(429, "too_many_jobs",
+                   "user " + live.job.user + " has " +
+                       std::to_string(CountIn(pending_by_user_, live.job.user)) +
+                       " pending jobs, the most allowed (gangway server --max-pending-per-user); "
+                       "submit more once some have started or been cancelled");
+    }
+    if (!store_error_.empty()) {
+      return Error(507, "insufficient_storage",
+                   "the state database cannot be written (" + store_error_ +
+                       "); nothing was accepted. Free space under " + options_.data_dir.string() +
+                       " and submit again");
+    }
+    if (next_job_id_ >= ids_reserved_until_ && !ReserveJobIdsLocked()) {
+      return Error(507, "insufficient_storage",
+                   "cannot record job ids in " + options_.data_dir.string() +
+                       " (is the disk full?); nothing was accepted");
+    }
+    JobRecord job;
+    job.id = next_job_id_++;
+    job.spec_text = std::string(body);
+    job.live = std::move(live);
+    job.live.job.id = core::JobId{job.id};
+    job.live.job.submit_time = core::FromSeconds(now);
+    job.submitted_at = now;
+    job.waiting_since = clock_->SteadyNow();
+    // In jobs_ before anything indexes it: the indexes never name a job that is not there.
+    auto [it, inserted] = jobs_.emplace(job.id, std::move(job));
+    SaveJobLocked(it->second);
+    EventLocked(it->first, "submitted",
+                "by " + it->second.live.job.user + " to queue " + it->second.live.job.queue);
+    view = JobView(it->second, false);
+    dirty_ = true;
+    wake_.notify_one();
+    // Acknowledged only once on disk: a crash after this answer cannot lose the job.
+    if (!WaitDurable(lock)) {
+      return Error(503, "unavailable",
+                   "the job was queued but not yet saved (the state database is not "
+                   "writable); check `gangway jobs` before submitting it again");
+    }
+    metrics.submitted++;
+  }
+  wake_.notify_one();
+  return json{{"job", view}};
+}
+
+Outcome<json> Controller::ListJobs(const Caller& caller, const JobListQuery& q) {
+  std::lock_guard lock(mu_);
+  json out = json::array();
+  uint64_t last = 0;
+  auto it = q.before == 0 ? jobs_.end() : jobs_.lower_bound(q.before);
+  while (it != jobs_.begin() && static_cast<int>(out.size()) < q.limit) {
+    --it;
+    const JobRecord& j = it->second;
+    if (!q.states.empty() &&
+        std::find(q.states.begin(), q.states.end(), j.state) == q.states.end()) {
+      continue;
+    }
+    if (!q.user.empty() && j.live.job.user != q.user) continue;
+    if (!q.queue.empty() && j.live.job.queue != q.queue) continue;
+    if (!q.name.empty() && j.live.job.name != q.name) continue;
+    if (!Visible(caller, j)) continue;
+    if (!q.all_users && q.user.empty() && !caller.admin && j.live.job.user != caller.user) continue;
+    out.push_back(JobView(j, false));
+    last = j.id;
+  }
+  json answer = {{"jobs", std::move(out)}};
+  if (static_cast<int>(answer["jobs"].size()) >= q.limit && it != jobs_.begin()) {
+    answer["next"] = last;
+  }
+  return answer;
+}
+
+Outcome<json> Controller::GetJob(const Caller& caller, uint64_t id) {
+  std::lock_guard lock(mu_);
+  JobRecord* j = FindJob(id);
+  if (!j) return UnknownJob(id);
+  if (!Visible(caller, *j)) {
+    return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
+  }
+  return json{{"job", JobView(*j, true)}};
+}
+
+Outcome<json> Controller::Cancel(const Caller& caller, uint64_t id) {
+  json view;
+  {
+    std::lock_guard lock(mu_);
+    JobRecord* j = FindJob(id);
+    if (!j) return UnknownJob(id);
+    if (!Visible(caller, *j)) {
+      return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
+    }
+    if (Finished(j->state) || j->after_stop == JobState::kCancelled) {
+      return Error(
+          409, "conflict",
+          "job " + std::to_string(id) + " is already " + std::string(JobStateName(j->state)));
+    }
+    const std::string why = "cancelled by " + caller.user;
+    if (!j->HoldsResources()) {
+      j->state = JobState::kCancelled;
+      j->after_stop.reset();
+      j->finished_at = Now();
+      j->message = why;
+      EventLocked(j->id, "cancelled", why);
+      SaveJobLocked(*j);
+    } else {
+      j->message = why;
+      StopTasksLocked(*j, JobState::kCancelled,
+                      static_cast<int>(j->live.job.checkpoint_grace.count()), why);
+    }
+    view = JobView(*j, false);
+    dirty_ = true;
+  }
+  wake_.notify_one();
+  return json{{"job", view}};
+}
+
+Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id, int task,
+                                               int64_t offset, int64_t limit) {
+  std::filesystem::path path;
+  bool ended = false;
+  int64_t final_bytes = -1;
+  {
+    std::lock_guard lock(mu_);
+    JobRecord* j = FindJob(id);
+    if (!j) return UnknownJob(id);
+    if (!Visible(caller, *j)) {
+      return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
+    }
+    if (task < 0 || task >= j->TaskCount()) {
+      return Error(
+          400, "bad_request",
+          "task: job " + std::to_string(id) + " has tasks 0.." + std::to_string(j->TaskCount() - 1),
+          "task");
+    }
+    if (static_cast<size_t>(task) < j->tasks.size()) {
+      const TaskRecord& t = j->tasks[static_cast<size_t>(task)];
+      if (t.Holds()) {
+        // Someone reads this task's output: its agent ships it at its own pace for a while.
+        if (auto nit = nodes_.find(t.node); nit != nodes_.end()) {
+          NodeEntry& e = nit->second;
+          const auto now = clock_->SteadyNow();
+          if (now >= e.followed_until && LogIntervalMsLocked(e) > 0) {
+            e.follow_news = true;
+            e.poll.notify_all();
+          }
+          e.followed_until = now + kFollowWindow;
+        }
+      }
+      path = logs_.Path(id, j->TaskId(task));
+      ended = t.state == TaskState::kExited || t.state == TaskState::kLost;
+      final_bytes = t.state == TaskState::kLost ? 0 : t.log_bytes;
+    } else if (Finished(j->state)) {
+      ended = true;  // never ran
+      final_bytes = 0;
+    } else if (j->attempt > 0) {
+      // Requeued: show the previous attempt's output until the next one starts.
+      path = logs_.Path(id, std::to_string(id) + "." + std::to_string(j->attempt - 1) + "." +
+                                std::to_string(task));
+    }
+  }
+  LogChunk out;
+  out.next_offset = offset;
+  if (!path.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    const int64_t size = FileSize(path);
+    if (in && offset < size) {
+      const int64_t n = std::min(limit, size - offset);
+      out.data.resize(static_cast<size_t>(n));
+      in.seekg(offset);
+      in.read(out.data.data(), n);
+      out.data.resize(static_cast<size_t>(in.gcount()));
+      out.next_offset = offset + static_cast<int64_t>(out.data.size());
+    }
+    out.complete = ended && out.next_offset >= size &&
+                   (final_bytes < 0 || size >= final_bytes || logs_.Capped(size));
+  } else {
+    out.complete = ended;
+  }
+  return out;
+}
+
+json Controller::ListNodes(const NodeListQuery& q) {
+  // Gathered under the lock, shown after it: building the JSON of thousands of nodes took
+  // longer than agents' reports may wait.
+  std::vector<NodeFacts> facts;
+  bool more = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = q.after.empty() ? nodes_.begin() : nodes_.upper_bound(q.after);
+    facts.reserve(q.limit > 0 ? std::min(q.limit, nodes_.size()) : nodes_.size());
+    for (; it != nodes_.end(); ++it) {
+      if (q.limit > 0 && facts.size() == q.limit) {
+        more = true;
+        break;
+      }
+      facts.push_back(NodeFactsLocked(it->second));
+    }
+  }
+  json out = json::array();
+  for (const NodeFacts& f : facts) out.push_back(q.summary ? NodeSummaryView(f) : NodeView(f));
+  json answer = {{"nodes", std::move(out)}};
+  if (more) answer["next"] = facts.back().record.node.name;
+  return answer;
+}
+
+json Controller::Utilization(const Caller& caller, size_t job_rows) {
+  // Sampled under the lock, summed after it, as ListNodes does.
+  std::vector<TopNodeSample> nodes;
+  std::map<uint64_t, TopJobLabel> labels;
+  {
+    std::lock_guard lock(mu_);
+    nodes.reserve(nodes_.size());
+    for (const auto& [name, e] : nodes_) {
+      const NodeRecord& r = e.record;
+      TopNodeSample& node = nodes.emplace_back();
+      node.name = name;
+      node.gpus.resize(r.node.gpus.size());
+      for (size_t i = 0; i < node.gpus.size() && i < r.gpu_status.size(); ++i) {
+        if (r.gpu_status[i].utilization >= 0)
+          node.gpus[i].utilization = r.gpu_status[i].utilization;
+      }
+      bool busy = false;
+      for (uint64_t id : ActiveOnLocked(name)) {
+        const JobRecord& job = jobs_.at(id);
+        for (const TaskRecord& t : job.tasks) {
+          if (t.node != name || !t.Holds()) continue;
+          busy = true;
+          for (const auto& g : t.alloc.gpus) {
+            if (g.gpu < 0 || static_cast<size_t>(g.gpu) >= node.gpus.size()) continue;
+            node.gpus[static_cast<size_t>(g.gpu)].held_by.push_back(
+                {.job = id,
+                 .user = job.live.job.user,
+                 .milli = g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile)});
+          }
+        }
+        if (!labels.contains(id) && Visible(caller, job)) {
+          labels[id] = {.name = job.live.job.name, .queue = job.live.job.queue};
+        }
+      }
+      node.state = NodeState(r, busy);
+    }
+  }
+  return GpuTopJson(BuildGpuTop(nodes, labels), job_rows);
+}
+
+Outcome<json> Controller::GetNode(std::string_view name) {
+  std::unique_lock lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end())
+    return Error(404, "not_found", "node " + std::string(name) + " is unknown");
+  const NodeFacts facts = NodeFactsLocked(it->second);
+  lock.unlock();
+  return json{{"node", NodeView(facts)}};
+}
+
+Outcome<json> Controller::NodeAction(const Caller& caller, std::string_view name,
+                                     std::string_view action) {
+  if (!caller.admin) {
+    return Error(403, "forbidden", "only admins may " + std::string(action) + " nodes");
+  }
+  NodeFacts facts;
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(name);
+    if (it == nodes_.end()) {
+      std::vector<std::string> names;
+      for (const auto& [n, e] : nodes_) names.push_back(n);
+      return Error(404, "not_found",
+                   "node " + std::string(name) + " is unknown" + formats::DidYouMean(name, names));
+    }
+    NodeRecord& n = it->second.record;
+    if (action == "drain") n.draining = true;
+    if (action == "undrain") n.draining = false;
+    if (action == "cordon") n.cordoned = true;
+    if (action == "uncordon") n.cordoned = false;
+    SaveNodeLocked(n, action == "undrain" || action == "uncordon" ? NodeChange::kGrows
+                                                                  : NodeChange::kMayShrink);
+    EventLocked(0, "node-" + std::string(action),
+                std::string(action) + " " + n.node.name + " by " + caller.user);
+    facts = NodeFactsLocked(it->second);
+    dirty_ = true;
+  }
+  wake_.notify_one();
+  return json{{"node", NodeView(facts)}};
+}
+
+json Controller::ListQueues() {
+  std::lock_guard lock(mu_);
+  std::map<std::string, int64_t> usage;
+  std::map<std::string, std::string> parent;
+  for (const auto& q : options_.queues) parent[q.name] = q.parent;
+  for (const auto& [q, m] : usage_by_queue_) {
+    for (std::string at = q; !at.empty(); at = parent[at]) usage[at] += m;
+  }
+  int64_t total = 0;
+  for (const auto& [name, e] : nodes_) {
+    if (e.record.lost) continue;
+    total += static_cast<int64_t>(e.record.node.gpus.size()) * core::kGpuMilli;
+  }
+  // Fair share: the cluster divided among siblings by weight, recursively.
+  std::map<std::string, double> share;
+  std::function<double(const std::string&)> share_of = [&](const std::string& name) -> double {
+    if (auto it = share.find(name); it != share.end()) return it->second;
+    double sum = 0;
+    double mine = 1;
+    const std::string& p = parent[name];
+    for (const auto& q : options_.queues) {
+      if (q.parent == p) sum += q.weight;
+      if (q.name == name) mine = q.weight;
+    }
+    double s = (sum > 0 ? mine / sum : 1.0) * (p.empty() ? 1.0 : share_of(p));
+    share[name] = s;
+    return s;
+  };
+  json out = json::array();
+  for (const auto& q : options_.queues) {
+    const double fair = share_of(q.name);
+    out.push_back(
+        {{"name", q.name},
+         {"parent", q.parent.empty() ? json(nullptr) : json(q.parent)},
+         {"guarantee", {{"gpuMilli", q.guarantee.Get(core::kGpuResource)}}},
+         {"borrowLimit", q.borrow_limit.entries().empty()
+                             ? json(nullptr)
+                             : json({{"gpuMilli", q.borrow_limit.Get(core::kGpuResource)}})},
+         {"weight", q.weight},
+         {"usage", {{"gpuMilli", usage[q.name]}}},
+         {"fairShare", fair},
+         {"fairShareGpuMilli", static_cast<int64_t>(fair * static_cast<double>(total))},
+         {"pending", PendingIn(q.name)},
+         {"running", CountIn(active_by_queue_, q.name)}});
+  }
+  return {{"queues", out}};
+}
+
+Outcome<json> Controller::Events(const Caller& caller, const EventQuery& q) {
+  std::lock_guard lock(mu_);
+  if (q.job != 0) {
+    JobRecord* j = FindJob(q.job);
+    if (j == nullptr || !Visible(caller, *j)) {
+      return Error(404, "not_found", "job " + std::to_string(q.job) + " is unknown");
+    }
+  }
+  json out = json::array();
+  const std::vector<StoredEvent> events = q.last ? store_->LastEvents(q.after, q.job, q.limit)
+                                                 : store_->Events(q.after, q.job, q.limit);
+  for (const StoredEvent& e : events) {
+    if (!caller.admin && e.job != 0) {
+      JobRecord* j = FindJob(e.job);
+      if (!j || !Visible(caller, *j)) continue;
+    }
+    out.push_back({{"seq", e.seq},
+                   {"time", FormatTime(e.time)},
+                   {"job", e.job},
+                   {"type", e.type},
+                   {"message", e.message}});
+  }
+  return json{{"events", out}};
+}
+
+// ---------------------------------------------------------------- agent protocol
+
+Controller::NodeAccess Controller::AuthorizeNode(std::string_view node, std::string_view token) {
+  const std::string presented = token.empty() ? std::string() : TokenDigest(token);
+  std::shared_lock lock(tokens_mu_);
+  auto it = digest_by_node_.find(node);
+  if (it == digest_by_node_.end()) return NodeAccess::kUnknownNode;
+  const std::string& digest = it->second;
+  return !digest.empty() && !presented.empty() && SameToken(digest, presented)
+             ? NodeAccess::kAllowed
+             : NodeAccess::kDenied;
+}
+
+bool Controller::IsNodeToken(std::string_view token) {
+  if (token.empty()) return false;
+  const std::string digest = TokenDigest(token);
+  std::shared_lock lock(tokens_mu_);
+  return node_by_digest_.contains(digest);
+}
+
+Outcome<json> Controller::Register(const json& body, const AgentCredential& who) {
+  std::string claimed;  // the node's name, for the credential check before anything else
+  if (body.is_object() && body.contains("node") && body["node"].is_object() &&
+      body["node"].contains("name") && body["node"]["name"].is_string()) {
+    claimed = body["node"]["name"].get<std::string>();
+  }
+  const bool owner = !claimed.empty() && AuthorizeNode(claimed, who.token) == NodeAccess::kAllowed;
+  if (!owner && !who.join) {
+    return Error(
+        401, "unauthorized",
+        "the bearer token is neither the join token nor the token of node '" + claimed + "'");
+  }
+  if (!body.is_object() || !body.contains("node") || !body["node"].is_object()) {
+    return Error(400, "bad_request", "node: expected the node's inventory", "node");
+  }
+  if (auto bad = CheckRegisterMessage(body)) {
+    return Error(400, "bad_request", bad->field + ": " + bad->reason, bad->field);
+  }
+  const json& n = body["node"];
+  NodeRecord rec;
+  try {
+    rec.node.name = n.at("name").get<std::string>();
+    if (!ValidName(rec.node.name)) {
+      return Error(
+          400, "bad_request",
+          "node.name: '" + rec.node.name + "' is not a node name (letters, digits, '.', '_', '-')",
+          "node.name");
+    }
+    rec.address = n.value("address", std::string("127.0.0.1"));
+    rec.node.cpu_milli = n.value("cpuMilli", int64_t{0});
+    rec.node.memory_bytes = n.value("memoryBytes", int64_t{0});
+    if (rec.node.cpu_milli < 0 || rec.node.memory_bytes < 0) {
+      return Error(400, "bad_request", "node.cpuMilli and node.memoryBytes must be >= 0");
+    }
+    rec.node.labels = n.value("labels", std::map<std::string, std::string>{});
+    std::set<int> indices;
+    size_t i = 0;
+    const json gpus = n.value("gpus", json::array());
+    if (!gpus.is_array()) {
+      return Error(400, "bad_request", "node.gpus: expected a list of GPUs", "node.gpus");
+    }
+    if (gpus.size() > static_cast<size_t>(core::kMaxGpusPerNode)) {
+      return Error(400, "bad_request",
+                   "node.gpus: " + std::to_string(gpus.size()) + " GPUs on one node; at most " +
+                       std::to_string(core::kMaxGpusPerNode) + " are allowed",
+                   "node.gpus");
+    }
+    for (const json& g : gpus) {
+      core::GpuDevice d{.model = g.at("model").get<std::string>(),
+                        .memory_bytes = g.at("memoryBytes").get<int64_t>(),
+                        .index = g.at("index").get<int>(),
+                        .uuid = g.value("uuid", std::string()),
+                        .domain = g.value("domain", 0),
+                        .mig_enabled = g.value("migEnabled", false),
+                        .healthy = g.value("healthy", true)};
+      const std::string field = "node.gpus[" + std::to_string(i++) + "]";
+      if (d.model.empty() || d.memory_bytes <= 0 || d.index < 0 || d.domain < 0 ||
+          !indices.insert(d.index).second) {
+        return Error(400, "bad_request",
+                     field + ": needs a model, memoryBytes > 0 and a unique index >= 0", field);
+      }
+      rec.node.gpus.push_back(std::move(d));
+    }
+  } catch (const json::exception& e) {
+    return Error(400, "bad_request", std::string("node: ") + e.what(), "node");
+  }
+  std::sort(rec.node.gpus.begin(), rec.node.gpus.end(),
+            [](const auto& a, const auto& b) { return a.index < b.index; });
+  for (size_t i = 0; i < rec.node.gpus.size(); ++i) {
+    if (rec.node.gpus[i].index != static_cast<int>(i)) {
+      return Error(400, "bad_request", "node.gpus: indices must be 0..N-1", "node.gpus");
+    }
+  }
+  if (auto it = rec.node.labels.find("topology.gangway.io/rack"); it != rec.node.labels.end()) {
+    rec.node.location.rack = it->second;
+  }
+  if (auto it = rec.node.labels.find("topology.gangway.io/leaf"); it != rec.node.labels.end()) {
+    rec.node.location.leaf = it->second;
+  }
+  if (auto it = rec.node.labels.find("topology.gangway.io/spine"); it != rec.node.labels.end()) {
+    rec.node.location.spine = it->second;
+  }
+  rec.agent_id = body.value("agentId", std::string());
+  rec.registered_at = Now();
+  rec.last_report = rec.registered_at;
+  rec.gpu_status.resize(rec.node.gpus.size());
+  std::string issued;  // a new node token, when the join token registers the node
+  {
+    std::unique_lock lock(mu_);
+    NodeEntry& e = nodes_[rec.node.name];
+    const bool known = e.record.registered_at != 0;
+    if (owner) {
+      // Checked again under the lock: another agent may have taken the lost node meanwhile.
+      if (!SameToken(e.record.token_digest, TokenDigest(who.token))) {
+        return Error(401, "unauthorized",
+                     "the token of node '" + rec.node.name + "' was replaced a moment ago");
+      }
+      rec.token_digest = e.record.token_digest;
+    } else {
+      if (known && !e.record.lost && !e.record.token_digest.empty()) {
+        const int64_t ago = std::max<int64_t>(0, Now() - e.record.last_report);
+        return Error(409, "conflict",
+                     "node.name: node '" + rec.node.name + "' is registered and its agent " +
+                         "reported " + std::to_string(ago) + " s ago; its own agent registers " +
+                         "again with its node token. To put another machine under this name, " +
+                         "stop the old agent: the name is free once the node is lost",
+                     "node.name");
+      }
+      issued = NewToken();
+      rec.token_digest = TokenDigest(issued);
+    }
+    if (!known || !issued.empty()) {
+      std::unique_lock tokens(tokens_mu_);
+      node_by_digest_.erase(e.record.token_digest);
+      if (!rec.token_digest.empty()) node_by_digest_[rec.token_digest] = rec.node.name;
+      digest_by_node_[rec.node.name] = rec.token_digest;
+    }
+    rec.draining = e.record.draining;
+    rec.cordoned = e.record.cordoned;
+    // A node no cycle plans with (new, or lost) only adds capacity by registering. Agents
+    // register again after a restart of theirs or of the controller's, all at once in the
+    // latter case, mostly with the same inventory.
+    NodeChange change = NodeChange::kMayShrink;
+    if (!known || e.record.lost) {
+      change = NodeChange::kGrows;
+    } else if (rec.node == e.record.node) {
+      change = NodeChange::kNone;
+    }
+    e.record = std::move(rec);
+    e.last_seen = clock_->SteadyNow();
+    SaveNodeLocked(e.record, change);
+    EventLocked(0, "node-registered",
+                "node " + e.record.node.name + (known ? " registered again" : " joined") +
+                    " with " + std::to_string(e.record.node.gpus.size()) + " GPUs");
+    if (change != NodeChange::kNone) dirty_ = true;
+    // The agent keeps the token only if the controller does: a restart must still know it.
+    if (!issued.empty() && !WaitDurable(lock)) {
+      return Error(503, "unavailable",
+                   "the node could not be saved (the state database is not writable); the "
+                   "agent registers again");
+    }
+  }
+  wake_.notify_one();
+  // nodeTimeoutMs: after this long without a report the node is lost and its jobs requeued;
+  // the agent stops its tasks itself before then (docs/design/live-system.md).
+  json out = {{"controllerEpoch", epoch_},
+              {"heartbeatMs", options_.heartbeat.count()},
+              {"nodeTimeoutMs", options_.node_timeout.count()}};
+  if (!issued.empty()) out["nodeToken"] = issued;
+  return out;
+}
+
+Outcome<json> Controller::Commands(std::string_view node, const Poll& poll) {
+  std::unique_lock lock(mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) {
+    return Error(404, "not_found", "node " + std::string(node) + " is not registered");
+  }
+  return CommandsLocked(lock, it->second, poll);
+}
+
+json Controller::CommandsLocked(std::unique_lock<std::mutex>& lock, NodeEntry& e,
+                                const Poll& poll) {
+  const uint64_t after = poll.epoch == epoch_ ? poll.after : 0;
+  while (!e.commands.empty() && e.commands.front().seq <= after) e.commands.pop_front();
+  auto ready = [&](const Command& c) { return c.gen <= durable_gen_; };
+  ++metrics.polls_waiting;  // under mu_, which the wait releases only once it waits
+  e.poll.wait_for(lock, poll.wait, [&] {
+    return stopping_ || e.follow_news || (!e.commands.empty() && ready(e.commands.front()));
+  });
+  --metrics.polls_waiting;
+  e.follow_news = false;
+  json out = json::array();
+  for (const Command& c : e.commands) {
+    if (out.size() >= kMaxCommandBatch || !ready(c)) break;
+    out.push_back(c.body);
+  }
+  return json{
+      {"controllerEpoch", epoch_}, {"commands", out}, {"logIntervalMs", LogIntervalMsLocked(e)}};
+}
+
+int64_t Controller::LogIntervalMsLocked(const NodeEntry& node) const {
+  if (clock_->SteadyNow() < node.followed_until || options_.log_report_rate <= 0) return 0;
+  return static_cast<int64_t>(static_cast<double>(nodes_.size()) * 1000.0 /
+                              options_.log_report_rate);
+}
+
+Outcome<json> Controller::Report(std::string_view node, const json& body) {
+  return ReportThenPoll(node, body, nullptr);
+}
+
+Outcome<json> Controller::ReportAndPoll(std::string_view node, const json& body, const Poll& poll) {
+  return ReportThenPoll(node, body, &poll);
+}
+
+Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json& body,
+                                         const Poll* poll) {
+  if (!body.is_object()) return Error(400, "bad_request", "expected a JSON object");
+  if (auto bad = CheckReportMessage(body)) {
+    return Error(400, "bad_request", bad->field + ": " + bad->reason, bad->field);
+  }
+  metrics.reports++;
+  bool wake = false;
+  json ack = json::array();
+  json offsets = json::object();
+  json capped = json::array();  // tasks whose output is past the limit: the agent may drop it
+  int64_t log_interval_ms = 0;
+  // Output first, so that an exit in the same report finds it complete. It is written without
+  // the controller lock (see LogStore), for jobs the controller knows.
+  struct Chunk {
+    uint64_t job = 0;
+    std::string_view task_id;
+    int64_t offset = -1;
+    std::string_view data;
+  };
+  std::vector<Chunk> chunks;
+  if (auto logs = body.find("logs"); logs != body.end() && logs->is_array()) {
+    for (const json& chunk : *logs) {
+      if (!chunk.is_object()) continue;
+      auto id = chunk.find("taskId");
+      auto data = chunk.find("data");
+      if (id == chunk.end() || !id->is_string() || data == chunk.end() || !data->is_string()) {
+        continue;
+      }
+      // "<job>.<attempt>.<index>": nothing else names a file under the job's directory.
+      const std::string& task_id = id->get_ref<const std::string&>();
+      const auto dot = task_id.find('.');
+      if (dot == std::string::npos ||
+          task_id.find_first_not_of("0123456789.") != std::string::npos) {
+        continue;
+      }
+      uint64_t job = 0;
+      const auto [end, ec] = std::from_chars(task_id.data(), task_id.data() + dot, job);
+      if (ec != std::errc() || end != task_id.data() + dot) continue;
+      auto offset = chunk.find("offset");
+      chunks.push_back({.job = job,
+                        .task_id = task_id,
+                        .offset = offset != chunk.end() && offset->is_number_integer()
+                                      ? offset->get<int64_t>()
+                                      : -1,
+                        .data = data->get_ref<const std::string&>()});
+    }
+  }
+  if (!chunks.empty()) {
+    {
+      std::lock_guard lock(mu_);
+      if (!nodes_.contains(node_name)) {
+        return Error(404, "not_found", "node " + std::string(node_name) + " is not registered");
+      }
+      // Output is taken only for a task of the job's current attempt that this node runs: one
+      // node's credential must not write into another node's logs, nor create files for tasks
+      // that do not exist. What is refused is answered as capped, so that the agent drops it.
+      std::erase_if(chunks, [&](const Chunk& c) {
+        TaskRecord* task = nullptr;
+        const JobRecord* job = FindTask(c.task_id, &task);
+        if (job != nullptr && task->node == node_name) return false;
+        capped.push_back(std::string(c.task_id));
+        return true;
+      });
+    }
+    for (const Chunk& c : chunks) {
+      const std::string id(c.task_id);
+      const LogStore::Appended a = logs_.Append(c.job, id, c.offset, c.data, kMaxLogChunk);
+      offsets[id] = a.offset;
+      if (a.capped) capped.push_back(id);
+    }
+  }
+  {
+    std::unique_lock lock(mu_);
+    auto nit = nodes_.find(node_name);
+    if (nit == nodes_.end()) {
+      return Error(404, "not_found", "node " + std::string(node_name) + " is not registered");
+    }
+    NodeEntry& node = nit->second;
+    node.last_seen = clock_->SteadyNow();
+    // An agent sends reports from two threads (its heartbeat with its commands poll), so one
+    // may overtake another. An older one still brings exits, output and starts, but what it
+    // does not list is no evidence that a task is gone.
+    bool newest = true;
+    if (const uint64_t seq = body.value("reportSeq", uint64_t{0}); seq > 0) {
+      const std::string agent = body.value("agentId", std::string());
+      if (agent != node.report_agent) {
+        node.report_agent = agent;
+        node.report_seq = 0;
+      }
+      newest = seq > node.report_seq;
+      node.report_seq = std::max(node.report_seq, seq);
+    }
+    node.record.last_report = Now();
+    {
+      if (node.record.lost) {
+        node.record.lost = false;
+        SaveNodeLocked(node.record, NodeChange::kGrows);
+        EventLocked(0, "node-recovered", "node " + node.record.node.name + " reports again");
+        wake = true;
+      }
+      for (const json& g : body.value("gpus", json::array())) {
+        const int i = g.value("index", -1);
+        if (i < 0 || static_cast<size_t>(i) >= node.record.node.gpus.size()) continue;
+        node.record.gpu_status[static_cast<size_t>(i)].utilization = g.value("utilization", -1);
+        const bool healthy = g.value("healthy", true);
+        core::GpuDevice& d = node.record.node.gpus[static_cast<size_t>(i)];
+        if (d.healthy != healthy) {
+          d.healthy = healthy;
+          SaveNodeLocked(node.record, healthy ? NodeChange::kGrows : NodeChange::kMayShrink);
+          EventLocked(0, healthy ? "gpu-healthy" : "gpu-unhealthy",
+                      "GPU " + std::to_string(i) + " of " + node.record.node.name +
+                          (healthy ? " is healthy again" : " reports a fault"));
+          wake = true;
+        }
+      }
+      const std::string epoch = body.value("controllerEpoch", std::string());
+      const uint64_t applied = body.value("appliedSeq", uint64_t{0});
+      std::set<std::string> reported;
+      for (const json& t : body.value("tasks", json::array())) {
+        const std::string id = t.value("taskId", std::string());
+        const std::string state = t.value("state", std::string());
+        reported.insert(id);
+        TaskRecord* task = nullptr;
+        JobRecord* job = FindTask(id, &task);
+        if (!job || task->node != node_name) {
+          if (state == "running") {
+            PushCommandLocked(node, protocol::ToJson(protocol::Stop{
+                                        .task_id = id,
+                                        .grace_seconds = 0,
+                                        .signal = "SIGKILL",
+                                        .reason = "the controller does not expect this task"}));
+          } else {
+            ack.push_back(id);
+          }
+          continue;
+        }
+        if (state == "running") {
+          if (task->state == TaskState::kScheduled) {
+            task->state = TaskState::kRunning;
+            task->started_at = Now();
+            if (std::all_of(job->tasks.begin(), job->tasks.end(),
+                            [](const TaskRecord& x) { return x.state != TaskState::kScheduled; }) &&
+                job->state == JobState::kScheduled) {
+              job->state = JobState::kRunning;
+              job->started_at = Now();
+              EventLocked(job->id, "running",
+                          "all " + std::to_string(job->tasks.size()) + " tasks started");
+            }
+            SaveJobLocked(*job);
+          }
+        } else if (state == "exited") {
+          const int64_t have = logs_.Size(job->id, id);
+          const int64_t announced = t.value("logBytes", int64_t{-1});
+          if (announced < 0 || have >= announced || logs_.Capped(have)) {
+            ack.push_back(id);
+            logs_.Settled(job->id, id);
+          }
+          if (task->Holds()) {
+            if (t.contains("exitCode") && t["exitCode"].is_number_integer()) {
+              task->exit_code = t["exitCode"].get<int>();
+            }
+            task->signal = t.value("signal", 0);
+            if (task->signal != 0) task->exit_code.reset();
+            task->message = t.value("message", std::string());
+            task->log_bytes = t.value("logBytes", int64_t{-1});
+            task->finished_at = Now();
+            if (task->started_at == 0) task->started_at = task->finished_at;
+            task->state = TaskState::kExited;
+            wake = true;
+            if (t.value("lostContact", false) && !job->after_stop) {
+              // The agent stopped it itself, having lost the controller for nearly the node
+              // timeout: as if the node had been lost, whatever the exit code.
+              task->state = TaskState::kLost;
+              if (task->message.empty()) task->message = "the agent lost the controller";
+              RequeueOrFailLocked(*job, job->live.run.restart_policy == RestartPolicy::kOnFailure,
+                                  "node " + std::string(node_name) +
+                                      " lost contact with the controller and stopped the task");
+            } else {
+              TaskEndedLocked(*job, *task);  // may requeue the job: `task` is gone after
+            }
+          }
+        }
+      }
+      // What the agent no longer lists is gone: running tasks, and launches it has applied.
+      for (uint64_t id : newest ? ActiveOnLocked(node_name) : std::vector<uint64_t>{}) {
+        JobRecord& job = jobs_.at(id);
+        bool changed = false;
+        for (TaskRecord& t : job.tasks) {
+          if (t.node != node_name || !t.Holds() || reported.contains(job.TaskId(t.index))) {
+            continue;
+          }
+          const bool applied_launch =
+              epoch == epoch_ && t.launch_seq != 0 && t.launch_seq <= applied;
+          if (t.state == TaskState::kRunning || (t.state == TaskState::kStopping && t.started_at) ||
+              applied_launch) {
+            t.state = t.state == TaskState::kStopping ? TaskState::kExited : TaskState::kLost;
+            t.finished_at = Now();
+            if (t.state == TaskState::kLost) {
+              t.message = "the agent on " + t.node + " no longer runs this task";
+            }
+            changed = true;
+          }
+        }
+        if (!changed) continue;
+        wake = true;
+        if (!job.after_stop) {
+          RequeueOrFailLocked(job, job.live.run.restart_policy == RestartPolicy::kOnFailure,
+                              "a task of the job disappeared from " + std::string(node_name));
+        } else {
+          SettleLocked(job);
+        }
+      }
+    }
+    log_interval_ms = LogIntervalMsLocked(node);
+    if (wake) {
+      dirty_ = true;
+      wake_.notify_one();
+    }
+    // An acknowledged exit is forgotten by the agent: it must be on disk first.
+    if (!ack.empty() && !WaitDurable(lock)) ack = json::array();
+    if (poll != nullptr) {
+      json out = CommandsLocked(lock, node, *poll);  // nodes_ never drops an entry
+      out["ack"] = std::move(ack);
+      out["logOffsets"] = std::move(offsets);
+      out["logCapped"] = std::move(capped);
+      return out;
+    }
+  }
+  return json{{"ack", ack},
+              {"logOffsets", offsets},
+              {"logCapped", capped},
+              {"logIntervalMs", log_interval_ms}};
+}
+
+Controller::HealthReport Controller::Health() {
+  std::lock_guard lock(mu_);
+  if (store_error_.empty()) return {.ok = true, .body = {{"status", "ok"}}};
+  return {.ok = false,
+          .body = {{"status", "degraded"},
+                   {"reason", "the state database cannot be written: " + store_error_}}};
+}
+
+// ---------------------------------------------------------------- metrics
+
+std::string Controller::MetricsText() {
+  std::ostringstream o;
+  std::lock_guard lock(mu_);
+  o << "# HELP gangway_jobs Jobs by state.\n# TYPE gangway_jobs gauge\n";
+  for (JobState s :
+       {JobState::kPending, JobState::kScheduled, JobState::kRunning, JobState::kSucceeded,
+        JobState::kFailed, JobState::kPreempted, JobState::kCancelled, JobState::kTimeout}) {
+    o << "gangway_jobs{state=\"" << JobStateName(s) << "\"} "
+      << jobs_by_state_[static_cast<size_t>(s)] << "\n";
+  }
+  o << "# HELP gangway_queue_pending_jobs Pending jobs per queue.\n"
+       "# TYPE gangway_queue_pending_jobs gauge\n";
+  for (const auto& q : options_.queues) {
+    o << "gangway_queue_pending_jobs{queue=\"" << q.name << "\"} " << PendingIn(q.name) << "\n";
+  }
+  std::map<std::string, std::pair<int64_t, int64_t>> gpus;  // model -> (total, allocated milli)
+  std::map<std::string, int> node_states;
+  for (const auto& [name, e] : nodes_) {
+    node_states[e.record.lost                              ? "lost"
+                : (e.record.draining || e.record.cordoned) ? "cordoned"
+                                                           : "ready"]++;
+    if (e.record.lost) continue;
+    for (const auto& g : e.record.node.gpus) gpus[g.model].first += core::kGpuMilli;
+  }
+  for (const auto& [model, milli] : allocated_by_model_) gpus[model].second += milli;
+  o << "# HELP gangway_gpus GPUs by model and state (fractions count their share).\n"
+       "# TYPE gangway_gpus gauge\n";
+  for (const auto& [model, tot] : gpus) {
+    o << "gangway_gpus{model=\"" << model << "\",state=\"allocated\"} "
+      << static_cast<double>(tot.second) / 1000.0 << "\n";
+    o << "gangway_gpus{model=\"" << model << "\",state=\"free\"} "
+      << static_cast<double>(tot.first - tot.second) / 1000.0 << "\n";
+  }
+  o << "# HELP gangway_nodes Nodes by state.\n# TYPE gangway_nodes gauge\n";
+  for (const char* s : {"ready", "cordoned", "lost"}) {
+    o << "gangway_nodes{state=\"" << s << "\"} " << node_states[s] << "\n";
+  }
+  o << "# HELP gangway_job_wait_seconds From submission or requeue to placement, per queue.\n"
+       "# TYPE gangway_job_wait_seconds histogram\n";
+  for (const auto& [queue, h] : wait_by_queue_) {
+    h.Write(o, "gangway_job_wait_seconds", "queue=\"" + queue + "\"");
+  }
+  o << "# HELP gangway_scheduling_cycle_seconds Time spent in scheduling cycles.\n"
+       "# TYPE gangway_scheduling_cycle_seconds histogram\n";
+  cycle_seconds_.Write(o, "gangway_scheduling_cycle_seconds", "");
+  o << "# HELP gangway_scheduling_full_cycles_total Cycles over every pending job; the others "
+       "consider the first --cycle-depth.\n"
+       "# TYPE gangway_scheduling_full_cycles_total counter\n"
+    << "gangway_scheduling_full_cycles_total " << metrics.full_cycles.load() << "\n"
+    << "# HELP gangway_scheduling_last_cycle_seconds Duration of the last cycle.\n"
+       "# TYPE gangway_scheduling_last_cycle_seconds gauge\n"
+    << "gangway_scheduling_last_cycle_seconds "
+    << static_cast<double>(metrics.last_cycle_micros.load()) / 1e6 << "\n"
+    << "# HELP gangway_decisions_total Scheduling decisions by type.\n"
+       "# TYPE gangway_decisions_total counter\n"
+    << "gangway_decisions_total{type=\"start\"} " << metrics.starts.load() << "\n"
+    << "gangway_decisions_total{type=\"preempt\"} " << metrics.preemptions.load() << "\n"
+    << "# HELP gangway_jobs_submitted_total Jobs accepted.\n"
+       "# TYPE gangway_jobs_submitted_total counter\n"
+    << "gangway_jobs_submitted_total " << metrics.submitted.load() << "\n"
+    << "# HELP gangway_agent_reports_total Reports (heartbeats) received from agents.\n"
+       "# TYPE gangway_agent_reports_total counter\n"
+    << "gangway_agent_reports_total " << metrics.reports.load() << "\n"
+    << "# HELP gangway_agent_polls_waiting Agents' commands polls waiting for a command now.\n"
+       "# TYPE gangway_agent_polls_waiting gauge\n"
+    << "gangway_agent_polls_waiting " << metrics.polls_waiting.load() << "\n";
+  return o.str();
+}
+
+}  // namespace gangway::controller

@@ -1,0 +1,188 @@
+#include "controller/live_job.h"
+
+#include <csignal>
+
+#include "formats/job_reader.h"
+#include "formats/text.h"
+#include "formats/yaml_reader.h"
+
+namespace gangway::controller {
+namespace {
+
+using formats::Context;
+using formats::Field;
+using formats::MapReader;
+
+constexpr size_t kMaxArgs = 4096;
+constexpr size_t kMaxEnv = 1024;
+// execve(2) refuses (E2BIG) one argument or NAME=value string of 128 KiB or more
+// (MAX_ARG_STRLEN), and an argument list and environment together over a quarter of the stack
+// limit (2 MiB under the default 8 MiB). A job's own strings may take half of that; the rest
+// is for the variables Gangway and the agent add.
+constexpr size_t kMaxArgBytes = (size_t{128} << 10) - 1;
+constexpr size_t kMaxArgvEnvBytes = size_t{1} << 20;
+
+bool ValidEnvName(std::string_view s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  for (char c : s) {
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+      return false;
+  }
+  return true;
+}
+
+void ReadRunFields(Context& ctx, MapReader& m, RunSpec& run, bool& has_command) {
+  if (auto f = m.Take("command")) {
+    if (f->node.IsScalar()) {
+      if (auto s = formats::ReadScalar(ctx, *f)) {
+        if (s->empty()) {
+          ctx.Error(*f, "the command is empty");
+        } else {
+          run.command = {"/bin/sh", "-c", *s};
+          has_command = true;
+        }
+      }
+    } else if (auto list = formats::ReadStringList(ctx, *f)) {
+      if (list->empty() || (*list)[0].empty()) {
+        ctx.Error(*f, "the command is empty; give the program and its arguments");
+      } else if (list->size() > kMaxArgs) {
+        ctx.Error(*f, "more than " + std::to_string(kMaxArgs) + " arguments");
+      } else {
+        run.command = std::move(*list);
+        has_command = true;
+      }
+    }
+  }
+  if (auto f = m.Take("env")) {
+    if (!f->node.IsMap()) {
+      ctx.Error(*f, "expected a mapping of NAME: value, got " +
+                        std::string(formats::DescribeKind(f->node)));
+    } else {
+      for (const auto& entry : f->node) {
+        std::string key = entry.first.Scalar();
+        Field value{entry.second, entry.second.Mark(), formats::ChildPath(f->path, key)};
+        if (!ValidEnvName(key)) {
+          ctx.Error(value, "'" + formats::Quote(key) +
+                               "' is not a valid environment variable name (letters, digits and "
+                               "_, not starting with a digit)");
+        } else if (key.starts_with("GANGWAY_")) {
+          ctx.Error(value, "variables starting with GANGWAY_ are set by Gangway");
+        } else if (auto v = formats::ReadScalar(ctx, value)) {
+          run.env[key] = *v;
+        }
+      }
+      if (run.env.size() > kMaxEnv) {
+        ctx.Error(*f, "more than " + std::to_string(kMaxEnv) + " variables");
+      }
+    }
+  }
+  // What the kernel would refuse to start is refused here, not after the job waited for GPUs.
+  size_t total = 0;
+  for (size_t i = 0; i < run.command.size(); ++i) {
+    const size_t n = run.command[i].size();
+    total += n + 1;
+    if (n > kMaxArgBytes) {
+      ctx.Error(m.field().mark, "command[" + std::to_string(i) + "]",
+                "an argument of " + std::to_string(n) + " bytes is over the kernel's limit of " +
+                    std::to_string(kMaxArgBytes) + " bytes for one argument");
+    }
+  }
+  for (const auto& [key, value] : run.env) {
+    const size_t n = key.size() + 1 + value.size();
+    total += n + 1;
+    if (n > kMaxArgBytes) {
+      ctx.Error(m.field().mark, "env." + key,
+                "the variable takes " + std::to_string(n) + " bytes, over the kernel's limit of " +
+                    std::to_string(kMaxArgBytes) + " bytes for one");
+    }
+  }
+  if (total > kMaxArgvEnvBytes) {
+    ctx.Error(m.field().mark, "command",
+              "the command and env take " + std::to_string(total) + " bytes, over the limit of " +
+                  std::to_string(kMaxArgvEnvBytes) + " bytes that the kernel leaves for them");
+  }
+  if (auto f = m.Take("workdir")) {
+    if (auto s = formats::ReadScalar(ctx, *f)) {
+      if (!s->starts_with("/")) {
+        ctx.Error(*f, "the working directory must be an absolute path");
+      } else {
+        run.workdir = *s;
+      }
+    }
+  }
+  if (auto f = m.Take("restartPolicy")) {
+    if (auto s = formats::ReadScalar(ctx, *f)) {
+      if (*s == "never" || *s == "Never") {
+        run.restart_policy = RestartPolicy::kNever;
+      } else if (*s == "on-failure" || *s == "OnFailure") {
+        run.restart_policy = RestartPolicy::kOnFailure;
+      } else {
+        ctx.Error(*f, "'" + formats::Quote(*s) +
+                          "' is not a restart policy; use never or on-failure" +
+                          formats::DidYouMean(*s, {"never", "on-failure"}));
+      }
+    }
+  }
+  if (auto f = m.Take("restartLimit")) {
+    if (auto v = formats::ReadInt(ctx, *f, 0, 1000)) run.restart_limit = static_cast<int>(*v);
+  }
+  if (auto f = m.Take("checkpointSignal")) {
+    if (auto s = formats::ReadScalar(ctx, *f)) {
+      if (SignalNumber(*s) == 0) {
+        ctx.Error(*f, "'" + formats::Quote(*s) +
+                          "' is not a checkpoint signal; use SIGTERM, SIGINT, SIGUSR1 or "
+                          "SIGUSR2");
+      } else {
+        run.checkpoint_signal = *s;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view RestartPolicyName(RestartPolicy p) {
+  return p == RestartPolicy::kOnFailure ? "on-failure" : "never";
+}
+
+int SignalNumber(std::string_view name) {
+  if (name == "SIGTERM") return SIGTERM;
+  if (name == "SIGINT") return SIGINT;
+  if (name == "SIGUSR1") return SIGUSR1;
+  if (name == "SIGUSR2") return SIGUSR2;
+  return 0;
+}
+
+formats::ParseResult<LiveJob> ParseLiveJob(std::string_view text, const LiveJobOptions& options) {
+  Context ctx{"request"};
+  auto doc = formats::LoadDocument(ctx, text);
+  if (!doc) return ctx.TakeErrors();
+  if (!doc->node.IsMap()) {
+    ctx.Error(*doc, "expected one job: a mapping with name:, command: and resources, got " +
+                        std::string(formats::DescribeKind(doc->node)));
+    return ctx.TakeErrors();
+  }
+  if (const YAML::Node& map = doc->node; map["jobs"] && map["jobs"].IsSequence()) {
+    ctx.Error(doc->mark, "jobs",
+              "this is a list of jobs; a request carries one job (a mapping with name:, "
+              "command: and resources): submit each on its own");
+    return ctx.TakeErrors();
+  }
+  LiveJob out;
+  bool has_command = false;
+  static const std::map<std::string, int32_t> kNoClasses;
+  formats::JobReadOptions read{
+      .now = options.now,
+      .priority_classes = options.priority_classes ? options.priority_classes : &kNoClasses,
+      .extra_job_fields = [&](MapReader& m) { ReadRunFields(ctx, m, out.run, has_command); },
+  };
+  auto job = formats::ReadJob(ctx, *doc, read);
+  if (job && !has_command && !ctx.failed()) {
+    ctx.Error(*doc, "the job has no command; add command: [program, args...]");
+  }
+  if (!job || ctx.failed()) return ctx.TakeErrors();
+  out.job = std::move(*job);
+  return out;
+}
+
+}  // namespace gangway::controller

@@ -1,0 +1,49 @@
+#ifndef GANGWAY_CONTROLLER_LIVE_JOB_H_
+#define GANGWAY_CONTROLLER_LIVE_JOB_H_
+
+// A job as the controller accepts it: the scheduling request of docs/job-spec.md (core::Job)
+// plus what it takes to run it (docs/design/live-system.md, "Live job fields").
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model/job.h"
+#include "formats/diagnostic.h"
+
+namespace gangway::controller {
+
+enum class RestartPolicy : uint8_t { kNever, kOnFailure };
+
+struct RunSpec {
+  std::vector<std::string> command;  // argv; a string command becomes /bin/sh -c
+  std::map<std::string, std::string> env;
+  std::string workdir;
+  RestartPolicy restart_policy = RestartPolicy::kNever;
+  int restart_limit = 3;
+  std::string checkpoint_signal = "SIGTERM";
+};
+
+struct LiveJob {
+  core::Job job;  // id, user and submit time are the controller's to set
+  RunSpec run;
+};
+
+struct LiveJobOptions {
+  core::Instant now{};
+  const std::map<std::string, int32_t>* priority_classes = nullptr;
+};
+
+// Parses one job mapping (YAML or JSON). Errors name the field, e.g. "tasks[0].gpu: ...".
+formats::ParseResult<LiveJob> ParseLiveJob(std::string_view text, const LiveJobOptions& options);
+
+std::string_view RestartPolicyName(RestartPolicy p);
+
+// Signals a job may ask for as its checkpoint signal, by name.
+int SignalNumber(std::string_view name);  // 0 if unknown
+
+}  // namespace gangway::controller
+
+#endif  // GANGWAY_CONTROLLER_LIVE_JOB_H_

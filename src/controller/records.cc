@@ -1,0 +1,246 @@
+#include "controller/records.h"
+
+#include <array>
+#include <ctime>
+
+namespace gangway::controller {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, kJobStateCount> kJobStates = {
+    "pending", "scheduled", "running", "succeeded", "failed", "preempted", "cancelled", "timeout"};
+constexpr std::array<std::string_view, 5> kTaskStates = {"scheduled", "running", "stopping",
+                                                         "exited", "lost"};
+
+std::optional<TaskState> ParseTaskState(std::string_view s) {
+  for (size_t i = 0; i < kTaskStates.size(); ++i) {
+    if (kTaskStates[i] == s) return static_cast<TaskState>(i);
+  }
+  return std::nullopt;
+}
+
+json GpusDoc(const std::vector<core::GpuAssignment>& gpus) {
+  json out = json::array();
+  for (const auto& g : gpus) {
+    out.push_back({{"gpu", g.gpu},
+                   {"milli", g.milli},
+                   {"memoryBytes", g.memory_bytes},
+                   {"migProfile", g.mig_profile},
+                   {"migStart", g.mig_start}});
+  }
+  return out;
+}
+
+std::vector<core::GpuAssignment> GpusFromDoc(const json& doc) {
+  std::vector<core::GpuAssignment> out;
+  for (const json& g : doc) {
+    out.push_back({.gpu = g.at("gpu").get<int>(),
+                   .milli = g.at("milli").get<int64_t>(),
+                   .memory_bytes = g.at("memoryBytes").get<int64_t>(),
+                   .mig_profile = g.at("migProfile").get<std::string>(),
+                   .mig_start = g.at("migStart").get<int>()});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view JobStateName(JobState s) { return kJobStates[static_cast<size_t>(s)]; }
+
+std::optional<JobState> ParseJobState(std::string_view s) {
+  for (size_t i = 0; i < kJobStates.size(); ++i) {
+    if (kJobStates[i] == s) return static_cast<JobState>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view TaskStateName(TaskState s) { return kTaskStates[static_cast<size_t>(s)]; }
+
+bool Finished(JobState s) {
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled ||
+         s == JobState::kTimeout;
+}
+
+double JobRecord::Gpus() const {
+  int64_t milli = 0;
+  for (const core::TaskGroup& g : live.job.groups) {
+    const core::GpuRequest& r = g.request.gpu;
+    int64_t per = 0;
+    switch (r.kind) {
+      case core::GpuRequest::Kind::kNone:
+        break;
+      case core::GpuRequest::Kind::kWhole:
+        per = int64_t{r.count} * core::kGpuMilli;
+        break;
+      case core::GpuRequest::Kind::kFraction:
+        per = r.milli;
+        break;
+      case core::GpuRequest::Kind::kMig:
+        per = core::MigGpuMilli(r.mig_profile);
+        break;
+    }
+    milli += per * g.replicas;
+  }
+  return static_cast<double>(milli) / static_cast<double>(core::kGpuMilli);
+}
+
+std::string FormatTime(int64_t t) {
+  if (t == 0) return "";
+  std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  std::array<char, 32> buf{};
+  std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf.data();
+}
+
+json JobDoc(const JobRecord& j) {
+  json tasks = json::array();
+  for (const TaskRecord& t : j.tasks) {
+    tasks.push_back({{"index", t.index},
+                     {"group", t.group},
+                     {"replica", t.replica},
+                     {"node", t.node},
+                     {"gpus", GpusDoc(t.alloc.gpus)},
+                     {"cpuMilli", t.alloc.cpu_milli},
+                     {"memoryBytes", t.alloc.memory_bytes},
+                     {"extras", t.alloc.extras.entries()},
+                     {"state", TaskStateName(t.state)},
+                     {"exitCode", t.exit_code ? json(*t.exit_code) : json(nullptr)},
+                     {"signal", t.signal},
+                     {"startedAt", t.started_at},
+                     {"finishedAt", t.finished_at},
+                     {"message", t.message},
+                     {"logBytes", t.log_bytes},
+                     {"stopDeadline", t.stop_deadline}});
+  }
+  return {{"id", j.id},
+          {"spec", j.spec_text},
+          {"user", j.live.job.user},
+          {"priorityClass", j.live.job.priority_class},
+          {"priority", j.live.job.priority},
+          {"state", JobStateName(j.state)},
+          {"afterStop", j.after_stop ? json(JobStateName(*j.after_stop)) : json(nullptr)},
+          {"attempt", j.attempt},
+          {"restarts", j.restarts},
+          {"submittedAt", j.submitted_at},
+          {"startedAt", j.started_at},
+          {"finishedAt", j.finished_at},
+          {"exitCode", j.exit_code ? json(*j.exit_code) : json(nullptr)},
+          {"message", j.message},
+          {"masterPort", j.master_port},
+          {"tasks", tasks}};
+}
+
+std::optional<JobRecord> JobFromDoc(const json& doc) {
+  try {
+    JobRecord j;
+    j.id = doc.at("id").get<uint64_t>();
+    j.spec_text = doc.at("spec").get<std::string>();
+    auto state = ParseJobState(doc.at("state").get<std::string>());
+    if (!state) return std::nullopt;
+    j.state = *state;
+    if (!doc.at("afterStop").is_null()) {
+      j.after_stop = ParseJobState(doc.at("afterStop").get<std::string>());
+    }
+    j.attempt = doc.at("attempt").get<int>();
+    j.restarts = doc.at("restarts").get<int>();
+    j.submitted_at = doc.at("submittedAt").get<int64_t>();
+    j.started_at = doc.at("startedAt").get<int64_t>();
+    j.finished_at = doc.at("finishedAt").get<int64_t>();
+    if (!doc.at("exitCode").is_null()) j.exit_code = doc.at("exitCode").get<int>();
+    j.message = doc.at("message").get<std::string>();
+    j.master_port = doc.at("masterPort").get<int>();
+    j.live.job.user = doc.at("user").get<std::string>();
+    j.live.job.priority_class = doc.at("priorityClass").get<std::string>();
+    j.live.job.priority = doc.at("priority").get<int32_t>();
+    for (const json& t : doc.at("tasks")) {
+      TaskRecord r;
+      r.index = t.at("index").get<int>();
+      r.group = t.at("group").get<int>();
+      r.replica = t.at("replica").get<int>();
+      r.node = t.at("node").get<std::string>();
+      r.alloc.group = r.group;
+      r.alloc.replica = r.replica;
+      r.alloc.gpus = GpusFromDoc(t.at("gpus"));
+      r.alloc.cpu_milli = t.at("cpuMilli").get<int64_t>();
+      r.alloc.memory_bytes = t.at("memoryBytes").get<int64_t>();
+      for (const auto& [name, amount] :
+           t.at("extras").get<std::vector<std::pair<std::string, int64_t>>>()) {
+        r.alloc.extras.Add(name, amount);
+      }
+      auto ts = ParseTaskState(t.at("state").get<std::string>());
+      if (!ts) return std::nullopt;
+      r.state = *ts;
+      if (!t.at("exitCode").is_null()) r.exit_code = t.at("exitCode").get<int>();
+      r.signal = t.at("signal").get<int>();
+      r.started_at = t.at("startedAt").get<int64_t>();
+      r.finished_at = t.at("finishedAt").get<int64_t>();
+      r.message = t.at("message").get<std::string>();
+      r.log_bytes = t.at("logBytes").get<int64_t>();
+      r.stop_deadline = t.value("stopDeadline", int64_t{0});
+      j.tasks.push_back(std::move(r));
+    }
+    return j;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+json GpuDoc(const core::GpuDevice& g) {
+  return {{"index", g.index},    {"model", g.model},   {"memoryBytes", g.memory_bytes},
+          {"uuid", g.uuid},      {"domain", g.domain}, {"migEnabled", g.mig_enabled},
+          {"healthy", g.healthy}};
+}
+
+json NodeDoc(const NodeRecord& n) {
+  json gpus = json::array();
+  for (const core::GpuDevice& g : n.node.gpus) gpus.push_back(GpuDoc(g));
+  return {{"name", n.node.name},
+          {"address", n.address},
+          {"labels", n.node.labels},
+          {"cpuMilli", n.node.cpu_milli},
+          {"memoryBytes", n.node.memory_bytes},
+          {"gpus", gpus},
+          {"draining", n.draining},
+          {"cordoned", n.cordoned},
+          {"lost", n.lost},
+          {"agentId", n.agent_id},
+          {"tokenDigest", n.token_digest},
+          {"registeredAt", n.registered_at},
+          {"lastReport", n.last_report}};
+}
+
+std::optional<NodeRecord> NodeFromDoc(const json& doc) {
+  try {
+    NodeRecord n;
+    n.node.name = doc.at("name").get<std::string>();
+    n.address = doc.at("address").get<std::string>();
+    n.node.labels = doc.at("labels").get<std::map<std::string, std::string>>();
+    n.node.cpu_milli = doc.at("cpuMilli").get<int64_t>();
+    n.node.memory_bytes = doc.at("memoryBytes").get<int64_t>();
+    for (const json& g : doc.at("gpus")) {
+      n.node.gpus.push_back({.model = g.at("model").get<std::string>(),
+                             .memory_bytes = g.at("memoryBytes").get<int64_t>(),
+                             .index = g.at("index").get<int>(),
+                             .uuid = g.at("uuid").get<std::string>(),
+                             .domain = g.at("domain").get<int>(),
+                             .mig_enabled = g.at("migEnabled").get<bool>(),
+                             .healthy = g.at("healthy").get<bool>()});
+    }
+    n.draining = doc.at("draining").get<bool>();
+    n.cordoned = doc.at("cordoned").get<bool>();
+    n.lost = doc.at("lost").get<bool>();
+    n.agent_id = doc.at("agentId").get<std::string>();
+    n.token_digest = doc.value("tokenDigest", std::string());
+    n.registered_at = doc.at("registeredAt").get<int64_t>();
+    n.last_report = doc.at("lastReport").get<int64_t>();
+    n.gpu_status.resize(n.node.gpus.size());
+    return n;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace gangway::controller

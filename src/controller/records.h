@@ -1,0 +1,149 @@
+#ifndef GANGWAY_CONTROLLER_RECORDS_H_
+#define GANGWAY_CONTROLLER_RECORDS_H_
+
+// What the controller knows about jobs, their tasks and nodes, with the JSON documents they
+// are stored as (Store) and shown as (the REST API, docs/design/live-system.md).
+//
+// Job lifecycle: pending -> scheduled (placed, launches sent) -> running (every task started)
+// -> succeeded | failed | cancelled, and running -> preempted -> pending. While `after_stop`
+// is set the job's tasks are being stopped; once none holds resources the job moves to that
+// state (pending = requeued with attempt + 1).
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "controller/live_job.h"
+#include "core/model/job.h"
+#include "core/model/node.h"
+#include "core/sched/decision.h"
+
+namespace gangway::controller {
+
+enum class JobState : uint8_t {
+  kPending,
+  kScheduled,
+  kRunning,
+  kSucceeded,
+  kFailed,
+  kPreempted,
+  kCancelled,
+  kTimeout,  // stopped at its time limit
+};
+inline constexpr size_t kJobStateCount = static_cast<size_t>(JobState::kTimeout) + 1;
+enum class TaskState : uint8_t { kScheduled, kRunning, kStopping, kExited, kLost };
+
+std::string_view JobStateName(JobState s);
+std::optional<JobState> ParseJobState(std::string_view s);
+std::string_view TaskStateName(TaskState s);
+bool Finished(JobState s);  // succeeded, failed, cancelled or timeout
+
+struct TaskRecord {
+  int index = 0;  // RANK: position in the job's task list
+  int group = 0;
+  int replica = 0;
+  std::string node;
+  core::TaskAllocation alloc;  // node index is meaningless outside a cycle
+  TaskState state = TaskState::kScheduled;
+  std::optional<int> exit_code;
+  int signal = 0;
+  int64_t started_at = 0;   // unix seconds; 0 = not yet
+  int64_t finished_at = 0;  // unix seconds; 0 = not yet
+  std::string message;
+  int64_t log_bytes = -1;     // final output size the agent announced; -1 = not yet known
+  int64_t stop_deadline = 0;  // while stopping: when its grace ends (unix seconds)
+  // Not persisted: the sequence of this epoch's launch command (0 = not sent in this epoch).
+  uint64_t launch_seq = 0;
+
+  // Holds node resources: scheduled, running or stopping.
+  bool Holds() const {
+    return state == TaskState::kScheduled || state == TaskState::kRunning ||
+           state == TaskState::kStopping;
+  }
+};
+
+struct JobRecord {
+  uint64_t id = 0;
+  std::string spec_text;  // the job as submitted
+  LiveJob live;           // parsed from spec_text, with id, user and submit time set
+  JobState state = JobState::kPending;
+  std::optional<JobState> after_stop;
+  int attempt = 0;
+  int restarts = 0;
+  int64_t submitted_at = 0;
+  int64_t started_at = 0;
+  int64_t finished_at = 0;
+  std::optional<int> exit_code;
+  std::string message;
+  int master_port = 0;
+  std::vector<TaskRecord> tasks;  // of the current attempt
+  // Not persisted: the last cycle's verdict while pending.
+  std::optional<core::PendingJob> pending;
+  // Not persisted: the state the controller's job counters hold this job under (none before
+  // it is first indexed).
+  std::optional<JobState> counted_as;
+  // Not persisted: the nodes under which the controller's per-node index lists this job
+  // (sorted; empty unless the job held resources when last indexed).
+  std::vector<std::string> indexed_on;
+  // Not persisted: what the controller's usage counters hold for this job (see
+  // Controller::CountUsageLocked): GPU milli per model, and in its queue, of the tasks that held
+  // resources when it was last indexed.
+  std::vector<std::pair<std::string, int64_t>> counted_gpus;
+  int64_t counted_queue_milli = 0;
+  bool counted_active = false;
+  // Not persisted: when this attempt began to wait (submitted, requeued, or reloaded), for
+  // gangway_job_wait_seconds.
+  std::chrono::steady_clock::time_point waiting_since{};
+
+  std::string TaskId(int index) const {
+    return std::to_string(id) + "." + std::to_string(attempt) + "." + std::to_string(index);
+  }
+  bool HoldsResources() const {
+    for (const TaskRecord& t : tasks) {
+      if (t.Holds()) return true;
+    }
+    return false;
+  }
+  int TaskCount() const { return live.job.MaxTasks(); }
+  // Whole-GPU equivalents of the job at its full size (fractions round up per task).
+  double Gpus() const;
+};
+
+struct GpuStatus {
+  int utilization = -1;  // percent; -1 = unknown
+};
+
+struct NodeRecord {
+  core::Node node;
+  std::string address;
+  bool draining = false;  // no new work; "drained" once idle
+  bool cordoned = false;  // no new work
+  bool lost = false;
+  std::string agent_id;
+  // SHA-256 (TokenDigest) of the credential the node's agent got when it registered; empty
+  // for a node registered before nodes had credentials. Never shown through the API.
+  std::string token_digest;
+  int64_t registered_at = 0;
+  int64_t last_report = 0;  // unix seconds
+  std::vector<GpuStatus> gpu_status;
+};
+
+// A GPU as stored and shown: index, model, memoryBytes, uuid, domain, migEnabled, healthy.
+nlohmann::json GpuDoc(const core::GpuDevice& gpu);
+
+// Persistence documents. FromDoc returns nullopt for a document it cannot read.
+nlohmann::json JobDoc(const JobRecord& job);
+std::optional<JobRecord> JobFromDoc(const nlohmann::json& doc);
+nlohmann::json NodeDoc(const NodeRecord& node);
+std::optional<NodeRecord> NodeFromDoc(const nlohmann::json& doc);
+
+std::string FormatTime(int64_t unix_seconds);  // RFC 3339 UTC; "" for 0
+
+}  // namespace gangway::controller
+
+#endif  // GANGWAY_CONTROLLER_RECORDS_H_

@@ -1,0 +1,85 @@
+#ifndef GANGWAY_CONTROLLER_SQLITE_STORE_H_
+#define GANGWAY_CONTROLLER_SQLITE_STORE_H_
+
+// The controller's StateStore in one SQLite file (WAL, synchronous=FULL): jobs and nodes as
+// JSON documents keyed by id/name, and an append-only event log. A batch is one transaction
+// (one fsync), on disk when Commit returns. Schema version in `meta`; opening a file of a newer
+// version fails.
+//
+// Threads: the connection is opened in SQLite's serialized mode (FULLMUTEX), so calls from two
+// threads do not corrupt it. The controller's writer thread commits each batch without the
+// controller lock, while requests read events under that lock: such a read may see the rows
+// of a batch not yet committed.
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "controller/state_store.h"
+
+namespace gangway::controller {
+
+struct StoreOptions {
+  // Open a database that fails its integrity check, and load what can still be read, rather
+  // than refuse to start. damage() then says what was found.
+  bool salvage = false;
+};
+
+class SqliteStore final : public StateStore {
+ public:
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens or creates the database, and checks an existing one (PRAGMA quick_check); throws
+  // StoreError naming the file and the reason, also when it is damaged (unless
+  // options.salvage). A file of 0 bytes opens as a new database: created() says so.
+  explicit SqliteStore(const std::string& path, StoreOptions options = {});
+  ~SqliteStore() override;
+  SqliteStore(const SqliteStore&) = delete;
+  SqliteStore& operator=(const SqliteStore&) = delete;
+
+  void Commit(const std::vector<StateWrite>& batch) override;
+  // A row SQLite cannot read is an error, or (salvage) noted in damage() and the load goes on
+  // with what follows.
+  std::vector<JobRow> LoadJobs() override;
+  std::vector<std::pair<std::string, std::string>> LoadNodes() override;
+  uint64_t MaxJobId() override;
+  // Whether the tables were created by this open (a new file, or one of 0 bytes).
+  bool created() const override { return created_; }
+  const std::vector<std::string>& damage() const override { return damage_; }
+  std::vector<StoredEvent> Events(int64_t after, uint64_t job, int limit) override;
+  std::vector<StoredEvent> LastEvents(int64_t after, uint64_t job, int limit) override;
+
+ private:
+  void Begin();
+  void CommitTransaction();
+  void Rollback();  // never throws
+  void PutJob(uint64_t id, std::string_view state, std::string_view user, std::string_view doc);
+  void PutNode(std::string_view name, std::string_view doc);
+  void AppendEvent(const StoredEvent& event);
+  void ForgetJob(uint64_t id);
+  void CheckIntegrity();
+  std::vector<StoredEvent> QueryEvents(int64_t after, uint64_t job, int limit, bool newest);
+  void Exec(const char* sql);
+  [[noreturn]] void Fail(std::string_view what) const;
+  sqlite3_stmt* Prepare(const char* sql);
+
+  std::string path_;
+  StoreOptions options_;
+  bool created_ = false;
+  std::vector<std::string> damage_;
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* put_job_ = nullptr;
+  sqlite3_stmt* put_node_ = nullptr;
+  sqlite3_stmt* add_event_ = nullptr;
+  sqlite3_stmt* forget_job_ = nullptr;
+  sqlite3_stmt* forget_events_ = nullptr;
+  sqlite3_stmt* raise_id_floor_ = nullptr;
+  std::vector<sqlite3_stmt*> statements_;
+};
+
+}  // namespace gangway::controller
+
+#endif  // GANGWAY_CONTROLLER_SQLITE_STORE_H_

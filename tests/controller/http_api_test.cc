@@ -1,0 +1,347 @@
+// The controller's HTTP face under malformed and hostile requests: real HTTP on 127.0.0.1.
+// Each bad request gets the right 4xx and a JSON error naming the problem; afterwards the
+// server still serves and nothing accepted is lost.
+
+#include "controller/http_api.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "controller/http_api_fixture.h"
+
+namespace gangway::controller::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST_F(HttpApiTest, MetricsHealthAndOpenApi) {
+  ASSERT_EQ(PostJob("name: m\ngpu: 1\ncommand: [x]\n")->status, 201);
+  auto m = http_->Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_THAT(m->body, HasSubstr("gangway_jobs{state=\"pending\"} 1"));
+  EXPECT_THAT(m->body, HasSubstr("gangway_jobs_submitted_total 1"));
+  EXPECT_THAT(m->body, HasSubstr("gangway_api_requests_total{route=\"submit\",code=\"201\"} 1"));
+  EXPECT_THAT(m->body, HasSubstr("gangway_queue_pending_jobs{queue=\"default\"} 1"));
+  EXPECT_THAT(m->body, HasSubstr("# TYPE gangway_api_request_seconds histogram\n"));
+  EXPECT_THAT(m->body,
+              HasSubstr("gangway_api_request_seconds_bucket{route=\"submit\",le=\"+Inf\"} 1\n"
+                        "gangway_api_request_seconds_sum{route=\"submit\"} "));
+  EXPECT_THAT(m->body, HasSubstr("gangway_api_request_seconds_count{route=\"submit\"} 1\n"));
+  auto doc = http_->Get("/v1/openapi.json");
+  ASSERT_TRUE(doc);
+  json openapi = json::parse(doc->body);
+  EXPECT_EQ(openapi["openapi"], "3.0.3");
+  EXPECT_TRUE(openapi["paths"].contains("/v1/jobs/{id}/logs"));
+  EXPECT_TRUE(openapi["paths"].contains("/v1/utilization"));
+  auto top = http_->Get("/v1/utilization", As(kAliceToken));
+  ASSERT_TRUE(top);
+  EXPECT_EQ(top->status, 200) << top->body;
+  EXPECT_EQ(json::parse(top->body)["cluster"]["allocatedGpus"], 0.0);
+  top = http_->Get("/v1/utilization");
+  ASSERT_TRUE(top);
+  EXPECT_EQ(top->status, 401) << "a user's token is needed";
+  auto who = http_->Get("/v1/whoami", As(kAdminToken));
+  ASSERT_TRUE(who);
+  EXPECT_EQ(json::parse(who->body)["role"], "admin");
+}
+
+TEST_F(HttpApiTest, AgentsActOnlyForTheirOwnNode) {
+  auto register_node = [&](const std::string& name, const std::string& token) {
+    return http_->Post("/v1/agents/register", As(token.c_str()),
+                       json{{"node", {{"name", name}}}}.dump(), "application/json");
+  };
+  auto r1 = register_node("n1", kJoinToken);
+  ASSERT_TRUE(r1);
+  ASSERT_EQ(r1->status, 200) << r1->body;
+  const std::string n1 = json::parse(r1->body).value("nodeToken", "");
+  ASSERT_EQ(n1.size(), 32u) << r1->body;
+  auto r2 = register_node("n2", kJoinToken);
+  ASSERT_EQ(r2->status, 200) << r2->body;
+  const std::string n2 = json::parse(r2->body).value("nodeToken", "");
+  ASSERT_FALSE(n2.empty());
+  EXPECT_NE(n1, n2);
+
+  const std::string report = json{{"tasks", json::array()}}.dump();
+  // The node's own token works; the join token, another node's token and user tokens do not.
+  auto ok = http_->Post("/v1/agents/n1/report", As(n1.c_str()), report, "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  EXPECT_THAT(
+      ErrorOf(http_->Post("/v1/agents/n1/report", As(kJoinToken), report, "application/json"),
+              401)["message"]
+          .get<std::string>(),
+      HasSubstr("not this node's token"));
+  ErrorOf(http_->Post("/v1/agents/n1/report", As(n2.c_str()), report, "application/json"), 401);
+  ErrorOf(http_->Get("/v1/agents/n1/commands?waitMs=10", As(n2.c_str())), 401);
+  ErrorOf(http_->Get("/v1/agents/n1/commands?waitMs=10", As(kAdminToken)), 401);
+  ErrorOf(http_->Get("/v1/jobs", As(n1.c_str())), 401);
+  auto cmds = http_->Get("/v1/agents/n1/commands?waitMs=10", As(n1.c_str()));
+  ASSERT_TRUE(cmds);
+  EXPECT_EQ(cmds->status, 200) << cmds->body;
+  EXPECT_EQ(
+      ErrorOf(http_->Get("/v1/agents/n1/commands?waitMs=99999999", As(n1.c_str())), 400)["field"],
+      "waitMs");
+  // A report carried by the poll: one answer holds the report's (an exit the controller does
+  // not know is acknowledged) and the poll's.
+  const std::string exited =
+      json{{"tasks", {{{"taskId", "9.0.0"}, {"state", "exited"}, {"exitCode", 0}}}}}.dump();
+  auto both =
+      http_->Post("/v1/agents/n1/commands?waitMs=10", As(n1.c_str()), exited, "application/json");
+  ASSERT_TRUE(both);
+  ASSERT_EQ(both->status, 200) << both->body;
+  const json answer = json::parse(both->body);
+  EXPECT_EQ(answer["ack"], json({"9.0.0"}));
+  EXPECT_TRUE(answer["commands"].is_array());
+  EXPECT_TRUE(answer.contains("controllerEpoch"));
+  EXPECT_TRUE(answer.contains("logIntervalMs"));
+  ErrorOf(
+      http_->Post("/v1/agents/n1/commands?waitMs=10", As(n2.c_str()), exited, "application/json"),
+      401);
+  ErrorOf(
+      http_->Post("/v1/agents/n1/commands?waitMs=10", As(n1.c_str()), "[1]", "application/json"),
+      400);
+
+  // The join token cannot take over a node whose agent reports; the node's token re-registers
+  // it (after a controller restart, say) and keeps its token.
+  json conflict = ErrorOf(register_node("n1", kJoinToken), 409);
+  EXPECT_EQ(conflict["field"], "node.name");
+  EXPECT_THAT(conflict["message"].get<std::string>(), HasSubstr("node token"));
+  auto again = register_node("n1", n1);
+  ASSERT_EQ(again->status, 200) << again->body;
+  EXPECT_FALSE(json::parse(again->body).contains("nodeToken"));
+  ErrorOf(register_node("n1", n2), 401);
+  ErrorOf(register_node("n1", kAliceToken), 401);
+  ASSERT_EQ(http_->Post("/v1/agents/n1/report", As(n1.c_str()), report, "application/json")->status,
+            200);
+
+  // Tokens are not shown: the node list carries neither the token nor its digest.
+  auto nodes = http_->Get("/v1/nodes", As(kAdminToken));
+  ASSERT_TRUE(nodes);
+  EXPECT_THAT(nodes->body, Not(HasSubstr(n1)));
+  EXPECT_THAT(nodes->body, Not(HasSubstr(TokenDigest(n1))));
+}
+
+// Every agent registers again with its node token when the controller restarts; a token the
+// join token replaced (the node was lost and joined anew) is refused.
+TEST_F(HttpApiTest, ANodeTokenOutlivesARestartUntilTheNodeJoinsAnew) {
+  auto register_node = [&](const std::string& token) {
+    return http_->Post("/v1/agents/register", As(token.c_str()),
+                       json{{"node", {{"name", "n1"}}}}.dump(), "application/json");
+  };
+  auto first = register_node(kJoinToken);
+  ASSERT_EQ(first->status, 200) << first->body;
+  const std::string old_token = json::parse(first->body)["nodeToken"];
+  auto o = Options();
+  o.node_timeout = std::chrono::milliseconds(300);
+  RestartAll(o);
+  auto again = register_node(old_token);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200) << again->body;
+  ASSERT_TRUE(Eventually([&] { return Ok(c().GetNode("n1"))["node"]["state"] == "lost"; }));
+  auto anew = register_node(kJoinToken);
+  ASSERT_EQ(anew->status, 200) << anew->body;
+  EXPECT_NE(json::parse(anew->body)["nodeToken"], old_token);
+  EXPECT_THAT(ErrorOf(register_node(old_token), 401)["message"].get<std::string>(),
+              HasSubstr("not valid"));
+}
+
+// Every agent holds a connection, and so a server thread, in its commands long poll. With
+// httplib's fixed pool of 64 threads, once 64 agents were polling, reports (so nodes were lost)
+// and every CLI call waited for a poll to end.
+TEST_F(HttpApiTest, AgentsHoldingLongPollsDoNotStarveOtherRequests) {
+  constexpr int kAgents = 100;
+  std::vector<std::string> tokens;
+  std::string epoch;
+  for (int i = 0; i < kAgents; ++i) {
+    auto r =
+        http_->Post("/v1/agents/register", As(kJoinToken),
+                    json{{"node", {{"name", "n" + std::to_string(i)}}}}.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    tokens.push_back(json::parse(r->body)["nodeToken"]);
+    epoch = json::parse(r->body)["controllerEpoch"];
+  }
+  std::vector<int> polled(kAgents, 0);
+  std::vector<std::thread> agents;
+  for (int i = 0; i < kAgents; ++i) {
+    agents.emplace_back([&, i] {
+      httplib::Client poll("127.0.0.1", port_);
+      poll.set_read_timeout(std::chrono::seconds(30));
+      auto r = poll.Get(
+          "/v1/agents/n" + std::to_string(i) + "/commands?epoch=" + epoch + "&after=0&waitMs=20000",
+          As(tokens[static_cast<size_t>(i)].c_str()));
+      polled[static_cast<size_t>(i)] = r ? r->status : -1;
+    });
+  }
+  auto threads = [&] {
+    httplib::Client probe("127.0.0.1", port_);
+    probe.set_read_timeout(std::chrono::seconds(3));
+    auto m = probe.Get("/metrics");
+    if (!m) return -1;
+    const std::string key = "\ngangway_http_threads ";
+    const size_t at = m->body.find(key);
+    return at == std::string::npos ? -1 : std::stoi(m->body.substr(at + key.size()));
+  };
+  EXPECT_TRUE(Eventually([&] { return threads() > kAgents; })) << threads();
+
+  httplib::Client other("127.0.0.1", port_);
+  other.set_read_timeout(std::chrono::seconds(3));
+  auto health = other.Get("/healthz");
+  ASSERT_TRUE(health) << "no answer within 3 s while " << kAgents << " agents poll";
+  EXPECT_EQ(health->status, 200);
+  auto report = other.Post("/v1/agents/n0/report", As(tokens[0].c_str()),
+                           json{{"tasks", json::array()}}.dump(), "application/json");
+  ASSERT_TRUE(report);
+  EXPECT_EQ(report->status, 200) << report->body;
+
+  c().Stop();  // ends the polls
+  for (std::thread& t : agents) t.join();
+  for (int i = 0; i < kAgents; ++i) EXPECT_EQ(polled[static_cast<size_t>(i)], 200) << i;
+}
+
+TEST_F(HttpApiTest, LogsComeBackWithOffsets) {
+  auto reg = http_->Post("/v1/agents/register", As(kJoinToken),
+                         R"({"node": {"name": "n1", "gpus": [{"index": 0, "model": "H100-80GB",
+                            "memoryBytes": 85899345920}]}})",
+                         "application/json");
+  ASSERT_EQ(reg->status, 200);
+  const std::string node_token = json::parse(reg->body)["nodeToken"];
+  auto r = PostJob("name: l\ngpu: 1\ncommand: [x]\n");
+  const uint64_t id = json::parse(r->body)["job"]["id"];
+  const std::string task = std::to_string(id) + ".0.0";
+  ASSERT_TRUE(Eventually([&] { return State(id) == "scheduled"; }));
+  json report = {{"appliedSeq", 0},
+                 {"tasks", {{{"taskId", task}, {"state", "running"}}}},
+                 {"logs", {{{"taskId", task}, {"offset", 0}, {"data", "line 1\nline 2\n"}}}}};
+  ASSERT_EQ(
+      http_->Post("/v1/agents/n1/report", As(node_token.c_str()), report.dump(), "application/json")
+          ->status,
+      200);
+  auto logs = http_->Get("/v1/jobs/" + std::to_string(id) + "/logs?offset=7", As(kAliceToken));
+  ASSERT_TRUE(logs);
+  EXPECT_EQ(logs->body, "line 2\n");
+  EXPECT_EQ(logs->get_header_value("X-Gangway-Next-Offset"), "14");
+  EXPECT_EQ(logs->get_header_value("X-Gangway-Log-Complete"), "false");
+}
+
+TEST_F(HttpApiTest, JobListsArePagedWithLimitAndBefore) {
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(PostJob("name: p\ngpu: 1\ncommand: [x]\n")->status, 201);
+  auto r = http_->Get("/v1/jobs?limit=2", As(kAliceToken));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json page = json::parse(r->body);
+  ASSERT_EQ(page["jobs"].size(), 2u);
+  const uint64_t next = page["next"];
+  r = http_->Get("/v1/jobs?limit=2&before=" + std::to_string(next), As(kAliceToken));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(json::parse(r->body)["jobs"].size(), 1u) << r->body;
+  EXPECT_FALSE(json::parse(r->body).contains("next")) << r->body;
+
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/jobs?limit=0", As(kAliceToken)), 400)["field"], "limit");
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/jobs?limit=20000", As(kAliceToken)), 400)["message"],
+            "limit: '20000' is not a whole number in 1..10000");
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/jobs?before=x", As(kAliceToken)), 400)["field"], "before");
+}
+
+TEST_F(HttpApiTest, NodeListsTakeAViewALimitAndACursor) {
+  for (const char* name : {"n1", "n2"}) {
+    auto r = http_->Post("/v1/agents/register", As(kJoinToken), RegisterBody(name, 2).dump(),
+                         "application/json");
+    ASSERT_EQ(r->status, 200) << r->body;
+  }
+  auto r = http_->Get("/v1/nodes?view=summary&limit=1", As(kAliceToken));
+  ASSERT_EQ(r->status, 200) << r->body;
+  json page = json::parse(r->body);
+  ASSERT_EQ(page["nodes"].size(), 1u);
+  EXPECT_EQ(page["nodes"][0]["gpuCount"], 2);
+  EXPECT_EQ(page["next"], "n1");
+  r = http_->Get("/v1/nodes?after=n1", As(kAliceToken));
+  page = json::parse(r->body);
+  ASSERT_EQ(page["nodes"].size(), 1u);
+  EXPECT_EQ(page["nodes"][0]["gpus"].size(), 2u) << "the full view is the default";
+
+  json e = ErrorOf(http_->Get("/v1/nodes?view=short", As(kAliceToken)), 400);
+  EXPECT_EQ(e["field"], "view");
+  EXPECT_EQ(e["message"], "view: 'short' is not a view of nodes (full, summary)");
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/nodes?limit=0", As(kAliceToken)), 400)["field"], "limit");
+}
+
+TEST_F(HttpApiTest, EventsTakeTheNewestAndAJob) {
+  ASSERT_EQ(PostJob("name: e\ngpu: 1\ncommand: [x]\n")->status, 201);
+  ASSERT_EQ(PostJob("name: f\ngpu: 1\ncommand: [x]\n")->status, 201);
+  json events;
+  ASSERT_TRUE(Eventually([&] {
+    auto r = http_->Get("/v1/events?last=1", As(kAliceToken));
+    events = json::parse(r->body);
+    return r->status == 200 && events["events"].size() == 1 && events["events"][0]["job"] == 2;
+  })) << events;
+  auto r = http_->Get("/v1/events?job=1", As(kAliceToken));
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json of_one = json::parse(r->body);
+  for (const json& e : of_one["events"]) EXPECT_EQ(e["job"], 1) << e;
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/events?last=0", As(kAliceToken)), 400)["field"], "last");
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/events?job=x", As(kAliceToken)), 400)["field"], "job");
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/events?job=99", As(kAliceToken)), 404)["code"], "not_found");
+}
+
+TEST_F(HttpApiTest, ASecondServerCannotBindTheSamePort) {
+  // With SO_REUSEPORT (httplib's default) this Bind succeeded, and the kernel then split new
+  // connections between two controllers with different state.
+  HttpApi second(c(), AuthConfig{}, HttpOptions{.connections = ConnectionLimits::For(1)});
+  EXPECT_EQ(second.Bind("127.0.0.1", port_), -1);
+  auto r = http_->Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(HttpApiTest, ManyConnectionsWaitToBeAcceptedRatherThanBeingDropped) {
+  // A server bound but not yet serving accepts nothing, so every connection that completes
+  // its handshake waits in the listen backlog. With httplib's backlog of 5, the kernel drops
+  // the SYNs beyond it and those clients retry only after a second.
+  HttpApi idle(c(), AuthConfig{}, HttpOptions{.connections = ConnectionLimits::For(1)});
+  const int port = idle.Bind("127.0.0.1", 0);
+  ASSERT_GT(port, 0);
+  constexpr int kClients = 64;
+  std::vector<int> fds;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < kClients; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+    connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+  }
+  // Nothing accepts, so the backlog never drains: a connection beyond it never completes, and
+  // the deadline only bounds how long the test waits to see that.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  int connected = 0;
+  for (int fd : fds) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{.fd = fd, .events = POLLOUT, .revents = 0};
+    int error = -1;
+    socklen_t len = sizeof(error);
+    if (poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()))) == 1 &&
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) == 0 && error == 0) {
+      ++connected;
+    }
+    close(fd);
+  }
+  EXPECT_EQ(connected, kClients);
+}
+
+}  // namespace
+}  // namespace gangway::controller::testing
