@@ -166,9 +166,8 @@ int Utf8Length(const std::string& data, size_t i) {
 
 }  // namespace
 
-std::string NowRfc3339() {
-  return formats::FormatTime(
-      std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+std::string NowRfc3339(const util::Clock& clock) {
+  return formats::FormatTime(std::chrono::floor<std::chrono::seconds>(clock.WallNow()));
 }
 
 std::string LogChunkText(std::string data, bool final) {
@@ -189,12 +188,15 @@ std::string LogChunkText(std::string data, bool final) {
 
 Agent::Agent(AgentOptions options, std::unique_ptr<GpuSource> gpus)
     : options_(std::move(options)),
+      clock_(options_.clock ? options_.clock
+                            : std::shared_ptr<const util::Clock>(&util::Clock::Real(),
+                                                                 [](const util::Clock*) {})),
       gpus_(std::move(gpus)),
       agent_id_(RandomId()),
       heartbeat_(options_.heartbeat),
       log_interval_(options_.log_interval),
       loss_timeout_(options_.controller_loss_timeout),
-      last_report_(Clock::now() - options_.heartbeat) {  // the first poll carries a report
+      last_report_(clock_->SteadyNow() - options_.heartbeat) {  // the first poll carries a report
   options_.inventory.gpus = gpus_->Gpus();
 }
 
@@ -262,7 +264,7 @@ void Agent::Start() {
   started_ = true;
   {
     std::lock_guard lock(mu_);
-    last_contact_ = Clock::now();  // no task runs before the controller answers
+    last_contact_ = clock_->SteadyNow();  // no task runs before the controller answers
   }
   commands_thread_ = std::thread([this] { CommandsLoop(); });
   report_thread_ = std::thread([this] { ReportLoop(); });
@@ -334,7 +336,7 @@ bool Agent::EnsureRegistered(httplib::Client& client) {
     node_token = node_token_;
   }
   client.set_bearer_token_auth(node_token.empty() ? options_.join_token : node_token);
-  const auto sent = Clock::now();
+  const auto sent = clock_->SteadyNow();
   auto res =
       Resend([&] { return client.Post("/v1/agents/register", body.dump(), "application/json"); });
   if (res && res->status == 401 && !node_token.empty()) {
@@ -453,7 +455,7 @@ void Agent::CommandsLoop() {
       std::lock_guard lock(mu_);
       epoch = epoch_;
       after = applied_seq_;
-      const auto now = Clock::now();
+      const auto now = clock_->SteadyNow();
       bool answer_now = false;
       if (now >= last_report_ + heartbeat_) {
         report = BuildReportLocked(&sent);
@@ -477,7 +479,7 @@ void Agent::CommandsLoop() {
         fmt::format("/v1/agents/{}/commands?epoch={}&after={}&waitMs={}",
                     UrlEncode(options_.inventory.name), UrlEncode(epoch), after, wait.count());
     client->set_bearer_token_auth(Credential());
-    const auto sent_at = Clock::now();
+    const auto sent_at = clock_->SteadyNow();
     auto res = Resend([&] {
       return report ? client->Post(path, report->dump(), "application/json") : client->Get(path);
     });
@@ -607,7 +609,7 @@ void Agent::RecordFailedLaunch(const std::string& task_id, const std::string& me
   t.exited = true;
   t.exit = ExitStatus{.exit_code = kLaunchFailedExitCode, .signal = 0};
   t.message = message;
-  t.finished_at = NowRfc3339();
+  t.finished_at = NowRfc3339(*clock_);
   spdlog::warn("task {}: {}", task_id, message);
 }
 
@@ -669,7 +671,7 @@ void Agent::Launch(const protocol::Launch& launch) {
   running_journal_->Started(id, *pid);
   Task& t = tasks_[id];
   t.pid = *pid;
-  t.started_at = NowRfc3339();
+  t.started_at = NowRfc3339(*clock_);
   t.log_path = spec.log_path;
   t.stop_signal = stop_signal;
   t.grace = grace;
@@ -683,7 +685,7 @@ void Agent::OnExit(const std::string& task_id, ExitStatus status) {
     if (it == tasks_.end()) return;
     it->second.exited = true;
     it->second.exit = status;
-    it->second.finished_at = NowRfc3339();
+    it->second.finished_at = NowRfc3339(*clock_);
     report_due_ = true;
   }
   cv_.notify_all();
@@ -708,7 +710,7 @@ void Agent::Forget(const std::string& task_id) {
 void Agent::ContactAt(Clock::time_point sent) { last_contact_ = std::max(last_contact_, sent); }
 
 Clock::time_point Agent::StopTasksOfLostContactLocked() {
-  const auto now = Clock::now();
+  const auto now = clock_->SteadyNow();
   auto next = Clock::time_point::max();
   for (auto& [id, t] : tasks_) {
     if (t.exited || t.lost_contact) continue;
@@ -748,7 +750,7 @@ void Agent::ContactLoop() {
     if (next == Clock::time_point::max()) {
       cv_.wait(lock);
     } else {
-      cv_.wait_until(lock, next);
+      clock_->WaitUntil(cv_, lock, next);
     }
   }
 }
@@ -763,13 +765,18 @@ void Agent::ReportLoop() {
       // Wake for events; every log interval to ship new output, when that is shorter than the
       // heartbeat (else the output rides the heartbeat); and for a heartbeat the commands
       // thread has not carried (the controller unreachable on its connection, say).
+      auto interval_end = clock_->SteadyNow() + log_interval_;
       for (;;) {
+        if (report_due_ || stopping_) break;
+        const auto now = clock_->SteadyNow();
         const auto missed = last_report_ + heartbeat_ * 3 / 2;
+        if (now >= missed) break;
         const bool output_here = log_interval_ < heartbeat_;
-        const auto deadline = output_here ? std::min(missed, Clock::now() + log_interval_) : missed;
-        if (cv_.wait_until(lock, deadline, [&] { return report_due_ || stopping_; })) break;
-        if (Clock::now() >= last_report_ + heartbeat_ * 3 / 2) break;
-        if (output_here && HasUnsentLogs()) break;
+        if (output_here && now >= interval_end) {
+          if (HasUnsentLogs()) break;
+          interval_end = now + log_interval_;
+        }
+        clock_->WaitUntil(cv_, lock, output_here ? std::min(missed, interval_end) : missed);
       }
       final = stopping_;
     }
@@ -815,7 +822,7 @@ bool Agent::HasUnsentLogs() const {
 
 json Agent::BuildReportLocked(std::vector<SentLog>* sent) {
   report_due_ = false;
-  const auto now = Clock::now();
+  const auto now = clock_->SteadyNow();
   last_report_ = now;
   if (gpu_samples_.empty() || now - last_sample_ >= heartbeat_) {
     gpu_samples_ = gpus_->Sample();
@@ -937,7 +944,7 @@ bool Agent::SendReport(httplib::Client& client) {
   }
   const std::string path = fmt::format("/v1/agents/{}/report", UrlEncode(options_.inventory.name));
   client.set_bearer_token_auth(Credential());
-  const auto sent = Clock::now();
+  const auto sent = clock_->SteadyNow();
   auto res = Resend([&] { return client.Post(path, body.dump(), "application/json"); });
   if (!res) {
     spdlog::warn("report to {}: {}", options_.server, TransportError(res.error()));

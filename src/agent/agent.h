@@ -58,6 +58,7 @@
 #include "agent/leftover_tasks.h"
 #include "agent/task_runner.h"
 #include "protocol/commands.h"
+#include "util/clock.h"
 
 namespace httplib {
 class Client;
@@ -92,6 +93,9 @@ struct AgentOptions {
   // Directories no task may work in, besides `data_dir` (which holds the node token): under
   // `gangway up`, the controller's data directory with its admin token (client.json).
   std::vector<std::filesystem::path> private_dirs;
+  // Where the agent reads the time (contact loss, heartbeats, output intervals, the startedAt
+  // and finishedAt it reports); unset: the real clocks. Tests pass a fake one.
+  std::shared_ptr<const util::Clock> clock;
 };
 
 class Agent {
@@ -166,6 +170,7 @@ class Agent {
   bool SleepUnless(std::chrono::milliseconds d, const bool& flag);
 
   AgentOptions options_;
+  std::shared_ptr<const util::Clock> clock_;  // options_.clock, or the real one
   std::unique_ptr<GpuSource> gpus_;
   std::string agent_id_;
   std::string host_;
@@ -211,7 +216,7 @@ class Agent {
 };
 
 // The current time as "2026-11-29T12:00:00Z".
-std::string NowRfc3339();
+std::string NowRfc3339(const util::Clock& clock);
 
 // A log chunk made safe for a JSON string: every byte that is not part of valid UTF-8 becomes
 // '?' (one byte for one, so offsets still count the log's bytes); a UTF-8 sequence cut off at

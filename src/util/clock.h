@@ -6,14 +6,19 @@
 // clocks; tests pass a fake one (tests/testing/fake_clock.h) and move it forward instead of
 // sleeping.
 //
-// Only reading the time goes through it. Threads still wait on real time (a condition
-// variable's timeout), so code that acts when time has passed checks the clock each time it
-// wakes; with a fake clock it acts on the first wake-up after the clock was moved.
+// Reading the time goes through it, and so does a wait for a deadline on it (WaitUntil): the
+// real clock waits on the condition variable until the deadline; a fake one returns at once
+// if its time has reached the deadline and otherwise after a short real wait, so a waiter
+// sees the fake time move within about a millisecond. Either may return early (like any
+// condition variable), so a caller loops and checks its deadline and its predicate. Waits
+// measured in real time on purpose (network backoff, a process's kill grace) stay real.
 //
 // Thread safety: implementations may be read from any thread.
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 
 namespace gangway::util {
 
@@ -22,6 +27,11 @@ class Clock {
   virtual ~Clock() = default;
   virtual std::chrono::system_clock::time_point WallNow() const = 0;
   virtual std::chrono::steady_clock::time_point SteadyNow() const = 0;
+
+  // Waits on `cv` with `lock` held until notified, or until SteadyNow() reaches `deadline`;
+  // may return early.
+  virtual void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                         std::chrono::steady_clock::time_point deadline) const = 0;
 
   // Unix seconds of WallNow().
   int64_t UnixSeconds() const {
@@ -38,6 +48,10 @@ class RealClock final : public Clock {
   }
   std::chrono::steady_clock::time_point SteadyNow() const override {
     return std::chrono::steady_clock::now();
+  }
+  void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                 std::chrono::steady_clock::time_point deadline) const override {
+    cv.wait_until(lock, deadline);
   }
 };
 

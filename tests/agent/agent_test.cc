@@ -26,6 +26,7 @@
 
 #include "protocol/commands.h"
 #include "testing/eventually.h"
+#include "testing/fake_clock.h"
 #include "testing/temp_dir.h"
 
 namespace gangway::agent {
@@ -377,6 +378,7 @@ class AgentTest : public ::testing::Test {
     options.use_cgroups = false;
     options.controller_loss_timeout = controller_loss_timeout_;
     options.private_dirs = private_dirs_;
+    options.clock = clock_;
     auto gpus = ParseFakeGpus("2xH100-80GB", "n1");
     agent_ =
         std::make_unique<Agent>(std::move(options), std::make_unique<StaticGpuSource>("n1", *gpus));
@@ -409,6 +411,7 @@ class AgentTest : public ::testing::Test {
   const std::filesystem::path dir_ = tmp_.path();
   std::chrono::milliseconds controller_loss_timeout_ = 15s;
   std::vector<std::filesystem::path> private_dirs_;
+  std::shared_ptr<::gangway::testing::FakeClock> clock_;  // null: the real clocks
   FakeController controller_;
   std::unique_ptr<Agent> agent_;
 };
@@ -849,8 +852,11 @@ TEST_F(AgentTest, AnAgentCutOffFromTheControllerStopsItsTasksBeforeTheNodeTimeou
 
 // Without nodeTimeoutMs in the register answer, --controller-loss-timeout is the timeout; a
 // task that ends on its checkpoint signal ends with its own status, and a grace that fits is
-// left whole.
+// left whole. On a fake clock: the agent's time stands still until the test moves it, so the
+// stop comes exactly at its deadline (L = 3 s, H = 200 ms: the kill at 2.7 s, the 1 s grace
+// whole, the signal at 1.7 s after the last answered request).
 TEST_F(AgentTest, WithoutTheControllersTimeoutTheAgentsOwnIsUsed) {
+  clock_ = std::make_shared<::gangway::testing::FakeClock>();
   controller_.SetHeartbeatMs(200);
   controller_loss_timeout_ = 3s;
   StartAgent();
@@ -858,34 +864,40 @@ TEST_F(AgentTest, WithoutTheControllersTimeoutTheAgentsOwnIsUsed) {
                      {"/bin/sh", "-c",
                       "trap 'echo saved; exit 0' TERM; echo ready; while :; do sleep 0.005; done"},
                      {{"checkpointGraceSeconds", 1}});
-  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["8.0.0"] == "ready\n"; }));
+  ASSERT_TRUE(HasState("8.0.0", "running"));
   const int pid = FakeController::Entry(controller_.Reports(), "8.0.0", "running")->at("pid");
+  ASSERT_TRUE(PollFor([&] { return LocalLog("8.0.0") == "ready\n"; }, 10s));
   controller_.SetSilent(true);
-  const auto silent_at = std::chrono::steady_clock::now();
+  clock_->Advance(1700ms);
   ASSERT_TRUE(PollFor([&] { return ProcessGone(pid); }, 4s));
-  std::cout << "silence to the task gone: " << MsSince(silent_at) << " ms\n";
   EXPECT_TRUE(LocalLog("8.0.0").ends_with("saved\n")) << LocalLog("8.0.0");
   controller_.SetSilent(false);
   ASSERT_TRUE(HasState("8.0.0", "exited"));
   const json exited = *FakeController::Entry(controller_.Reports(), "8.0.0", "exited");
   EXPECT_EQ(exited["exitCode"], 0);
   EXPECT_EQ(exited["lostContact"], true);
-  const std::string message = exited["message"];
-  EXPECT_TRUE(message.starts_with("stopped: lost contact with the controller for ")) << message;
-  EXPECT_EQ(message.find("cut"), std::string::npos) << message;
+  // Stopped on the first look after its time came, not before (the clock stood at 0 s until
+  // then) and not later.
+  EXPECT_EQ(exited["message"], "stopped: lost contact with the controller for 1.7 s");
 }
 
 // A controller that answers keeps the tasks running, however long: each answered report moves
-// the deadline.
+// the deadline. On a fake clock, 2.5 loss timeouts pass in heartbeats the controller answers.
 TEST_F(AgentTest, TasksOutliveTheLossTimeoutWhileTheControllerAnswers) {
+  clock_ = std::make_shared<::gangway::testing::FakeClock>();
   controller_.SetHeartbeatMs(100);
-  controller_loss_timeout_ = 1s;
+  controller_loss_timeout_ = 1s;  // with a 100 ms grace: the signal 800 ms after the last answer
   StartAgent();
-  controller_.Launch("9.0.0", Waiting("echo up", "go"));
+  controller_.Launch("9.0.0", Waiting("echo up", "go"), {{"checkpointGraceSeconds", 0.1}});
   ASSERT_TRUE(HasState("9.0.0", "running"));
-  const size_t reports = controller_.Reports().size();
-  // Two and a half loss timeouts of heartbeats, counted, not slept.
-  ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.reports_.size() >= reports + 25; }));
+  // One heartbeat a step, each received before the next step: the newest answered request is
+  // at most a few steps (150 ms each) old, well inside the 800 ms.
+  for (int step = 0; step < 17; ++step) {  // 17 x 150 ms = 2.55 s
+    const size_t reports = controller_.Reports().size();
+    clock_->Advance(150ms);  // 1.5 heartbeats: the report thread sends one at once
+    ASSERT_TRUE(controller_.WaitUntil([&] { return controller_.reports_.size() > reports; }))
+        << "step " << step;
+  }
   Release("go");
   ASSERT_TRUE(HasState("9.0.0", "exited"));
   const json exited = *FakeController::Entry(controller_.Reports(), "9.0.0", "exited");

@@ -216,6 +216,16 @@ class SystemTest : public ::testing::Test {
     return (*answer)["job"]["id"].get<uint64_t>();
   }
 
+  // Scheduling cycles the controller has run (gangway_scheduling_cycle_seconds_count); -1 if
+  // it cannot be read.
+  int64_t Cycles() const {
+    auto text = api_->Metrics();
+    if (!text.ok()) return -1;
+    const std::string key = "\ngangway_scheduling_cycle_seconds_count ";
+    const size_t at = text->find(key);
+    return at == std::string::npos ? -1 : std::stoll(text->substr(at + key.size()));
+  }
+
   // GET /v1/jobs/ID's job, or null.
   json Job(uint64_t id) const {
     auto answer = api_->GetJob(id);
@@ -456,13 +466,13 @@ TEST_F(SystemTest, GangGetsEveryRankOnceOneRendezvousAndDisjointGpusPerNode) {
       seconds(5)))
       << pending.dump(2);
   EXPECT_FALSE(Str(pending["pending"], "message").empty()) << pending.dump(2);
-  const auto until = Clock::now() + seconds(1);
-  while (Clock::now() < until && !HasFailure()) {
-    const json j = Job(big);
-    EXPECT_EQ(Str(j, "state"), "pending") << j.dump(2);
-    EXPECT_TRUE(TaskList(j).empty()) << j.dump(2);
-    std::this_thread::sleep_for(milliseconds(50));
-  }
+  // Two more cycles (at least one a second while a job waits) have looked at it and still
+  // started nothing: counted from the controller's metrics, not slept.
+  const int64_t cycles = Cycles();
+  ASSERT_TRUE(Eventually([&] { return Cycles() >= cycles + 2; }, seconds(10)));
+  const json still = Job(big);
+  EXPECT_EQ(Str(still, "state"), "pending") << still.dump(2);
+  EXPECT_TRUE(TaskList(still).empty()) << still.dump(2);
   auto nodes = api_->ListNodes();
   ASSERT_TRUE(nodes.ok());
   for (const json& n : (*nodes)["nodes"]) EXPECT_EQ(n["gpusFree"], 4) << n.dump();
@@ -630,7 +640,16 @@ TEST_F(SystemTest, AcknowledgedJobsSurviveAControllerKilledWithSigkill) {
   ASSERT_TRUE(one_done) << job.dump(2);
   server_->Stop(SIGKILL, milliseconds(0));
   const size_t at_kill = acked_count();
-  std::this_thread::sleep_for(milliseconds(300));
+  // The submitter has met the dead controller before it comes back.
+  auto refused_count = [&] {
+    std::lock_guard lock(mu);
+    return refused;
+  };
+  const int refused_before = refused_count();
+  const bool met_the_dead =
+      Eventually([&] { return refused_count() > refused_before; }, seconds(10));
+  if (!met_the_dead) stop_submitter();
+  ASSERT_TRUE(met_the_dead) << "no submission failed while the controller was down";
   StartServer({}, "127.0.0.1:" + port);
   if (HasFatalFailure()) stop_submitter();
   ASSERT_FALSE(HasFatalFailure());

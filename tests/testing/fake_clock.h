@@ -25,6 +25,13 @@ class FakeClock final : public util::Clock {
   std::chrono::steady_clock::time_point SteadyNow() const override {
     return steady_start_ + std::chrono::nanoseconds(offset_ns_.load());
   }
+  // Returns at once once the fake time has reached `deadline`; else after at most 1 ms of
+  // real time (or a notification), so that waiters see Advance promptly without spinning.
+  void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                 std::chrono::steady_clock::time_point deadline) const override {
+    if (SteadyNow() >= deadline) return;
+    cv.wait_for(lock, std::chrono::milliseconds(1));
+  }
   void Advance(std::chrono::nanoseconds by) { offset_ns_ += by.count(); }
 
  private:
