@@ -166,10 +166,6 @@ int Utf8Length(const std::string& data, size_t i) {
 
 }  // namespace
 
-std::string NowRfc3339(const util::Clock& clock) {
-  return formats::FormatTime(std::chrono::floor<std::chrono::seconds>(clock.WallNow()));
-}
-
 std::string LogChunkText(std::string data, bool final) {
   size_t i = 0;
   while (i < data.size()) {
@@ -329,7 +325,8 @@ bool Agent::EnsureRegistered(httplib::Client& client) {
     std::lock_guard lock(mu_);
     if (registered_) return true;
   }
-  const json body = {{"node", NodeJson(options_.inventory)}, {"agentId", agent_id_}};
+  const json body = protocol::ToJson(
+      protocol::Register{.node = NodeInfoOf(options_.inventory), .agent_id = agent_id_});
   std::string node_token;
   {
     std::lock_guard lock(mu_);
@@ -363,20 +360,16 @@ bool Agent::EnsureRegistered(httplib::Client& client) {
     spdlog::error("register at {}: HTTP {}: {}", options_.server, res->status, res->body);
     return false;
   }
-  std::string epoch;
-  int64_t heartbeat_ms = 0;
-  int64_t node_timeout_ms = 0;
-  std::string issued;
-  try {
-    const json answer = json::parse(res->body);
-    epoch = answer.at("controllerEpoch").get<std::string>();
-    heartbeat_ms = answer.value("heartbeatMs", int64_t{0});
-    node_timeout_ms = answer.value("nodeTimeoutMs", int64_t{0});
-    issued = answer.value("nodeToken", std::string());
-  } catch (const json::exception& e) {
-    spdlog::error("register at {}: bad answer: {}", options_.server, e.what());
+  protocol::Parsed<protocol::RegisterAnswer> answer =
+      protocol::ParseRegisterAnswer(json::parse(res->body, nullptr, /*allow_exceptions=*/false));
+  if (!answer.ok()) {
+    spdlog::error("register at {}: bad answer: {}", options_.server, answer.ErrorText());
     return false;
   }
+  const std::string& epoch = answer->controller_epoch;
+  const int64_t heartbeat_ms = answer->heartbeat_ms;
+  const int64_t node_timeout_ms = answer->node_timeout_ms;
+  const std::string& issued = answer->node_token;
   if (!issued.empty() && !WriteNodeToken(options_.data_dir / kNodeTokenFile, issued)) {
     // Still usable now; after a restart this agent joins again with the join token.
     spdlog::error("cannot write {}: {}", (options_.data_dir / kNodeTokenFile).string(),
@@ -448,7 +441,7 @@ void Agent::CommandsLoop() {
     std::string epoch;
     uint64_t after = 0;
     // The heartbeat rides the poll when due; the poll then ends by the next one.
-    std::optional<json> report;
+    std::optional<protocol::Report> report;
     std::vector<SentLog> sent;
     milliseconds wait = options_.poll_wait;
     {
@@ -461,9 +454,9 @@ void Agent::CommandsLoop() {
         report = BuildReportLocked(&sent);
         // An answer that lets the agent forget exits, or send the output left over, is wanted
         // at once rather than when the poll ends.
-        answer_now =
-            report_due_ || std::any_of((*report)["tasks"].begin(), (*report)["tasks"].end(),
-                                       [](const json& t) { return t["state"] == "exited"; });
+        answer_now = report_due_ ||
+                     std::any_of(report->tasks.begin(), report->tasks.end(),
+                                 [](const protocol::TaskStatus& t) { return t.state == "exited"; });
       }
       // Carried: the next heartbeat is one away; else the poll ends just after it is due.
       if (answer_now) {
@@ -481,7 +474,8 @@ void Agent::CommandsLoop() {
     client->set_bearer_token_auth(Credential());
     const auto sent_at = clock_->SteadyNow();
     auto res = Resend([&] {
-      return report ? client->Post(path, report->dump(), "application/json") : client->Get(path);
+      return report ? client->Post(path, protocol::ToJson(*report).dump(), "application/json")
+                    : client->Get(path);
     });
     {
       std::lock_guard lock(mu_);
@@ -515,27 +509,24 @@ void Agent::CommandsLoop() {
       retry();
       continue;
     }
-    json answer;
-    try {
-      answer = json::parse(res->body);
-      if (answer.value("controllerEpoch", std::string()) != epoch) {
-        MarkUnregistered("new controller epoch " + answer.value("controllerEpoch", std::string()));
-        continue;
-      }
-    } catch (const json::exception& e) {
-      spdlog::warn("commands from {}: bad answer: {}", options_.server, e.what());
+    protocol::Parsed<protocol::PollAnswer> answer =
+        protocol::ParsePollAnswer(json::parse(res->body, nullptr, /*allow_exceptions=*/false));
+    if (!answer.ok()) {
+      spdlog::warn("commands from {}: bad answer: {}", options_.server, answer.ErrorText());
       retry();
+      continue;
+    }
+    if (answer->controller_epoch != epoch) {
+      MarkUnregistered("new controller epoch " + answer->controller_epoch);
       continue;
     }
     backoff = kFirstBackoff;
     std::vector<std::pair<uint64_t, const json*>> commands;
-    if (answer.contains("commands") && answer["commands"].is_array()) {
-      for (const json& c : answer["commands"]) {
-        if (c.is_object() && c.contains("seq") && c["seq"].is_number_unsigned()) {
-          commands.emplace_back(c["seq"].get<uint64_t>(), &c);
-        } else {
-          spdlog::warn("ignoring a command without seq: {}", c.dump());
-        }
+    for (const json& c : answer->commands) {
+      if (c.is_object() && c.contains("seq") && c["seq"].is_number_unsigned()) {
+        commands.emplace_back(c["seq"].get<uint64_t>(), &c);
+      } else {
+        spdlog::warn("ignoring a command without seq: {}", c.dump());
       }
     }
     std::sort(commands.begin(), commands.end(),
@@ -544,7 +535,13 @@ void Agent::CommandsLoop() {
     {
       std::lock_guard lock(mu_);
       if (commands_stopped_ || epoch != epoch_) continue;  // re-registered meanwhile
-      report_now = report ? TakeReportAnswerLocked(answer, sent) : TakeLogInterval(answer);
+      if (report) {
+        report_now = TakeReportAnswerLocked(answer->report.value_or(protocol::ReportAnswer{
+                                                .log_interval_ms = answer->log_interval_ms}),
+                                            sent);
+      } else {
+        report_now = TakeLogInterval(answer->log_interval_ms);
+      }
       for (const auto& [seq, command] : commands) {
         if (seq <= applied_seq_) continue;
         Apply(*command);
@@ -609,7 +606,6 @@ void Agent::RecordFailedLaunch(const std::string& task_id, const std::string& me
   t.exited = true;
   t.exit = ExitStatus{.exit_code = kLaunchFailedExitCode, .signal = 0};
   t.message = message;
-  t.finished_at = NowRfc3339(*clock_);
   spdlog::warn("task {}: {}", task_id, message);
 }
 
@@ -671,7 +667,6 @@ void Agent::Launch(const protocol::Launch& launch) {
   running_journal_->Started(id, *pid);
   Task& t = tasks_[id];
   t.pid = *pid;
-  t.started_at = NowRfc3339(*clock_);
   t.log_path = spec.log_path;
   t.stop_signal = stop_signal;
   t.grace = grace;
@@ -685,7 +680,6 @@ void Agent::OnExit(const std::string& task_id, ExitStatus status) {
     if (it == tasks_.end()) return;
     it->second.exited = true;
     it->second.exit = status;
-    it->second.finished_at = NowRfc3339(*clock_);
     report_due_ = true;
   }
   cv_.notify_all();
@@ -801,10 +795,9 @@ void Agent::ReportLoop() {
   }
 }
 
-bool Agent::TakeLogInterval(const json& answer) {
-  auto it = answer.find("logIntervalMs");
-  if (it == answer.end() || !it->is_number()) return false;
-  const auto asked = milliseconds(static_cast<int64_t>(it->get<double>()));
+bool Agent::TakeLogInterval(std::optional<int64_t> asked_ms) {
+  if (!asked_ms) return false;
+  const auto asked = milliseconds(*asked_ms);
   const auto interval =
       std::clamp(asked, options_.log_interval, std::max(options_.log_interval, heartbeat_));
   const bool shorter = interval < log_interval_;
@@ -820,7 +813,7 @@ bool Agent::HasUnsentLogs() const {
   return false;
 }
 
-json Agent::BuildReportLocked(std::vector<SentLog>* sent) {
+protocol::Report Agent::BuildReportLocked(std::vector<SentLog>* sent) {
   report_due_ = false;
   const auto now = clock_->SteadyNow();
   last_report_ = now;
@@ -828,28 +821,24 @@ json Agent::BuildReportLocked(std::vector<SentLog>* sent) {
     gpu_samples_ = gpus_->Sample();
     last_sample_ = now;
   }
-  json body;
-  body["agentId"] = agent_id_;
-  body["controllerEpoch"] = epoch_;
-  body["appliedSeq"] = applied_seq_;
-  body["reportSeq"] = ++report_seq_;
-  json tasks = json::array();
-  json logs = json::array();
+  protocol::Report report{.agent_id = agent_id_,
+                          .report_seq = ++report_seq_,
+                          .controller_epoch = epoch_,
+                          .applied_seq = applied_seq_};
   size_t budget = options_.max_log_bytes_per_report;
   for (auto& [id, t] : tasks_) {
     const uint64_t size = t.log_path.empty() ? 0 : FileSize(t.log_path);
     if (!t.exited) {
-      tasks.push_back(
-          {{"taskId", id}, {"state", "running"}, {"pid", t.pid}, {"startedAt", t.started_at}});
+      report.tasks.push_back({.task_id = id, .state = "running", .pid = t.pid});
     } else if (!t.acked) {
-      tasks.push_back({{"taskId", id},
-                       {"state", "exited"},
-                       {"exitCode", t.exit.exit_code},
-                       {"signal", t.exit.signal},
-                       {"finishedAt", t.finished_at},
-                       {"message", t.message},
-                       {"logBytes", size}});
-      if (t.lost_contact) tasks.back()["lostContact"] = true;
+      report.tasks.push_back({.task_id = id,
+                              .state = "exited",
+                              .pid = t.pid,
+                              .exit_code = t.exit.exit_code,
+                              .signal = t.exit.signal,
+                              .message = t.message,
+                              .log_bytes = static_cast<int64_t>(size),
+                              .lost_contact = t.lost_contact});
     }
     if (t.log_capped) {
       t.log_sent = size;  // dropped by the controller anyway: not read, not sent
@@ -860,24 +849,20 @@ json Agent::BuildReportLocked(std::vector<SentLog>* sent) {
       if (!text.empty()) {
         budget -= text.size();
         sent->push_back({id, t.log_sent, text.size()});
-        logs.push_back({{"taskId", id}, {"offset", t.log_sent}, {"data", std::move(text)}});
+        report.logs.push_back(
+            {.task_id = id, .offset = static_cast<int64_t>(t.log_sent), .data = std::move(text)});
       }
       if (budget == 0) report_due_ = true;  // more to send at once
     }
   }
-  body["tasks"] = std::move(tasks);
-  body["logs"] = std::move(logs);
-  json gpus = json::array();
   for (const GpuSample& s : gpu_samples_) {
-    json sample = {{"index", s.index}, {"healthy", s.healthy}};
-    if (s.utilization >= 0) sample["utilization"] = s.utilization;
-    gpus.push_back(std::move(sample));
+    report.gpus.push_back({.index = s.index, .utilization = s.utilization, .healthy = s.healthy});
   }
-  body["gpus"] = std::move(gpus);
-  return body;
+  return report;
 }
 
-bool Agent::TakeReportAnswerLocked(const json& answer, const std::vector<SentLog>& sent) {
+bool Agent::TakeReportAnswerLocked(const protocol::ReportAnswer& answer,
+                                   const std::vector<SentLog>& sent) {
   bool more = false;
   for (const SentLog& s : sent) {
     auto it = tasks_.find(s.id);
@@ -885,29 +870,17 @@ bool Agent::TakeReportAnswerLocked(const json& answer, const std::vector<SentLog
       it->second.log_sent = s.offset + s.length;
     }
   }
-  try {
-    if (answer.contains("logOffsets") && answer["logOffsets"].is_object()) {
-      for (const auto& [id, offset] : answer["logOffsets"].items()) {
-        auto it = tasks_.find(id);
-        if (it != tasks_.end() && offset.is_number_unsigned()) {
-          it->second.log_sent = offset.get<uint64_t>();
-        }
-      }
-    }
-    if (answer.contains("logCapped") && answer["logCapped"].is_array()) {
-      for (const json& id : answer["logCapped"]) {
-        auto it = tasks_.find(id.get<std::string>());
-        if (it != tasks_.end()) it->second.log_capped = true;
-      }
-    }
-    if (answer.contains("ack") && answer["ack"].is_array()) {
-      for (const json& id : answer["ack"]) {
-        auto it = tasks_.find(id.get<std::string>());
-        if (it != tasks_.end() && it->second.exited) it->second.acked = true;
-      }
-    }
-  } catch (const json::exception& e) {
-    spdlog::warn("report to {}: bad answer: {}", options_.server, e.what());
+  for (const auto& [id, offset] : answer.log_offsets) {
+    auto it = tasks_.find(id);
+    if (it != tasks_.end() && offset >= 0) it->second.log_sent = static_cast<uint64_t>(offset);
+  }
+  for (const std::string& id : answer.log_capped) {
+    auto it = tasks_.find(id);
+    if (it != tasks_.end()) it->second.log_capped = true;
+  }
+  for (const std::string& id : answer.ack) {
+    auto it = tasks_.find(id);
+    if (it != tasks_.end() && it->second.exited) it->second.acked = true;
   }
   // Output the controller has is not needed here again: a long job's log then takes only
   // what is still to send, not all it ever wrote.
@@ -918,7 +891,7 @@ bool Agent::TakeReportAnswerLocked(const json& answer, const std::vector<SentLog
       t.log_freed = t.log_sent;
     }
   }
-  if (TakeLogInterval(answer)) more = true;
+  if (TakeLogInterval(answer.log_interval_ms)) more = true;
   std::vector<std::string> done;
   for (const auto& [id, t] : tasks_) {
     if (!t.acked) continue;
@@ -940,7 +913,7 @@ bool Agent::SendReport(httplib::Client& client) {
   json body;
   {
     std::lock_guard lock(mu_);
-    body = BuildReportLocked(&sent_logs);
+    body = protocol::ToJson(BuildReportLocked(&sent_logs));
   }
   const std::string path = fmt::format("/v1/agents/{}/report", UrlEncode(options_.inventory.name));
   client.set_bearer_token_auth(Credential());
@@ -960,16 +933,15 @@ bool Agent::SendReport(httplib::Client& client) {
     spdlog::warn("report to {}: HTTP {}: {}", options_.server, res->status, res->body);
     return false;
   }
-  json answer;
-  try {
-    answer = json::parse(res->body);
-  } catch (const json::exception& e) {
-    spdlog::warn("report to {}: bad answer: {}", options_.server, e.what());
+  protocol::Parsed<protocol::ReportAnswer> answer =
+      protocol::ParseReportAnswer(json::parse(res->body, nullptr, /*allow_exceptions=*/false));
+  if (!answer.ok()) {
+    spdlog::warn("report to {}: bad answer: {}", options_.server, answer.ErrorText());
     return false;
   }
   std::lock_guard lock(mu_);
   ContactAt(sent);
-  TakeReportAnswerLocked(answer, sent_logs);
+  TakeReportAnswerLocked(answer.value(), sent_logs);
   return true;
 }
 

@@ -57,6 +57,7 @@
 #include "agent/inventory.h"
 #include "agent/leftover_tasks.h"
 #include "agent/task_runner.h"
+#include "protocol/agent_messages.h"
 #include "protocol/commands.h"
 #include "util/clock.h"
 
@@ -93,8 +94,9 @@ struct AgentOptions {
   // Directories no task may work in, besides `data_dir` (which holds the node token): under
   // `gangway up`, the controller's data directory with its admin token (client.json).
   std::vector<std::filesystem::path> private_dirs;
-  // Where the agent reads the time (contact loss, heartbeats, output intervals, the startedAt
-  // and finishedAt it reports); unset: the real clocks. Tests pass a fake one.
+  // Where the agent reads the time (contact loss, heartbeats, output intervals); unset: the
+  // real clocks. Tests pass a fake one. Reports carry no times: the controller's clock wins
+  // (protocol/agent_messages.h).
   std::shared_ptr<const util::Clock> clock;
 };
 
@@ -114,11 +116,9 @@ class Agent {
  private:
   struct Task {
     pid_t pid = 0;
-    std::string started_at;
     bool exited = false;
     ExitStatus exit;
     std::string message;
-    std::string finished_at;
     bool acked = false;
     std::filesystem::path log_path;
     uint64_t log_sent = 0;    // bytes the controller has
@@ -150,10 +150,11 @@ class Agent {
   };
   // The report of everything the agent knows (tasks, output up to the per-report budget, GPU
   // samples); clears report_due_ and stamps last_report_. mu_ held.
-  nlohmann::json BuildReportLocked(std::vector<SentLog>* sent);
+  protocol::Report BuildReportLocked(std::vector<SentLog>* sent);
   // Applies a report's answer: log offsets, capped logs, acknowledged exits (forgotten once
   // their output is delivered), logIntervalMs. True if another report is due at once. mu_ held.
-  bool TakeReportAnswerLocked(const nlohmann::json& answer, const std::vector<SentLog>& sent);
+  bool TakeReportAnswerLocked(const protocol::ReportAnswer& answer,
+                              const std::vector<SentLog>& sent);
   // Sends one report; false on failure (network, 5xx, 404).
   bool SendReport(httplib::Client& client);
   void Apply(const nlohmann::json& command);
@@ -165,7 +166,7 @@ class Agent {
   bool HasUnsentLogs() const;  // mu_ held
   // Takes the controller's logIntervalMs from an answer, if it names one; mu_ held. True if
   // the interval shortened (a report is then due at once, and cv_ is to be notified).
-  bool TakeLogInterval(const nlohmann::json& answer);
+  bool TakeLogInterval(std::optional<int64_t> asked_ms);
   // Waits `d` unless `flag` (a member guarded by mu_) becomes true; returns the flag.
   bool SleepUnless(std::chrono::milliseconds d, const bool& flag);
 
@@ -214,9 +215,6 @@ class Agent {
   std::thread contact_thread_;
   bool started_ = false;
 };
-
-// The current time as "2026-11-29T12:00:00Z".
-std::string NowRfc3339(const util::Clock& clock);
 
 // A log chunk made safe for a JSON string: every byte that is not part of valid UTF-8 becomes
 // '?' (one byte for one, so offsets still count the log's bytes); a UTF-8 sequence cut off at

@@ -41,20 +41,26 @@ std::string FakeMigUuid(std::string_view node, int gpu, std::string_view profile
          "-" + std::to_string(start);
 }
 
-nlohmann::json NodeJson(const Inventory& inv) {
-  nlohmann::json gpus = nlohmann::json::array();
+protocol::NodeInfo NodeInfoOf(const Inventory& inv) {
+  protocol::NodeInfo node{.name = inv.name,
+                          .address = inv.address,
+                          .cpu_milli = inv.cpu_milli,
+                          .memory_bytes = inv.memory_bytes,
+                          .labels = inv.labels};
   for (const GpuInfo& g : inv.gpus) {
-    gpus.push_back({{"index", g.index},
-                    {"model", g.model},
-                    {"memoryBytes", g.memory_bytes},
-                    {"uuid", g.uuid},
-                    {"domain", g.domain},
-                    {"migEnabled", g.mig_enabled},
-                    {"healthy", g.healthy}});
+    node.gpus.push_back({.model = g.model,
+                         .memory_bytes = g.memory_bytes,
+                         .index = g.index,
+                         .uuid = g.uuid,
+                         .domain = g.domain,
+                         .mig_enabled = g.mig_enabled,
+                         .healthy = g.healthy});
   }
-  return {{"name", inv.name},          {"address", inv.address},
-          {"cpuMilli", inv.cpu_milli}, {"memoryBytes", inv.memory_bytes},
-          {"labels", inv.labels},      {"gpus", gpus}};
+  return node;
+}
+
+nlohmann::json NodeJson(const Inventory& inv) {
+  return protocol::ToJson(protocol::Register{.node = NodeInfoOf(inv)})["node"];
 }
 
 formats::Expected<std::vector<GpuInfo>> ParseFakeGpus(std::string_view text,

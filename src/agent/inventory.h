@@ -38,6 +38,7 @@
 
 #include "formats/diagnostic.h"
 #include "formats/expected.h"
+#include "protocol/agent_messages.h"
 
 namespace gangway::agent {
 
@@ -68,7 +69,8 @@ struct Inventory {
   std::vector<GpuInfo> gpus;
 };
 
-// The `node` object of the register call.
+// What the register call sends of it, and that as JSON (`gangway agent --print-inventory`).
+protocol::NodeInfo NodeInfoOf(const Inventory& inventory);
 nlohmann::json NodeJson(const Inventory& inventory);
 
 // "GPU-fake-<node>-<index>".

@@ -41,6 +41,7 @@
 #include "core/sched/profile.h"
 #include "core/sched/scheduler.h"
 #include "formats/cluster_file.h"
+#include "protocol/agent_messages.h"
 #include "util/clock.h"
 
 namespace gangway::controller {
@@ -270,8 +271,8 @@ class Controller {
   // under one acquisition.
   Outcome<nlohmann::json> ReportThenPoll(std::string_view node, const nlohmann::json& body,
                                          const Poll* poll);
-  nlohmann::json CommandsLocked(std::unique_lock<std::mutex>& lock, NodeEntry& node,
-                                const Poll& poll);
+  protocol::PollAnswer CommandsLocked(std::unique_lock<std::mutex>& lock, NodeEntry& node,
+                                      const Poll& poll);
 
   void Load();
   void Loop();

@@ -8,12 +8,12 @@
 #include <set>
 #include <sstream>
 
-#include "controller/agent_messages.h"
 #include "controller/auth.h"
 #include "controller/controller.h"
 #include "controller/gpu_top.h"
 #include "formats/units.h"
 #include "formats/yaml_reader.h"
+#include "protocol/agent_messages.h"
 #include "protocol/commands.h"
 
 namespace gangway::controller {
@@ -751,56 +751,51 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
   if (!body.is_object() || !body.contains("node") || !body["node"].is_object()) {
     return Error(400, "bad_request", "node: expected the node's inventory", "node");
   }
-  if (auto bad = CheckRegisterMessage(body)) {
-    return Error(400, "bad_request", bad->field + ": " + bad->reason, bad->field);
+  protocol::Parsed<protocol::Register> parsed = protocol::ParseRegister(body);
+  if (!parsed.ok()) {
+    const protocol::FieldError& bad = parsed.error();
+    return Error(400, "bad_request", protocol::Describe(bad), bad.field);
   }
-  const json& n = body["node"];
+  const protocol::Register& message = parsed.value();
+  const protocol::NodeInfo& n = message.node;
   NodeRecord rec;
-  try {
-    rec.node.name = n.at("name").get<std::string>();
-    if (!ValidName(rec.node.name)) {
-      return Error(
-          400, "bad_request",
-          "node.name: '" + rec.node.name + "' is not a node name (letters, digits, '.', '_', '-')",
-          "node.name");
-    }
-    rec.address = n.value("address", std::string("127.0.0.1"));
-    rec.node.cpu_milli = n.value("cpuMilli", int64_t{0});
-    rec.node.memory_bytes = n.value("memoryBytes", int64_t{0});
-    if (rec.node.cpu_milli < 0 || rec.node.memory_bytes < 0) {
-      return Error(400, "bad_request", "node.cpuMilli and node.memoryBytes must be >= 0");
-    }
-    rec.node.labels = n.value("labels", std::map<std::string, std::string>{});
-    std::set<int> indices;
-    size_t i = 0;
-    const json gpus = n.value("gpus", json::array());
-    if (!gpus.is_array()) {
-      return Error(400, "bad_request", "node.gpus: expected a list of GPUs", "node.gpus");
-    }
-    if (gpus.size() > static_cast<size_t>(core::kMaxGpusPerNode)) {
+  rec.node.name = n.name;
+  if (!ValidName(rec.node.name)) {
+    return Error(
+        400, "bad_request",
+        "node.name: '" + rec.node.name + "' is not a node name (letters, digits, '.', '_', '-')",
+        "node.name");
+  }
+  rec.address = n.address;
+  rec.node.cpu_milli = n.cpu_milli;
+  rec.node.memory_bytes = n.memory_bytes;
+  if (rec.node.cpu_milli < 0 || rec.node.memory_bytes < 0) {
+    return Error(400, "bad_request", "node.cpuMilli and node.memoryBytes must be >= 0");
+  }
+  rec.node.labels = n.labels;
+  if (n.gpus.size() > static_cast<size_t>(core::kMaxGpusPerNode)) {
+    return Error(400, "bad_request",
+                 "node.gpus: " + std::to_string(n.gpus.size()) + " GPUs on one node; at most " +
+                     std::to_string(core::kMaxGpusPerNode) + " are allowed",
+                 "node.gpus");
+  }
+  std::set<int> indices;
+  for (size_t i = 0; i < n.gpus.size(); ++i) {
+    const protocol::GpuInfo& g = n.gpus[i];
+    core::GpuDevice d{.model = g.model,
+                      .memory_bytes = g.memory_bytes,
+                      .index = g.index,
+                      .uuid = g.uuid,
+                      .domain = g.domain,
+                      .mig_enabled = g.mig_enabled,
+                      .healthy = g.healthy};
+    const std::string field = "node.gpus[" + std::to_string(i) + "]";
+    if (d.model.empty() || d.memory_bytes <= 0 || d.index < 0 || d.domain < 0 ||
+        !indices.insert(d.index).second) {
       return Error(400, "bad_request",
-                   "node.gpus: " + std::to_string(gpus.size()) + " GPUs on one node; at most " +
-                       std::to_string(core::kMaxGpusPerNode) + " are allowed",
-                   "node.gpus");
+                   field + ": needs a model, memoryBytes > 0 and a unique index >= 0", field);
     }
-    for (const json& g : gpus) {
-      core::GpuDevice d{.model = g.at("model").get<std::string>(),
-                        .memory_bytes = g.at("memoryBytes").get<int64_t>(),
-                        .index = g.at("index").get<int>(),
-                        .uuid = g.value("uuid", std::string()),
-                        .domain = g.value("domain", 0),
-                        .mig_enabled = g.value("migEnabled", false),
-                        .healthy = g.value("healthy", true)};
-      const std::string field = "node.gpus[" + std::to_string(i++) + "]";
-      if (d.model.empty() || d.memory_bytes <= 0 || d.index < 0 || d.domain < 0 ||
-          !indices.insert(d.index).second) {
-        return Error(400, "bad_request",
-                     field + ": needs a model, memoryBytes > 0 and a unique index >= 0", field);
-      }
-      rec.node.gpus.push_back(std::move(d));
-    }
-  } catch (const json::exception& e) {
-    return Error(400, "bad_request", std::string("node: ") + e.what(), "node");
+    rec.node.gpus.push_back(std::move(d));
   }
   std::sort(rec.node.gpus.begin(), rec.node.gpus.end(),
             [](const auto& a, const auto& b) { return a.index < b.index; });
@@ -818,7 +813,7 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
   if (auto it = rec.node.labels.find("topology.gangway.io/spine"); it != rec.node.labels.end()) {
     rec.node.location.spine = it->second;
   }
-  rec.agent_id = body.value("agentId", std::string());
+  rec.agent_id = message.agent_id;
   rec.registered_at = Now();
   rec.last_report = rec.registered_at;
   rec.gpu_status.resize(rec.node.gpus.size());
@@ -881,11 +876,10 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
   wake_.notify_one();
   // nodeTimeoutMs: after this long without a report the node is lost and its jobs requeued;
   // the agent stops its tasks itself before then (docs/design/live-system.md).
-  json out = {{"controllerEpoch", epoch_},
-              {"heartbeatMs", options_.heartbeat.count()},
-              {"nodeTimeoutMs", options_.node_timeout.count()}};
-  if (!issued.empty()) out["nodeToken"] = issued;
-  return out;
+  return protocol::ToJson(protocol::RegisterAnswer{.controller_epoch = epoch_,
+                                                   .heartbeat_ms = options_.heartbeat.count(),
+                                                   .node_timeout_ms = options_.node_timeout.count(),
+                                                   .node_token = issued});
 }
 
 Outcome<json> Controller::Commands(std::string_view node, const Poll& poll) {
@@ -894,11 +888,11 @@ Outcome<json> Controller::Commands(std::string_view node, const Poll& poll) {
   if (it == nodes_.end()) {
     return Error(404, "not_found", "node " + std::string(node) + " is not registered");
   }
-  return CommandsLocked(lock, it->second, poll);
+  return protocol::ToJson(CommandsLocked(lock, it->second, poll));
 }
 
-json Controller::CommandsLocked(std::unique_lock<std::mutex>& lock, NodeEntry& e,
-                                const Poll& poll) {
+protocol::PollAnswer Controller::CommandsLocked(std::unique_lock<std::mutex>& lock, NodeEntry& e,
+                                                const Poll& poll) {
   const uint64_t after = poll.epoch == epoch_ ? poll.after : 0;
   while (!e.commands.empty() && e.commands.front().seq <= after) e.commands.pop_front();
   auto ready = [&](const Command& c) { return c.gen <= durable_gen_; };
@@ -908,13 +902,12 @@ json Controller::CommandsLocked(std::unique_lock<std::mutex>& lock, NodeEntry& e
   });
   --metrics.polls_waiting;
   e.follow_news = false;
-  json out = json::array();
+  protocol::PollAnswer out{.controller_epoch = epoch_, .log_interval_ms = LogIntervalMsLocked(e)};
   for (const Command& c : e.commands) {
-    if (out.size() >= kMaxCommandBatch || !ready(c)) break;
-    out.push_back(c.body);
+    if (out.commands.size() >= kMaxCommandBatch || !ready(c)) break;
+    out.commands.push_back(c.body);
   }
-  return json{
-      {"controllerEpoch", epoch_}, {"commands", out}, {"logIntervalMs", LogIntervalMsLocked(e)}};
+  return out;
 }
 
 int64_t Controller::LogIntervalMsLocked(const NodeEntry& node) const {
@@ -933,16 +926,17 @@ Outcome<json> Controller::ReportAndPoll(std::string_view node, const json& body,
 
 Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json& body,
                                          const Poll* poll) {
-  if (!body.is_object()) return Error(400, "bad_request", "expected a JSON object");
-  if (auto bad = CheckReportMessage(body)) {
-    return Error(400, "bad_request", bad->field + ": " + bad->reason, bad->field);
+  protocol::Parsed<protocol::Report> parsed = protocol::ParseReport(body);
+  if (!parsed.ok()) {
+    const protocol::FieldError& bad = parsed.error();
+    return Error(400, "bad_request", protocol::Describe(bad), bad.field);
   }
+  const protocol::Report& report = parsed.value();
   metrics.reports++;
   bool wake = false;
-  json ack = json::array();
-  json offsets = json::object();
-  json capped = json::array();  // tasks whose output is past the limit: the agent may drop it
-  int64_t log_interval_ms = 0;
+  // ack: exits held durably; log_capped: tasks whose output is past the limit (the agent may
+  // drop it).
+  protocol::ReportAnswer answer;
   // Output first, so that an exit in the same report finds it complete. It is written without
   // the controller lock (see LogStore), for jobs the controller knows.
   struct Chunk {
@@ -952,32 +946,17 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
     std::string_view data;
   };
   std::vector<Chunk> chunks;
-  if (auto logs = body.find("logs"); logs != body.end() && logs->is_array()) {
-    for (const json& chunk : *logs) {
-      if (!chunk.is_object()) continue;
-      auto id = chunk.find("taskId");
-      auto data = chunk.find("data");
-      if (id == chunk.end() || !id->is_string() || data == chunk.end() || !data->is_string()) {
-        continue;
-      }
-      // "<job>.<attempt>.<index>": nothing else names a file under the job's directory.
-      const std::string& task_id = id->get_ref<const std::string&>();
-      const auto dot = task_id.find('.');
-      if (dot == std::string::npos ||
-          task_id.find_first_not_of("0123456789.") != std::string::npos) {
-        continue;
-      }
-      uint64_t job = 0;
-      const auto [end, ec] = std::from_chars(task_id.data(), task_id.data() + dot, job);
-      if (ec != std::errc() || end != task_id.data() + dot) continue;
-      auto offset = chunk.find("offset");
-      chunks.push_back({.job = job,
-                        .task_id = task_id,
-                        .offset = offset != chunk.end() && offset->is_number_integer()
-                                      ? offset->get<int64_t>()
-                                      : -1,
-                        .data = data->get_ref<const std::string&>()});
+  for (const protocol::LogChunk& chunk : report.logs) {
+    // "<job>.<attempt>.<index>": nothing else names a file under the job's directory.
+    const std::string& task_id = chunk.task_id;
+    const auto dot = task_id.find('.');
+    if (dot == std::string::npos || task_id.find_first_not_of("0123456789.") != std::string::npos) {
+      continue;
     }
+    uint64_t job = 0;
+    const auto [end, ec] = std::from_chars(task_id.data(), task_id.data() + dot, job);
+    if (ec != std::errc() || end != task_id.data() + dot) continue;
+    chunks.push_back({.job = job, .task_id = task_id, .offset = chunk.offset, .data = chunk.data});
   }
   if (!chunks.empty()) {
     {
@@ -992,15 +971,15 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
         TaskRecord* task = nullptr;
         const JobRecord* job = FindTask(c.task_id, &task);
         if (job != nullptr && task->node == node_name) return false;
-        capped.push_back(std::string(c.task_id));
+        answer.log_capped.emplace_back(c.task_id);
         return true;
       });
     }
     for (const Chunk& c : chunks) {
       const std::string id(c.task_id);
       const LogStore::Appended a = logs_.Append(c.job, id, c.offset, c.data, kMaxLogChunk);
-      offsets[id] = a.offset;
-      if (a.capped) capped.push_back(id);
+      answer.log_offsets[id] = a.offset;
+      if (a.capped) answer.log_capped.push_back(id);
     }
   }
   {
@@ -1015,10 +994,9 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
     // may overtake another. An older one still brings exits, output and starts, but what it
     // does not list is no evidence that a task is gone.
     bool newest = true;
-    if (const uint64_t seq = body.value("reportSeq", uint64_t{0}); seq > 0) {
-      const std::string agent = body.value("agentId", std::string());
-      if (agent != node.report_agent) {
-        node.report_agent = agent;
+    if (const uint64_t seq = report.report_seq; seq > 0) {
+      if (report.agent_id != node.report_agent) {
+        node.report_agent = report.agent_id;
         node.report_seq = 0;
       }
       newest = seq > node.report_seq;
@@ -1032,11 +1010,11 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
         EventLocked(0, "node-recovered", "node " + node.record.node.name + " reports again");
         wake = true;
       }
-      for (const json& g : body.value("gpus", json::array())) {
-        const int i = g.value("index", -1);
+      for (const protocol::GpuSample& g : report.gpus) {
+        const int i = g.index;
         if (i < 0 || static_cast<size_t>(i) >= node.record.node.gpus.size()) continue;
-        node.record.gpu_status[static_cast<size_t>(i)].utilization = g.value("utilization", -1);
-        const bool healthy = g.value("healthy", true);
+        node.record.gpu_status[static_cast<size_t>(i)].utilization = g.utilization;
+        const bool healthy = g.healthy;
         core::GpuDevice& d = node.record.node.gpus[static_cast<size_t>(i)];
         if (d.healthy != healthy) {
           d.healthy = healthy;
@@ -1047,12 +1025,12 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
           wake = true;
         }
       }
-      const std::string epoch = body.value("controllerEpoch", std::string());
-      const uint64_t applied = body.value("appliedSeq", uint64_t{0});
+      const std::string& epoch = report.controller_epoch;
+      const uint64_t applied = report.applied_seq;
       std::set<std::string> reported;
-      for (const json& t : body.value("tasks", json::array())) {
-        const std::string id = t.value("taskId", std::string());
-        const std::string state = t.value("state", std::string());
+      for (const protocol::TaskStatus& t : report.tasks) {
+        const std::string& id = t.task_id;
+        const std::string& state = t.state;
         reported.insert(id);
         TaskRecord* task = nullptr;
         JobRecord* job = FindTask(id, &task);
@@ -1064,7 +1042,7 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
                                         .signal = "SIGKILL",
                                         .reason = "the controller does not expect this task"}));
           } else {
-            ack.push_back(id);
+            answer.ack.push_back(id);
           }
           continue;
         }
@@ -1084,24 +1062,22 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
           }
         } else if (state == "exited") {
           const int64_t have = logs_.Size(job->id, id);
-          const int64_t announced = t.value("logBytes", int64_t{-1});
+          const int64_t announced = t.log_bytes;
           if (announced < 0 || have >= announced || logs_.Capped(have)) {
-            ack.push_back(id);
+            answer.ack.push_back(id);
             logs_.Settled(job->id, id);
           }
           if (task->Holds()) {
-            if (t.contains("exitCode") && t["exitCode"].is_number_integer()) {
-              task->exit_code = t["exitCode"].get<int>();
-            }
-            task->signal = t.value("signal", 0);
+            if (t.exit_code) task->exit_code = *t.exit_code;
+            task->signal = t.signal;
             if (task->signal != 0) task->exit_code.reset();
-            task->message = t.value("message", std::string());
-            task->log_bytes = t.value("logBytes", int64_t{-1});
+            task->message = t.message;
+            task->log_bytes = t.log_bytes;
             task->finished_at = Now();
             if (task->started_at == 0) task->started_at = task->finished_at;
             task->state = TaskState::kExited;
             wake = true;
-            if (t.value("lostContact", false) && !job->after_stop) {
+            if (t.lost_contact && !job->after_stop) {
               // The agent stopped it itself, having lost the controller for nearly the node
               // timeout: as if the node had been lost, whatever the exit code.
               task->state = TaskState::kLost;
@@ -1145,25 +1121,20 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
         }
       }
     }
-    log_interval_ms = LogIntervalMsLocked(node);
+    answer.log_interval_ms = LogIntervalMsLocked(node);
     if (wake) {
       dirty_ = true;
       wake_.notify_one();
     }
     // An acknowledged exit is forgotten by the agent: it must be on disk first.
-    if (!ack.empty() && !WaitDurable(lock)) ack = json::array();
+    if (!answer.ack.empty() && !WaitDurable(lock)) answer.ack.clear();
     if (poll != nullptr) {
-      json out = CommandsLocked(lock, node, *poll);  // nodes_ never drops an entry
-      out["ack"] = std::move(ack);
-      out["logOffsets"] = std::move(offsets);
-      out["logCapped"] = std::move(capped);
-      return out;
+      protocol::PollAnswer out = CommandsLocked(lock, node, *poll);  // nodes_ keeps every entry
+      out.report = std::move(answer);
+      return protocol::ToJson(out);
     }
   }
-  return json{{"ack", ack},
-              {"logOffsets", offsets},
-              {"logCapped", capped},
-              {"logIntervalMs", log_interval_ms}};
+  return protocol::ToJson(answer);
 }
 
 Controller::HealthReport Controller::Health() {

@@ -4,87 +4,11 @@
 #include <limits>
 #include <optional>
 
+#include "protocol/json_reader.h"
+
 namespace gangway::protocol {
-namespace {
 
 using nlohmann::json;
-
-const char* TypeName(const json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "boolean";
-  if (v.is_number()) return "number";
-  if (v.is_string()) return "string";
-  if (v.is_array()) return "array";
-  return "object";
-}
-
-// Reads the fields of one JSON object, noting the first error with its path.
-class Reader {
- public:
-  Reader(const json& object, std::string path) : object_(object), path_(std::move(path)) {}
-
-  bool ok() const { return error_.empty(); }
-  const std::string& error() const { return error_; }
-  std::string Path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
-
-  // nullptr when absent (or null); an error when required.
-  const json* Find(const std::string& key, bool required) {
-    if (!object_.is_object()) {
-      Fail(path_.empty() ? "the command" : path_,
-           std::string("expected an object, got ") + TypeName(object_));
-      return nullptr;
-    }
-    const auto it = object_.find(key);
-    if (it == object_.end() || it->is_null()) {
-      if (required) Fail(Path(key), "missing");
-      return nullptr;
-    }
-    return &*it;
-  }
-  void String(const std::string& key, std::string& out, bool required = false) {
-    if (const json* v = Find(key, required)) {
-      if (v->is_string()) {
-        out = v->get<std::string>();
-      } else {
-        Fail(Path(key), std::string("expected a string, got ") + TypeName(*v));
-      }
-    }
-  }
-  template <typename Int>
-  void Integer(const std::string& key, Int& out) {
-    if (const json* v = Find(key, false)) out = IntegerOf<Int>(*v, Path(key));
-  }
-  template <typename Int>
-  Int IntegerOf(const json& v, const std::string& path) {
-    if (v.is_number_integer()) {
-      if (v.is_number_unsigned()) {
-        const auto u = v.get<uint64_t>();
-        if (u <= static_cast<uint64_t>(std::numeric_limits<Int>::max())) return static_cast<Int>(u);
-      } else {
-        const auto i = v.get<int64_t>();
-        if (i >= static_cast<int64_t>(std::numeric_limits<Int>::min()) &&
-            (i < 0 ||
-             static_cast<uint64_t>(i) <= static_cast<uint64_t>(std::numeric_limits<Int>::max()))) {
-          return static_cast<Int>(i);
-        }
-      }
-      Fail(path, "out of range");
-    } else {
-      Fail(path, std::string("expected an integer, got ") + TypeName(v));
-    }
-    return Int{};
-  }
-  void Fail(const std::string& path, const std::string& reason) {
-    if (error_.empty()) error_ = path + ": " + reason;
-  }
-
- private:
-  const json& object_;
-  std::string path_;
-  std::string error_;
-};
-
-}  // namespace
 
 json ToJson(const Launch& l) {
   json gpus = json::array();
@@ -132,7 +56,7 @@ json ToJson(const Command& c) {
   return out;
 }
 
-spec::Expected<Launch> ParseLaunch(const json& task) {
+formats::Expected<Launch> ParseLaunch(const json& task) {
   Reader r(task, "task");
   Launch l;
   r.String("taskId", l.task_id, /*required=*/true);
@@ -176,7 +100,7 @@ spec::Expected<Launch> ParseLaunch(const json& task) {
         g.Integer("milli", grant.milli);
         g.String("migProfile", grant.mig_profile);
         g.Integer("migStart", grant.mig_start);
-        if (!g.ok()) return spec::Fail(g.error());
+        if (!g.ok()) return formats::Fail(g.ErrorText());
         l.gpus.push_back(std::move(grant));
       }
     }
@@ -193,22 +117,22 @@ spec::Expected<Launch> ParseLaunch(const json& task) {
              std::string("expected a number, got ") + TypeName(*grace));
     }
   }
-  if (!r.ok()) return spec::Fail(r.error());
+  if (!r.ok()) return formats::Fail(r.ErrorText());
   return l;
 }
 
-spec::Expected<Command> ParseCommand(const json& command) {
-  Reader r(command, "");
+formats::Expected<Command> ParseCommand(const json& command) {
+  Reader r(command, "", "the command");
   Command c;
   r.Integer("seq", c.seq);
   std::string type;
   r.String("type", type, /*required=*/true);
-  if (!r.ok()) return spec::Fail(r.error());
+  if (!r.ok()) return formats::Fail(r.ErrorText());
   if (type == "launch") {
     const json* task = r.Find("task", true);
-    if (!task) return spec::Fail(r.error());
-    spec::Expected<Launch> launch = ParseLaunch(*task);
-    if (!launch.ok()) return spec::Fail(launch.error());
+    if (!task) return formats::Fail(r.ErrorText());
+    formats::Expected<Launch> launch = ParseLaunch(*task);
+    if (!launch.ok()) return formats::Fail(launch.error());
     c.body = std::move(launch).value();
   } else if (type == "stop") {
     Stop s;
@@ -216,7 +140,7 @@ spec::Expected<Command> ParseCommand(const json& command) {
     r.Integer("graceSeconds", s.grace_seconds);
     r.String("signal", s.signal);
     r.String("reason", s.reason);
-    if (!r.ok()) return spec::Fail(r.error());
+    if (!r.ok()) return formats::Fail(r.ErrorText());
     c.body = std::move(s);
   } else {
     c.body = Unknown{type};

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "protocol/agent_messages.h"
 #include "protocol/commands.h"
 #include "testing/eventually.h"
 #include "testing/fake_clock.h"
@@ -40,29 +41,31 @@ constexpr char kToken[] = "join-secret";
 class FakeController {
  public:
   FakeController() {
-    server_.Post("/v1/agents/register",
-                 [this](const httplib::Request& req, httplib::Response& res) {
-                   // The join token gets a new node token; the node token registers again.
-                   const std::string auth = req.get_header_value("Authorization");
-                   std::unique_lock lock(mu_);
-                   WaitWhileSilent(lock);
-                   register_auth_.push_back(auth);
-                   const bool join = auth == std::string("Bearer ") + kToken;
-                   if (!join && (node_token_.empty() || auth != "Bearer " + node_token_)) {
-                     return Unauthorized(res);
-                   }
-                   if (down_) return Down(res);
-                   registers_.push_back(json::parse(req.body));
-                   unknown_node_ = false;
-                   json answer = {{"controllerEpoch", epoch_}, {"heartbeatMs", heartbeat_ms_}};
-                   if (node_timeout_ms_ > 0) answer["nodeTimeoutMs"] = node_timeout_ms_;
-                   if (join) {
-                     node_token_ = "node-secret-" + std::to_string(++tokens_issued_);
-                     answer["nodeToken"] = node_token_;
-                   }
-                   res.set_content(answer.dump(), "application/json");
-                   cv_.notify_all();
-                 });
+    server_.Post(
+        "/v1/agents/register", [this](const httplib::Request& req, httplib::Response& res) {
+          // The join token gets a new node token; the node token registers again.
+          const std::string auth = req.get_header_value("Authorization");
+          std::unique_lock lock(mu_);
+          WaitWhileSilent(lock);
+          register_auth_.push_back(auth);
+          const bool join = auth == std::string("Bearer ") + kToken;
+          if (!join && (node_token_.empty() || auth != "Bearer " + node_token_)) {
+            return Unauthorized(res);
+          }
+          if (down_) return Down(res);
+          registers_.push_back(json::parse(req.body));
+          EXPECT_TRUE(protocol::ParseRegister(registers_.back()).ok()) << registers_.back();
+          unknown_node_ = false;
+          protocol::RegisterAnswer answer{.controller_epoch = epoch_,
+                                          .heartbeat_ms = heartbeat_ms_,
+                                          .node_timeout_ms = node_timeout_ms_};
+          if (join) {
+            node_token_ = "node-secret-" + std::to_string(++tokens_issued_);
+            answer.node_token = node_token_;
+          }
+          res.set_content(protocol::ToJson(answer).dump(), "application/json");
+          cv_.notify_all();
+        });
     server_.Get(
         R"(/v1/agents/([^/]+)/commands)",
         [this](const httplib::Request& req, httplib::Response& res) { Commands(req, res); });
@@ -262,7 +265,8 @@ class FakeController {
     WaitWhileSilent(lock);
     if (down_) return Down(res);
     if (unknown_node_) return NotFound(res);
-    json out = req.method == "POST" ? TakeReport(json::parse(req.body)) : json::object();
+    protocol::PollAnswer out;
+    if (req.method == "POST") out.report = TakeReport(json::parse(req.body));
     if (req.method == "POST") ++carried_reports_;
     polls_.push_back({{"waitMs", wait.count()}, {"report", req.method == "POST"}});
     cv_.notify_all();  // for WaitUntil on polls_
@@ -274,13 +278,12 @@ class FakeController {
       return false;
     };
     cv_.wait_for(lock, std::min<std::chrono::milliseconds>(wait, 2s), ready);
-    out["controllerEpoch"] = epoch_;
-    out["commands"] = json::array();
+    out.controller_epoch = epoch_;
     for (const json& c : commands_) {
-      if (epoch != epoch_ || c["seq"].get<uint64_t>() > after) out["commands"].push_back(c);
+      if (epoch != epoch_ || c["seq"].get<uint64_t>() > after) out.commands.push_back(c);
     }
-    if (log_interval_ms_ >= 0) out["logIntervalMs"] = log_interval_ms_;
-    res.set_content(out.dump(), "application/json");
+    if (log_interval_ms_ >= 0) out.log_interval_ms = log_interval_ms_;
+    res.set_content(protocol::ToJson(out).dump(), "application/json");
   }
 
   void Report(const httplib::Request& req, httplib::Response& res) {
@@ -289,7 +292,7 @@ class FakeController {
     WaitWhileSilent(lock);
     if (down_) return Down(res);
     if (unknown_node_) return NotFound(res);
-    res.set_content(TakeReport(json::parse(req.body)).dump(), "application/json");
+    res.set_content(protocol::ToJson(TakeReport(json::parse(req.body))).dump(), "application/json");
     cv_.notify_all();
   }
 
@@ -297,40 +300,44 @@ class FakeController {
     cv_.wait(lock, [&] { return !silent_ || closing_; });
   }
 
-  // Records a report and returns its answer; mu_ held.
-  json TakeReport(json report) {
-    json answer = {{"ack", json::array()}, {"logOffsets", json::object()}};
-    for (const json& chunk : report["logs"]) {
-      const std::string id = chunk["taskId"];
+  // Records a report and returns its answer; mu_ held. The report is kept as it came, for
+  // the tests to read its fields, and read as the controller reads it.
+  protocol::ReportAnswer TakeReport(json wire) {
+    protocol::ReportAnswer answer;
+    auto parsed = protocol::ParseReport(wire);
+    EXPECT_TRUE(parsed.ok()) << parsed.ErrorText() << ": " << wire;
+    if (!parsed.ok()) return answer;
+    const protocol::Report& report = parsed.value();
+    for (const protocol::LogChunk& chunk : report.logs) {
+      const std::string& id = chunk.task_id;
       std::string& log = logs_[id];
       if (log_cap_ > 0 && log.size() >= log_cap_) {
-        answer["logOffsets"][id] =
-            chunk["offset"].get<size_t>() + chunk["data"].get<std::string>().size();
-        answer["logCapped"].push_back(id);
+        answer.log_offsets[id] = chunk.offset + static_cast<int64_t>(chunk.data.size());
+        answer.log_capped.push_back(id);
         continue;
       }
       if (drop_next_chunk_[id]) {
         drop_next_chunk_[id] = false;
-      } else if (chunk["offset"].get<size_t>() == log.size()) {
-        log += chunk["data"].get<std::string>();
+      } else if (chunk.offset == static_cast<int64_t>(log.size())) {
+        log += chunk.data;
       }
-      answer["logOffsets"][id] = log.size();
+      answer.log_offsets[id] = static_cast<int64_t>(log.size());
     }
-    for (const json& t : report["tasks"]) {
-      if (t["state"] == "exited" && auto_ack_) answer["ack"].push_back(t["taskId"]);
-      if (t["state"] == "running" && unexpected_.contains(t["taskId"])) {
-        unexpected_.erase(t["taskId"]);
+    for (const protocol::TaskStatus& t : report.tasks) {
+      if (t.state == "exited" && auto_ack_) answer.ack.push_back(t.task_id);
+      if (t.state == "running" && unexpected_.contains(t.task_id)) {
+        unexpected_.erase(t.task_id);
         commands_.push_back(protocol::ToJson(protocol::Command{
             .seq = ++seq_,
-            .body = protocol::Stop{.task_id = t["taskId"],
+            .body = protocol::Stop{.task_id = t.task_id,
                                    .grace_seconds = 0,
                                    .signal = "SIGKILL",
                                    .reason = "the controller does not expect this task"}}));
       }
     }
     last_report_at_ = std::chrono::steady_clock::now();
-    if (log_interval_ms_ >= 0) answer["logIntervalMs"] = log_interval_ms_;
-    reports_.push_back(std::move(report));
+    if (log_interval_ms_ >= 0) answer.log_interval_ms = log_interval_ms_;
+    reports_.push_back(std::move(wire));
     cv_.notify_all();
     return answer;
   }
@@ -469,7 +476,7 @@ TEST_F(AgentTest, LaunchReportsRunningThenExitedWithLogAndForgetsTheTaskAfterAck
     const auto reports = controller_.Reports();
     const json running = *FakeController::Entry(reports, "7.0.0", "running");
     EXPECT_GT(running["pid"].get<int>(), 0);
-    EXPECT_FALSE(running["startedAt"].get<std::string>().empty());
+    EXPECT_FALSE(running.contains("startedAt")) << "the controller's clock wins";
     EXPECT_EQ(reports.back()["appliedSeq"], 1);
   }
   Release("go");
@@ -477,7 +484,7 @@ TEST_F(AgentTest, LaunchReportsRunningThenExitedWithLogAndForgetsTheTaskAfterAck
   const json exited = *FakeController::Entry(controller_.Reports(), "7.0.0", "exited");
   EXPECT_EQ(exited["exitCode"], 7);
   EXPECT_EQ(exited["signal"], 0);
-  EXPECT_FALSE(exited["finishedAt"].get<std::string>().empty());
+  EXPECT_FALSE(exited.contains("finishedAt")) << "the controller's clock wins";
   ASSERT_TRUE(
       controller_.WaitUntil([&] { return controller_.logs_["7.0.0"].ends_with("done\n"); }));
   EXPECT_EQ(controller_.LogOf("7.0.0"),

@@ -1,8 +1,7 @@
 // Agents' registrations and reports whose fields have the wrong JSON type, or numbers that do
 // not fit what the controller reads them into, are answered 400 naming the field, before
 // anything changes (inputs the fuzz targets found, fuzz/corpus/agent_*_fuzzer/regression-*).
-
-#include "controller/agent_messages.h"
+// The reading itself is protocol/agent_messages.h's (tests/protocol/agent_messages_test.cc).
 
 #include <gtest/gtest.h>
 
@@ -67,31 +66,6 @@ TEST_F(AgentMessagesTest, ARegisteredGpuWhoseNumbersDoNotFitIsRejected) {
   body = RegisterBody("n1", 1);
   body["node"]["cpuMilli"] = uint64_t{1} << 63;
   EXPECT_EQ(Err(c().Register(body, {.token = "join", .join = true})).field, "node.cpuMilli");
-}
-
-TEST(CheckReportMessageTest, AcceptsWhatAgentsSendAndNamesTheFirstBadField) {
-  EXPECT_FALSE(CheckReportMessage({{"agentId", "a"},
-                                   {"reportSeq", uint64_t{1} << 63},
-                                   {"appliedSeq", 0},
-                                   {"gpus", {{{"index", 0}, {"utilization", 37}}}},
-                                   {"tasks",
-                                    {{{"taskId", "1.0.0"},
-                                      {"state", "exited"},
-                                      {"exitCode", -1},
-                                      {"signal", 9},
-                                      {"logBytes", 0}}}},
-                                   {"logs", {"chunks", "are", "skipped", "one", "by", "one"}}}));
-  auto bad = CheckReportMessage({{"appliedSeq", -1}});
-  ASSERT_TRUE(bad);
-  EXPECT_EQ(bad->field, "appliedSeq");
-  EXPECT_EQ(bad->reason, "expected a whole number in 0..18446744073709551615, got -1");
-  bad = CheckReportMessage({{"tasks", {{{"taskId", "1.0.0"}}, 5}}});
-  ASSERT_TRUE(bad);
-  EXPECT_EQ(bad->field, "tasks[1]");
-  EXPECT_EQ(bad->reason, "expected an object, got number");
-  bad = CheckReportMessage({{"gpus", {{"index", 0}}}});  // an object, not an array of them
-  ASSERT_TRUE(bad);
-  EXPECT_EQ(bad->field, "gpus");
 }
 
 }  // namespace
