@@ -249,7 +249,7 @@ void Controller::Stop() {
   wake_.notify_all();
   {
     std::lock_guard lock(mu_);
-    for (auto& [name, node] : nodes_) node.poll.notify_all();
+    for (auto& [name, node] : nodes_) node.channel.Wake();
   }
   if (thread_.joinable()) thread_.join();
   {
@@ -279,14 +279,12 @@ void Controller::WriterLoop() {
     for (const std::string& name : stamped) {
       auto it = nodes_.find(name);
       if (it == nodes_.end()) continue;
-      for (Command& c : it->second.commands) {
-        if (c.gen == kUnstamped) c.gen = gen;
-      }
+      it->second.channel.Stamp(gen);
     }
     // Their commands can go out once `gen` is durable.
     auto wake_polls = [&] {
       for (const std::string& name : stamped) {
-        if (auto it = nodes_.find(name); it != nodes_.end()) it->second.poll.notify_all();
+        if (auto it = nodes_.find(name); it != nodes_.end()) it->second.channel.Wake();
       }
     };
     if (batch.empty()) {
@@ -353,7 +351,7 @@ void Controller::Loop() {
       // Time alone changes decisions (minimum runtimes expire, reservations come due), so
       // pending work is planned again at least once a second.
       if (!dirty_ && clock_->SteadyNow() - last_cycle_ >= std::chrono::seconds(1)) {
-        dirty_ = !waiting_.empty();
+        dirty_ = !index_.waiting().empty();
         if (!dirty_) last_cycle_ = clock_->SteadyNow();
       }
       if (dirty_) {
@@ -377,17 +375,11 @@ void Controller::CheckNodesLocked() {
   }
 }
 
-int64_t Controller::DeadlineOf(const JobRecord& job) {
-  if (!job.live.job.time_limit || job.started_at == 0) return INT64_MAX;
-  return core::ToSeconds(core::EndOf(core::FromSeconds(job.started_at), job.live.job.time_limit));
-}
-
 void Controller::EnforceTimeLimitsLocked() {
   const int64_t now = Now();
   // Times are whole seconds: strictly past the deadline, so that no job runs less than its limit.
-  while (!deadlines_.empty() && deadlines_.begin()->first < now) {
-    const auto [deadline, id] = *deadlines_.begin();
-    deadlines_.erase(deadlines_.begin());
+  while (const auto due = index_.TakeDueDeadline(now)) {
+    const auto [deadline, id] = *due;
     JobRecord* job = FindJob(id);
     if (job == nullptr || job->after_stop || !job->HoldsResources() ||
         DeadlineOf(*job) != deadline) {
@@ -407,15 +399,16 @@ void Controller::ForgetFinishedJobsLocked() {
   constexpr int kBatch = 5000;
   const int64_t before = Now() - options_.job_retention.count();
   int forgotten = 0;
-  while (!finished_.empty() && finished_.begin()->first < before && forgotten < kBatch) {
-    const auto [finished_at, id] = *finished_.begin();
-    finished_.erase(finished_.begin());
+  while (forgotten < kBatch) {
+    const auto due = index_.TakeForgettable(before);
+    if (!due) break;
+    const auto [finished_at, id] = *due;
     auto it = jobs_.find(id);
     if (it == jobs_.end() || !Finished(it->second.state) || it->second.HoldsResources() ||
         it->second.finished_at != finished_at) {
       continue;
     }
-    CountLocked(it->second, std::nullopt);
+    index_.Forget(it->second);
     jobs_.erase(it);
     writes_.push_back({.kind = StateWrite::Kind::kForgetJob, .job = id});
     ++queued_gen_;
@@ -428,12 +421,12 @@ void Controller::ForgetFinishedJobsLocked() {
 
 void Controller::MarkNodeLostLocked(NodeEntry& node) {
   node.record.lost = true;
-  node.commands.clear();
+  node.channel.Clear();
   SaveNodeLocked(node.record, NodeChange::kMayShrink);
   EventLocked(0, "node-lost",
               "node " + node.record.node.name + " sent no heartbeat for " +
                   std::to_string(options_.node_timeout.count()) + " ms; its tasks are lost");
-  for (uint64_t id : ActiveOnLocked(node.record.node.name)) {
+  for (uint64_t id : index_.ActiveOn(node.record.node.name)) {
     JobRecord& job = jobs_.at(id);
     bool hit = false;
     for (TaskRecord& t : job.tasks) {
@@ -457,7 +450,7 @@ void Controller::MarkNodeLostLocked(NodeEntry& node) {
 }
 
 void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
-  if (waiting_.empty()) return;
+  if (index_.waiting().empty()) return;
   const auto t0 = clock_->SteadyNow();
   core::Snapshot& snap = snapshot_;
   snap.now = core::FromSeconds(Now());
@@ -478,7 +471,7 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
     snap.running.clear();
     running_at_.clear();
     unstarted_.clear();
-    running_stale_.insert(active_.begin(), active_.end());
+    running_stale_.insert(index_.active().begin(), index_.active().end());
   }
   UpdateRunningLocked();
   for (uint64_t id : unstarted_) snap.running[running_at_.at(id)].started_at = snap.now;
@@ -522,7 +515,7 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   const bool grown = nodes_version_ != planned_nodes_version;
   if (grown) dirty_ = true;
   for (const core::PendingJob& p : result->pending) {
-    if (!waiting_.contains(p.job.value)) continue;
+    if (!index_.waiting().contains(p.job.value)) continue;
     JobRecord* job = FindJob(p.job.value);
     // Past the event cycle's depth: the last full cycle's reason stands.
     if (!job || (p.code == core::PendingCode::kNotConsidered && job->pending)) continue;
@@ -542,7 +535,7 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   for (const core::StartDecision& d : result->starts) {
     // A job cancelled while the cycle was planned is not started; the GPUs it would have
     // taken stay free for the next cycle.
-    if (!waiting_.contains(d.job.value)) continue;
+    if (!index_.waiting().contains(d.job.value)) continue;
     JobRecord* job = FindJob(d.job.value);
     if (!job) continue;
     metrics.starts++;
@@ -563,7 +556,7 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
     }
     // A master port free on rank 0's node among the jobs holding resources there.
     std::set<int> used;
-    for (uint64_t other_id : ActiveOnLocked(job->tasks.empty() ? "" : job->tasks[0].node)) {
+    for (uint64_t other_id : index_.ActiveOn(job->tasks.empty() ? "" : job->tasks[0].node)) {
       const JobRecord& other = jobs_.at(other_id);
       if (&other != job && !other.tasks.empty() && other.tasks[0].node == job->tasks[0].node) {
         used.insert(other.master_port);
@@ -650,12 +643,12 @@ void Controller::UpdateRunningLocked() {
 void Controller::UpdatePendingLocked() {
   for (uint64_t id : pending_stale_) {
     auto at = pending_at_.find(id);
-    if (waiting_.contains(id)) {
+    if (index_.waiting().contains(id)) {
       auto job = jobs_.find(id);
       if (job == jobs_.end()) {
         // Never so by construction (a job is in jobs_ before it is indexed); should it happen,
         // one lost entry must not fail every cycle after it.
-        waiting_.erase(id);
+        index_.DropWaiting(id);
       } else if (at == pending_at_.end()) {
         pending_at_.emplace(id, pending_jobs_.size());
         pending_jobs_.push_back(job->second.live.job);
@@ -729,7 +722,7 @@ void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
   launch.checkpoint_signal = job.live.run.checkpoint_signal;
   launch.checkpoint_grace_seconds = static_cast<double>(job.live.job.checkpoint_grace.count());
   NodeEntry& node = node_it->second;
-  task.launch_seq = node.next_seq;
+  task.launch_seq = node.channel.next_seq();
   PushCommandLocked(node, {{"type", "launch"}, {"task", protocol::ToJson(launch)}});
 }
 
@@ -745,12 +738,7 @@ void Controller::SendStopLocked(const JobRecord& job, const TaskRecord& task, in
 }
 
 void Controller::PushCommandLocked(NodeEntry& node, json body) {
-  body["seq"] = node.next_seq;
-  if (node.commands.empty() || node.commands.back().gen != kUnstamped) {
-    unstamped_.push_back(node.record.node.name);
-  }
-  node.commands.push_back({node.next_seq, std::move(body), kUnstamped});
-  ++node.next_seq;
+  if (node.channel.Push(std::move(body))) unstamped_.push_back(node.record.node.name);
   writer_wake_.notify_one();  // commands go out once the writer has stamped and committed
 }
 
@@ -864,110 +852,15 @@ void Controller::RemoveEmptyCheckpointDirLocked(const JobRecord& job) {
 
 // --- persistence helpers ---
 
-void Controller::CountLocked(JobRecord& job, std::optional<JobState> as) {
-  if (job.counted_as == as) return;
-  if (job.counted_as) {
-    --jobs_by_state_[static_cast<size_t>(*job.counted_as)];
-    if (*job.counted_as == JobState::kPending) {
-      auto it = pending_by_queue_.find(job.live.job.queue);
-      if (it != pending_by_queue_.end() && --it->second == 0) pending_by_queue_.erase(it);
-      auto u = pending_by_user_.find(job.live.job.user);
-      if (u != pending_by_user_.end() && --u->second == 0) pending_by_user_.erase(u);
-    }
-  }
-  if (as) {
-    ++jobs_by_state_[static_cast<size_t>(*as)];
-    if (*as == JobState::kPending) {
-      ++pending_by_queue_[job.live.job.queue];
-      ++pending_by_user_[job.live.job.user];
-    }
-  }
-  job.counted_as = as;
-}
-
-std::vector<uint64_t> Controller::ActiveOnLocked(std::string_view node) const {
-  auto it = active_by_node_.find(node);
-  if (it == active_by_node_.end()) return {};
-  return {it->second.begin(), it->second.end()};
-}
-
-void Controller::CountUsageLocked(JobRecord& job) {
-  if (!job.counted_active && !job.HoldsResources()) return;  // pending or finished: no change
-  auto drop = [](auto& counters, const std::string& key, int64_t n) {
-    auto it = counters.find(key);
-    if (it != counters.end() && (it->second -= n) == 0) counters.erase(it);
-  };
-  const std::string& queue = job.live.job.queue;
-  for (const auto& [model, milli] : job.counted_gpus) drop(allocated_by_model_, model, milli);
-  if (job.counted_queue_milli != 0) drop(usage_by_queue_, queue, job.counted_queue_milli);
-  if (job.counted_active) drop(active_by_queue_, queue, 1);
-  job.counted_gpus.clear();
-  job.counted_queue_milli = 0;
-  job.counted_active = job.HoldsResources();
-  if (!job.counted_active) return;
-  ++active_by_queue_[queue];
-  for (const TaskRecord& t : job.tasks) {
-    if (!t.Holds()) continue;
-    // A task on a lost node is about to be marked lost; the GPU counts leave its node out.
-    auto nit = nodes_.find(t.node);
-    const auto* gpus =
-        nit != nodes_.end() && !nit->second.record.lost ? &nit->second.record.node.gpus : nullptr;
-    for (const auto& g : t.alloc.gpus) {
-      const int64_t milli = g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile);
-      job.counted_queue_milli += milli;
-      if (!gpus || g.gpu < 0 || static_cast<size_t>(g.gpu) >= gpus->size()) continue;
-      const std::string& model = (*gpus)[static_cast<size_t>(g.gpu)].model;
-      auto same = std::find_if(job.counted_gpus.begin(), job.counted_gpus.end(),
-                               [&](const auto& e) { return e.first == model; });
-      if (same == job.counted_gpus.end()) {
-        job.counted_gpus.emplace_back(model, milli);
-      } else {
-        same->second += milli;
-      }
-    }
-  }
-  for (const auto& [model, milli] : job.counted_gpus) allocated_by_model_[model] += milli;
-  if (job.counted_queue_milli != 0) usage_by_queue_[queue] += job.counted_queue_milli;
-}
-
 void Controller::IndexLocked(JobRecord& job) {
-  CountLocked(job, job.state);
-  CountUsageLocked(job);
-  if (job.HoldsResources() || active_.contains(job.id)) running_stale_.insert(job.id);
-  std::vector<std::string> on;
-  if (job.HoldsResources()) {
-    active_.insert(job.id);
-    for (const TaskRecord& t : job.tasks) {
-      if (!t.node.empty()) on.push_back(t.node);
-    }
-    std::sort(on.begin(), on.end());
-    on.erase(std::unique(on.begin(), on.end()), on.end());
-  } else {
-    active_.erase(job.id);
-  }
-  if (on != job.indexed_on) {
-    for (const std::string& node : job.indexed_on) {
-      auto it = active_by_node_.find(node);
-      if (it != active_by_node_.end() && it->second.erase(job.id) && it->second.empty()) {
-        active_by_node_.erase(it);
-      }
-    }
-    for (const std::string& node : on) active_by_node_[node].insert(job.id);
-    job.indexed_on = std::move(on);
-  }
-  if (job.state == JobState::kPending && !job.after_stop) {
-    if (waiting_.insert(job.id).second) pending_stale_.insert(job.id);
-  } else if (waiting_.erase(job.id) > 0) {
-    pending_stale_.insert(job.id);
-  }
-  // A cancelled job is finished before its tasks have stopped; it counts from when they have.
-  // A finished job stays finished; ForgetFinishedJobsLocked skips entries it no longer matches.
-  if (Finished(job.state) && job.finished_at > 0 && !job.HoldsResources()) {
-    finished_.emplace(job.finished_at, job.id);
-  }
-  if (job.HoldsResources() && !job.after_stop && DeadlineOf(job) != INT64_MAX) {
-    deadlines_.emplace(DeadlineOf(job), job.id);
-  }
+  const JobIndex::Change change =
+      index_.Index(job, [this](std::string_view node) -> const std::vector<core::GpuDevice>* {
+        auto it = nodes_.find(node);
+        return it != nodes_.end() && !it->second.record.lost ? &it->second.record.node.gpus
+                                                             : nullptr;
+      });
+  if (change.running) running_stale_.insert(job.id);
+  if (change.waiting) pending_stale_.insert(job.id);
 }
 
 void Controller::SaveJobLocked(JobRecord& job) {

@@ -31,7 +31,9 @@
 #include <variant>
 #include <vector>
 
+#include "controller/agent_channel.h"
 #include "controller/histogram.h"
+#include "controller/job_index.h"
 #include "controller/log_store.h"
 #include "controller/records.h"
 #include "controller/sqlite_store.h"
@@ -241,28 +243,17 @@ class Controller {
   const std::string& epoch() const { return epoch_; }
 
  private:
-  static constexpr uint64_t kUnstamped = UINT64_MAX;
-  struct Command {
-    uint64_t seq;
-    nlohmann::json body;
-    uint64_t gen = kUnstamped;  // delivered once durable_gen_ reaches it
-  };
   struct NodeEntry {
     NodeRecord record;
-    std::deque<Command> commands;
-    uint64_t next_seq = 1;
+    AgentChannel channel;  // its agent's commands
     // The newest reportSeq taken from the agent process report_agent (an agent's reports are
     // numbered from 1 when it starts).
     std::string report_agent;
     uint64_t report_seq = 0;
     std::chrono::steady_clock::time_point last_seen;
-    // Its agent's commands long poll waits here, so that a command wakes only that agent
-    // rather than every connected one.
-    std::condition_variable poll;
-    // Someone reads the logs of a task here until then; follow_news: the agent has not been
-    // told yet (its long poll is woken to tell it).
+    // Someone reads the logs of a task here until then (the agent is told through its
+    // channel's news).
     std::chrono::steady_clock::time_point followed_until{};
-    bool follow_news = false;
   };
   static constexpr std::chrono::seconds kFollowWindow{15};
   // The logIntervalMs an agent is told in each answer: 0 (its own pace) while followed.
@@ -312,18 +303,8 @@ class Controller {
   void PushCommandLocked(NodeEntry& node, nlohmann::json body);
 
   void SaveJobLocked(JobRecord& job);
+  // Re-indexes the job (index_) and marks it stale in the cycle's caches where that changed.
   void IndexLocked(JobRecord& job);
-  void CountLocked(JobRecord& job, std::optional<JobState> as);
-  // Replaces the job's share of the usage counters with what its tasks hold now.
-  void CountUsageLocked(JobRecord& job);
-  // The jobs of active_ with a task on `node` (a copy: callers may re-index them).
-  std::vector<uint64_t> ActiveOnLocked(std::string_view node) const;
-  static int64_t CountIn(const std::map<std::string, int64_t, std::less<>>& counters,
-                         std::string_view key) {
-    auto it = counters.find(key);
-    return it == counters.end() ? 0 : it->second;
-  }
-  int64_t PendingIn(std::string_view queue) const { return CountIn(pending_by_queue_, queue); }
   // How a node change bears on a cycle planned before it. kNone: nothing a cycle plans with
   // changed (an agent registering again the same inventory after a restart). kGrows only
   // adds capacity the plan did not count on (a node joins or returns, is undrained or
@@ -396,34 +377,12 @@ class Controller {
   std::vector<std::string> unstamped_;  // nodes with commands not yet given a generation
   std::thread writer_;
   std::map<uint64_t, JobRecord> jobs_;
-  // Indexes over jobs_, kept by SaveJobLocked (every transition saves the job): jobs whose
-  // tasks hold resources, and jobs waiting to be placed.
-  std::set<uint64_t> active_;
-  std::set<uint64_t> waiting_;
-  // active_ by node: every job of active_ under each node one of its tasks is on. What an
-  // agent's report, a lost node, a node's view and a master port concern is read from here:
-  // walking active_ for each cost O(running jobs) per report under the lock.
-  std::map<std::string, std::set<uint64_t>, std::less<>> active_by_node_;
-  // Jobs per state, and pending jobs per queue, kept by IndexLocked, so that /metrics and
-  // /v1/queues need not walk finished jobs.
-  std::array<int64_t, kJobStateCount> jobs_by_state_{};
-  std::map<std::string, int64_t, std::less<>> pending_by_queue_;
-  std::map<std::string, int64_t, std::less<>> pending_by_user_;
-  // The resources held, kept by CountUsageLocked for the same reason: GPU milli allocated per
-  // model (tasks on lost nodes excluded), and per queue (its own jobs, not its children's) the
-  // GPU milli held and the jobs holding any.
-  std::map<std::string, int64_t, std::less<>> allocated_by_model_;
+  // Indexes and counters over jobs_, kept by SaveJobLocked (every transition saves the job).
+  JobIndex index_;
   // gangway_scheduling_cycle_seconds, and per queue gangway_job_wait_seconds: from the time an
   // attempt began to wait (JobRecord::waiting_since) to its placement.
   Histogram cycle_seconds_{Histogram::kLatencyBounds};
   std::map<std::string, Histogram, std::less<>> wait_by_queue_;
-  std::map<std::string, int64_t, std::less<>> usage_by_queue_;
-  std::map<std::string, int64_t, std::less<>> active_by_queue_;
-  std::set<std::pair<int64_t, uint64_t>> finished_;  // (finished_at, id) of finished jobs
-  // (started_at + time limit, id) of running jobs with a time limit, kept by IndexLocked; an
-  // entry the job no longer matches (it stopped, or restarted) is skipped when it comes due.
-  std::set<std::pair<int64_t, uint64_t>> deadlines_;
-  static int64_t DeadlineOf(const JobRecord& job);
   std::map<std::string, NodeEntry, std::less<>> nodes_;
   // The nodes' token digests, both ways, under a lock of their own: every agent request is
   // authorized, and taking mu_ for that added to the waits for mu_ of heartbeats at 10,000
@@ -457,9 +416,9 @@ class Controller {
   std::set<uint64_t> running_stale_;
   std::set<uint64_t> unstarted_;
   void UpdateRunningLocked();
-  // The same for the jobs of waiting_ (whose specs do not change while they wait): the
+  // The same for the jobs of index_.waiting() (whose specs do not change while they wait): the
   // pending jobs a cycle plans, kept in pending_jobs_ and updated at each cycle from
-  // pending_stale_, the jobs that joined or left waiting_ since the last.
+  // pending_stale_, the jobs that joined or left index_.waiting() since the last.
   std::vector<core::Job> pending_jobs_;
   std::unordered_map<uint64_t, size_t> pending_at_;
   std::set<uint64_t> pending_stale_;

@@ -130,7 +130,7 @@ json Controller::JobView(const JobRecord& j, bool detail) {
 Controller::NodeFacts Controller::NodeFactsLocked(const NodeEntry& e) const {
   NodeFacts out{.record = e.record, .uses = {}};
   const std::string& name = e.record.node.name;
-  for (uint64_t id : ActiveOnLocked(name)) {
+  for (uint64_t id : index_.ActiveOn(name)) {
     const JobRecord& job = jobs_.at(id);
     for (const TaskRecord& t : job.tasks) {
       if (t.node != name || !t.Holds()) continue;
@@ -356,10 +356,10 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
   {
     std::unique_lock lock(mu_);
     if (options_.max_pending_per_user > 0 &&
-        CountIn(pending_by_user_, live.job.user) >= options_.max_pending_per_user) {
+        index_.PendingOfUser(live.job.user) >= options_.max_pending_per_user) {
       return Error(429, "too_many_jobs",
                    "user " + live.job.user + " has " +
-                       std::to_string(CountIn(pending_by_user_, live.job.user)) +
+                       std::to_string(index_.PendingOfUser(live.job.user)) +
                        " pending jobs, the most allowed (gangway server --max-pending-per-user); "
                        "submit more once some have started or been cancelled");
     }
@@ -499,8 +499,7 @@ Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id
           NodeEntry& e = nit->second;
           const auto now = clock_->SteadyNow();
           if (now >= e.followed_until && LogIntervalMsLocked(e) > 0) {
-            e.follow_news = true;
-            e.poll.notify_all();
+            e.channel.WakeWithNews();
           }
           e.followed_until = now + kFollowWindow;
         }
@@ -579,7 +578,7 @@ json Controller::Utilization(const Caller& caller, size_t job_rows) {
           node.gpus[i].utilization = r.gpu_status[i].utilization;
       }
       bool busy = false;
-      for (uint64_t id : ActiveOnLocked(name)) {
+      for (uint64_t id : index_.ActiveOn(name)) {
         const JobRecord& job = jobs_.at(id);
         for (const TaskRecord& t : job.tasks) {
           if (t.node != name || !t.Holds()) continue;
@@ -648,7 +647,7 @@ json Controller::ListQueues() {
   std::map<std::string, int64_t> usage;
   std::map<std::string, std::string> parent;
   for (const auto& q : options_.queues) parent[q.name] = q.parent;
-  for (const auto& [q, m] : usage_by_queue_) {
+  for (const auto& [q, m] : index_.usage_by_queue()) {
     for (std::string at = q; !at.empty(); at = parent[at]) usage[at] += m;
   }
   int64_t total = 0;
@@ -685,8 +684,8 @@ json Controller::ListQueues() {
          {"usage", {{"gpuMilli", usage[q.name]}}},
          {"fairShare", fair},
          {"fairShareGpuMilli", static_cast<int64_t>(fair * static_cast<double>(total))},
-         {"pending", PendingIn(q.name)},
-         {"running", CountIn(active_by_queue_, q.name)}});
+         {"pending", index_.PendingInQueue(q.name)},
+         {"running", index_.RunningInQueue(q.name)}});
   }
   return {{"queues", out}};
 }
@@ -894,20 +893,13 @@ Outcome<json> Controller::Commands(std::string_view node, const Poll& poll) {
 protocol::PollAnswer Controller::CommandsLocked(std::unique_lock<std::mutex>& lock, NodeEntry& e,
                                                 const Poll& poll) {
   const uint64_t after = poll.epoch == epoch_ ? poll.after : 0;
-  while (!e.commands.empty() && e.commands.front().seq <= after) e.commands.pop_front();
-  auto ready = [&](const Command& c) { return c.gen <= durable_gen_; };
   ++metrics.polls_waiting;  // under mu_, which the wait releases only once it waits
-  e.poll.wait_for(lock, poll.wait, [&] {
-    return stopping_ || e.follow_news || (!e.commands.empty() && ready(e.commands.front()));
-  });
+  std::vector<json> commands =
+      e.channel.Take(lock, after, poll.wait, durable_gen_, stopping_, kMaxCommandBatch);
   --metrics.polls_waiting;
-  e.follow_news = false;
-  protocol::PollAnswer out{.controller_epoch = epoch_, .log_interval_ms = LogIntervalMsLocked(e)};
-  for (const Command& c : e.commands) {
-    if (out.commands.size() >= kMaxCommandBatch || !ready(c)) break;
-    out.commands.push_back(c.body);
-  }
-  return out;
+  return protocol::PollAnswer{.controller_epoch = epoch_,
+                              .commands = std::move(commands),
+                              .log_interval_ms = LogIntervalMsLocked(e)};
 }
 
 int64_t Controller::LogIntervalMsLocked(const NodeEntry& node) const {
@@ -1092,7 +1084,7 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
         }
       }
       // What the agent no longer lists is gone: running tasks, and launches it has applied.
-      for (uint64_t id : newest ? ActiveOnLocked(node_name) : std::vector<uint64_t>{}) {
+      for (uint64_t id : newest ? index_.ActiveOn(node_name) : std::vector<uint64_t>{}) {
         JobRecord& job = jobs_.at(id);
         bool changed = false;
         for (TaskRecord& t : job.tasks) {
@@ -1154,13 +1146,13 @@ std::string Controller::MetricsText() {
   for (JobState s :
        {JobState::kPending, JobState::kScheduled, JobState::kRunning, JobState::kSucceeded,
         JobState::kFailed, JobState::kPreempted, JobState::kCancelled, JobState::kTimeout}) {
-    o << "gangway_jobs{state=\"" << JobStateName(s) << "\"} "
-      << jobs_by_state_[static_cast<size_t>(s)] << "\n";
+    o << "gangway_jobs{state=\"" << JobStateName(s) << "\"} " << index_.JobsIn(s) << "\n";
   }
   o << "# HELP gangway_queue_pending_jobs Pending jobs per queue.\n"
        "# TYPE gangway_queue_pending_jobs gauge\n";
   for (const auto& q : options_.queues) {
-    o << "gangway_queue_pending_jobs{queue=\"" << q.name << "\"} " << PendingIn(q.name) << "\n";
+    o << "gangway_queue_pending_jobs{queue=\"" << q.name << "\"} " << index_.PendingInQueue(q.name)
+      << "\n";
   }
   std::map<std::string, std::pair<int64_t, int64_t>> gpus;  // model -> (total, allocated milli)
   std::map<std::string, int> node_states;
@@ -1171,7 +1163,7 @@ std::string Controller::MetricsText() {
     if (e.record.lost) continue;
     for (const auto& g : e.record.node.gpus) gpus[g.model].first += core::kGpuMilli;
   }
-  for (const auto& [model, milli] : allocated_by_model_) gpus[model].second += milli;
+  for (const auto& [model, milli] : index_.allocated_by_model()) gpus[model].second += milli;
   o << "# HELP gangway_gpus GPUs by model and state (fractions count their share).\n"
        "# TYPE gangway_gpus gauge\n";
   for (const auto& [model, tot] : gpus) {

@@ -84,18 +84,6 @@ struct JobRecord {
   std::vector<TaskRecord> tasks;  // of the current attempt
   // Not persisted: the last cycle's verdict while pending.
   std::optional<core::PendingJob> pending;
-  // Not persisted: the state the controller's job counters hold this job under (none before
-  // it is first indexed).
-  std::optional<JobState> counted_as;
-  // Not persisted: the nodes under which the controller's per-node index lists this job
-  // (sorted; empty unless the job held resources when last indexed).
-  std::vector<std::string> indexed_on;
-  // Not persisted: what the controller's usage counters hold for this job (see
-  // Controller::CountUsageLocked): GPU milli per model, and in its queue, of the tasks that held
-  // resources when it was last indexed.
-  std::vector<std::pair<std::string, int64_t>> counted_gpus;
-  int64_t counted_queue_milli = 0;
-  bool counted_active = false;
   // Not persisted: when this attempt began to wait (submitted, requeued, or reloaded), for
   // gangway_job_wait_seconds.
   std::chrono::steady_clock::time_point waiting_since{};
