@@ -38,6 +38,7 @@
 #include "controller/records.h"
 #include "controller/sqlite_store.h"
 #include "controller/state_store.h"
+#include "controller/views.h"
 #include "core/model/queue.h"
 #include "core/model/result.h"
 #include "core/sched/profile.h"
@@ -321,25 +322,8 @@ class Controller {
   // Waits (releasing `lock`) until everything queued so far is on disk; false on timeout.
   bool WaitDurable(std::unique_lock<std::mutex>& lock);
 
-  nlohmann::json JobView(const JobRecord& job, bool detail);
-  // A node as GET /v1/nodes shows it: the facts are copied under the lock, the JSON is
-  // built without it.
-  struct GpuUse {
-    int gpu = 0;
-    uint64_t job = 0;
-    std::string user;
-    int task = 0;
-    int64_t milli = 0;
-    std::string mig_profile;
-  };
-  struct NodeFacts {
-    NodeRecord record;
-    std::vector<GpuUse> uses;
-    bool busy = false;  // a task holds resources there
-  };
+  // A node's facts for its views (views.h), copied under the lock; the JSON is built without.
   NodeFacts NodeFactsLocked(const NodeEntry& node) const;
-  static nlohmann::json NodeView(const NodeFacts& facts);
-  static nlohmann::json NodeSummaryView(const NodeFacts& facts);
   bool Visible(const Caller& caller, const JobRecord& job) const;
   JobRecord* FindJob(uint64_t id);
   // The 404 for a job id that is not in jobs_: never submitted, or forgotten.

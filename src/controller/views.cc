@@ -1,0 +1,237 @@
+#include "controller/views.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "controller/live_job.h"
+#include "core/model/job.h"
+#include "formats/units.h"
+
+namespace gangway::controller {
+namespace {
+
+using nlohmann::json;
+
+json TimeOrNull(int64_t t) { return t == 0 ? json(nullptr) : json(FormatTime(t)); }
+
+int64_t GpuMilli(const core::TaskAllocation& a) {
+  int64_t m = 0;
+  for (const auto& g : a.gpus)
+    m += g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile);
+  return m;
+}
+
+}  // namespace
+
+json JobView(const JobRecord& j, const std::vector<StoredEvent>* detail) {
+  json command = j.live.run.command;
+  json out = {
+      {"id", j.id},
+      {"name", j.live.job.name},
+      {"user", j.live.job.user},
+      {"queue", j.live.job.queue},
+      {"priority", j.live.job.priority},
+      {"priorityClass", j.live.job.priority_class},
+      {"state", JobStateName(j.state)},
+      {"attempt", j.attempt},
+      {"restarts", j.restarts},
+      {"restartPolicy", RestartPolicyName(j.live.run.restart_policy)},
+      {"restartLimit", j.live.run.restart_limit},
+      {"submittedAt", TimeOrNull(j.submitted_at)},
+      {"startedAt", TimeOrNull(j.started_at)},
+      {"finishedAt", TimeOrNull(j.finished_at)},
+      {"command", command},
+      {"timeLimit", j.live.job.time_limit ? json(formats::FormatDuration(*j.live.job.time_limit))
+                                          : json(nullptr)},
+      {"tasks", j.TaskCount()},
+      {"gpus", j.Gpus()},
+      {"exitCode", j.exit_code ? json(*j.exit_code) : json(nullptr)},
+      {"message", j.message},
+      {"pending", nullptr}};
+  if (j.pending && j.state == JobState::kPending) {
+    out["pending"] = {
+        {"code", core::PendingCodeName(j.pending->code)},
+        {"message", j.pending->message},
+        {"estimatedStart", j.pending->estimated_start
+                               ? json(FormatTime(core::ToSeconds(*j.pending->estimated_start)))
+                               : json(nullptr)}};
+  }
+  json tasks = json::array();
+  for (const TaskRecord& t : j.tasks) {
+    json gpus = json::array();
+    for (const auto& g : t.alloc.gpus) gpus.push_back(g.gpu);
+    tasks.push_back({{"index", t.index},
+                     {"id", j.TaskId(t.index)},
+                     {"group", j.live.job.groups[static_cast<size_t>(t.group)].name},
+                     {"replica", t.replica},
+                     {"node", t.node},
+                     {"gpus", gpus},
+                     {"gpuMilli", GpuMilli(t.alloc)},
+                     {"state", TaskStateName(t.state)},
+                     {"exitCode", t.exit_code ? json(*t.exit_code) : json(nullptr)},
+                     {"signal", t.signal},
+                     {"startedAt", TimeOrNull(t.started_at)},
+                     {"finishedAt", TimeOrNull(t.finished_at)},
+                     {"message", t.message}});
+  }
+  out["taskList"] = tasks;
+  if (detail) {
+    json events = json::array();
+    for (const StoredEvent& e : *detail) {
+      events.push_back({{"seq", e.seq},
+                        {"time", FormatTime(e.time)},
+                        {"job", e.job},
+                        {"type", e.type},
+                        {"message", e.message}});
+    }
+    out["events"] = events;
+    out["spec"] = j.spec_text;
+  }
+  return out;
+}
+
+std::string NodeState(const NodeRecord& n, bool busy) {
+  if (n.lost) return "lost";
+  if (n.draining) return busy ? "draining" : "drained";
+  if (n.cordoned) return "cordoned";
+  return "ready";
+}
+
+namespace {
+
+// Whether GPU i of a node is free: healthy, not split into MIG slices, held by no task.
+template <typename GpuUse>
+std::vector<bool> FreeGpus(const NodeRecord& n, const std::vector<GpuUse>& uses) {
+  std::vector<bool> free(n.node.gpus.size());
+  for (size_t i = 0; i < free.size(); ++i) {
+    free[i] = n.node.gpus[i].healthy && !n.node.gpus[i].mig_enabled;
+  }
+  for (const auto& u : uses) {
+    if (u.gpu >= 0 && static_cast<size_t>(u.gpu) < free.size())
+      free[static_cast<size_t>(u.gpu)] = false;
+  }
+  return free;
+}
+
+// What both views of a node show.
+template <typename GpuUse>
+json NodeHead(const NodeRecord& n, bool busy, const std::vector<GpuUse>& uses) {
+  const std::vector<bool> free = FreeGpus(n, uses);
+  return {{"name", n.node.name},
+          {"state", NodeState(n, busy)},
+          {"address", n.address},
+          {"cpuMilli", n.node.cpu_milli},
+          {"memoryBytes", n.node.memory_bytes},
+          {"labels", n.node.labels},
+          {"gpusFree", std::count(free.begin(), free.end(), true)},
+          {"registeredAt", TimeOrNull(n.registered_at)},
+          {"lastHeartbeat", TimeOrNull(n.last_report)}};
+}
+
+}  // namespace
+
+json NodeView(const NodeFacts& facts) {
+  const NodeRecord& n = facts.record;
+  std::vector<json> used(n.node.gpus.size(), json::array());
+  for (const GpuUse& u : facts.uses) {
+    if (u.gpu >= 0 && static_cast<size_t>(u.gpu) < used.size()) {
+      used[static_cast<size_t>(u.gpu)].push_back({{"job", u.job},
+                                                  {"user", u.user},
+                                                  {"task", u.task},
+                                                  {"milli", u.milli},
+                                                  {"migProfile", u.mig_profile}});
+    }
+  }
+  json gpus = json::array();
+  for (size_t i = 0; i < n.node.gpus.size(); ++i) {
+    json gpu = GpuDoc(n.node.gpus[i]);
+    gpu["utilization"] = i < n.gpu_status.size() && n.gpu_status[i].utilization >= 0
+                             ? json(n.gpu_status[i].utilization)
+                             : json(nullptr);
+    gpu["usedBy"] = used[i];
+    gpus.push_back(std::move(gpu));
+  }
+  json out = NodeHead(n, facts.busy, facts.uses);
+  out["gpus"] = std::move(gpus);
+  return out;
+}
+
+json NodeSummaryView(const NodeFacts& facts) {
+  const NodeRecord& n = facts.record;
+  json models = json::object();
+  json unhealthy = json::array();
+  json mig = json::array();
+  for (const core::GpuDevice& g : n.node.gpus) {
+    models[g.model] = models.value(g.model, 0) + 1;
+    if (!g.healthy) unhealthy.push_back(g.index);
+    if (g.mig_enabled) mig.push_back(g.index);
+  }
+  json out = NodeHead(n, facts.busy, facts.uses);
+  out["gpuCount"] = n.node.gpus.size();
+  out["gpuModels"] = std::move(models);
+  out["unhealthyGpus"] = std::move(unhealthy);
+  out["migGpus"] = std::move(mig);
+  return out;
+}
+
+std::string MetricsText(const MetricsFacts& f) {
+  std::ostringstream o;
+  o << "# HELP gangway_jobs Jobs by state.\n# TYPE gangway_jobs gauge\n";
+  for (JobState s :
+       {JobState::kPending, JobState::kScheduled, JobState::kRunning, JobState::kSucceeded,
+        JobState::kFailed, JobState::kPreempted, JobState::kCancelled, JobState::kTimeout}) {
+    o << "gangway_jobs{state=\"" << JobStateName(s) << "\"} "
+      << f.jobs_by_state[static_cast<size_t>(s)] << "\n";
+  }
+  o << "# HELP gangway_queue_pending_jobs Pending jobs per queue.\n"
+       "# TYPE gangway_queue_pending_jobs gauge\n";
+  for (const auto& [queue, n] : f.pending_by_queue) {
+    o << "gangway_queue_pending_jobs{queue=\"" << queue << "\"} " << n << "\n";
+  }
+  o << "# HELP gangway_gpus GPUs by model and state (fractions count their share).\n"
+       "# TYPE gangway_gpus gauge\n";
+  for (const auto& [model, tot] : f.gpus) {
+    o << "gangway_gpus{model=\"" << model << "\",state=\"allocated\"} "
+      << static_cast<double>(tot.second) / 1000.0 << "\n";
+    o << "gangway_gpus{model=\"" << model << "\",state=\"free\"} "
+      << static_cast<double>(tot.first - tot.second) / 1000.0 << "\n";
+  }
+  o << "# HELP gangway_nodes Nodes by state.\n# TYPE gangway_nodes gauge\n";
+  for (const char* s : {"ready", "cordoned", "lost"}) {
+    auto it = f.nodes_by_state.find(s);
+    o << "gangway_nodes{state=\"" << s << "\"} " << (it == f.nodes_by_state.end() ? 0 : it->second)
+      << "\n";
+  }
+  o << "# HELP gangway_job_wait_seconds From submission or requeue to placement, per queue.\n"
+       "# TYPE gangway_job_wait_seconds histogram\n";
+  for (const auto& [queue, h] : f.wait_by_queue) {
+    h.Write(o, "gangway_job_wait_seconds", "queue=\"" + queue + "\"");
+  }
+  o << "# HELP gangway_scheduling_cycle_seconds Time spent in scheduling cycles.\n"
+       "# TYPE gangway_scheduling_cycle_seconds histogram\n";
+  f.cycle_seconds.Write(o, "gangway_scheduling_cycle_seconds", "");
+  o << "# HELP gangway_scheduling_full_cycles_total Cycles over every pending job; the others "
+       "consider the first --cycle-depth.\n"
+       "# TYPE gangway_scheduling_full_cycles_total counter\n"
+    << "gangway_scheduling_full_cycles_total " << f.full_cycles << "\n"
+    << "# HELP gangway_scheduling_last_cycle_seconds Duration of the last cycle.\n"
+       "# TYPE gangway_scheduling_last_cycle_seconds gauge\n"
+    << "gangway_scheduling_last_cycle_seconds " << static_cast<double>(f.last_cycle_micros) / 1e6
+    << "\n"
+    << "# HELP gangway_decisions_total Scheduling decisions by type.\n"
+       "# TYPE gangway_decisions_total counter\n"
+    << "gangway_decisions_total{type=\"start\"} " << f.starts << "\n"
+    << "gangway_decisions_total{type=\"preempt\"} " << f.preemptions << "\n"
+    << "# HELP gangway_jobs_submitted_total Jobs accepted.\n"
+       "# TYPE gangway_jobs_submitted_total counter\n"
+    << "gangway_jobs_submitted_total " << f.submitted << "\n"
+    << "# HELP gangway_agent_reports_total Reports (heartbeats) received from agents.\n"
+       "# TYPE gangway_agent_reports_total counter\n"
+    << "gangway_agent_reports_total " << f.reports << "\n"
+    << "# HELP gangway_agent_polls_waiting Agents' commands polls waiting for a command now.\n"
+       "# TYPE gangway_agent_polls_waiting gauge\n"
+    << "gangway_agent_polls_waiting " << f.polls_waiting << "\n";
+  return o.str();
+}
+
+}  // namespace gangway::controller

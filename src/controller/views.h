@@ -1,0 +1,68 @@
+#ifndef GANGWAY_CONTROLLER_VIEWS_H_
+#define GANGWAY_CONTROLLER_VIEWS_H_
+
+// What the API shows of the controller's state: the JSON of jobs and nodes
+// (docs/design/live-system.md, "User API") and the Prometheus text of GET /metrics. Pure
+// functions of values: the controller copies the facts under its lock and builds the text
+// without it, so a large view or a scrape does not hold up reports and cycles.
+//
+// Thread safety: no state; any thread.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "controller/histogram.h"
+#include "controller/records.h"
+#include "controller/state_store.h"
+
+namespace gangway::controller {
+
+// A job as GET /v1/jobs shows it; with `events` (its newest), as GET /v1/jobs/{id} does, with
+// its events and spec.
+nlohmann::json JobView(const JobRecord& job, const std::vector<StoredEvent>* events = nullptr);
+
+// A node's facts as copied under the lock: who uses which GPU.
+struct GpuUse {
+  int gpu = 0;
+  uint64_t job = 0;
+  std::string user;
+  int task = 0;
+  int64_t milli = 0;
+  std::string mig_profile;
+};
+struct NodeFacts {
+  NodeRecord record;
+  std::vector<GpuUse> uses;
+  bool busy = false;  // a task holds resources there
+};
+// "ready", "cordoned", "draining" (busy), "drained" or "lost".
+std::string NodeState(const NodeRecord& node, bool busy);
+nlohmann::json NodeView(const NodeFacts& facts);         // GET /v1/nodes/{name}
+nlohmann::json NodeSummaryView(const NodeFacts& facts);  // GET /v1/nodes?view=summary
+
+// What GET /metrics shows of the controller, as copied under its lock.
+struct MetricsFacts {
+  std::array<int64_t, kJobStateCount> jobs_by_state{};
+  std::vector<std::pair<std::string, int64_t>> pending_by_queue;  // every configured queue
+  std::map<std::string, std::pair<int64_t, int64_t>> gpus;  // model -> (total, allocated milli)
+  std::map<std::string, int> nodes_by_state;                // ready, cordoned, lost
+  std::map<std::string, Histogram> wait_by_queue;
+  Histogram cycle_seconds{Histogram::kLatencyBounds};
+  uint64_t full_cycles = 0;
+  uint64_t last_cycle_micros = 0;
+  uint64_t starts = 0;
+  uint64_t preemptions = 0;
+  uint64_t submitted = 0;
+  uint64_t reports = 0;
+  int64_t polls_waiting = 0;
+};
+std::string MetricsText(const MetricsFacts& facts);
+
+}  // namespace gangway::controller
+
+#endif  // GANGWAY_CONTROLLER_VIEWS_H_
