@@ -452,34 +452,26 @@ void Controller::MarkNodeLostLocked(NodeEntry& node) {
 void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   if (index_.waiting().empty()) return;
   const auto t0 = clock_->SteadyNow();
-  core::Snapshot& snap = snapshot_;
-  snap.now = core::FromSeconds(Now());
-  snap.queues = options_.queues;
-  if (snapshot_nodes_version_ != nodes_version_) {
+  if (!inputs_.HasNodes(nodes_version_)) {
     // Nodes change rarely next to cycles: copy them only when one did.
-    snapshot_nodes_version_ = nodes_version_;
-    snap.nodes.clear();
-    snapshot_index_.clear();
+    std::vector<core::Node> nodes;
     for (auto& [name, e] : nodes_) {
       if (e.record.lost) continue;
       core::Node n = e.record.node;
       n.cordoned = e.record.draining || e.record.cordoned;
-      snapshot_index_[name] = snap.nodes.size();
-      snap.nodes.push_back(std::move(n));
+      nodes.push_back(std::move(n));
     }
-    snap.idle_state = std::make_shared<const core::ClusterState>(snap.nodes);
-    snap.running.clear();
-    running_at_.clear();
-    unstarted_.clear();
-    running_stale_.insert(index_.active().begin(), index_.active().end());
+    inputs_.SetNodes(nodes_version_, std::move(nodes), index_.active());
   }
-  UpdateRunningLocked();
-  for (uint64_t id : unstarted_) snap.running[running_at_.at(id)].started_at = snap.now;
-  UpdatePendingLocked();
-  const std::vector<core::Job>& pending = pending_jobs_;
+  const std::vector<uint64_t> missing = inputs_.Refresh(
+      core::FromSeconds(Now()), options_.queues,
+      [this](uint64_t id) -> const JobRecord* { return FindJob(id); },
+      [this](uint64_t id) { return index_.waiting().contains(id); });
+  for (uint64_t id : missing) index_.DropWaiting(id);
+  const core::Snapshot& snap = inputs_.snapshot();
+  const std::vector<core::Job>& pending = inputs_.pending();
   if (pending.empty()) return;
-  // Only this thread changes snapshot_ and pending_jobs_, and it reads nothing else while
-  // unlocked.
+  // Only this thread changes inputs_, and it reads nothing else while unlocked.
   const uint64_t planned_nodes_version = nodes_version_;
   const uint64_t planned_shrink_version = shrink_version_;
   const uint64_t seed = cycle_seed_++;
@@ -591,79 +583,6 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   metrics.cycles++;
   metrics.last_cycle_micros = micros;
   cycle_seconds_.Observe(std::chrono::microseconds(micros));
-}
-
-void Controller::UpdateRunningLocked() {
-  std::vector<core::RunningJob>& running = snapshot_.running;
-  for (uint64_t id : running_stale_) {
-    std::optional<core::RunningJob> entry;
-    auto jit = jobs_.find(id);
-    if (jit != jobs_.end() && jit->second.HoldsResources()) {
-      const JobRecord& job = jit->second;
-      core::RunningJob r;
-      r.job = job.live.job;
-      r.started_at = job.started_at ? core::FromSeconds(job.started_at) : snapshot_.now;
-      r.terminating = job.after_stop.has_value();
-      for (const TaskRecord& t : job.tasks) {
-        if (!t.Holds()) continue;
-        auto it = snapshot_index_.find(t.node);
-        if (it == snapshot_index_.end()) continue;
-        core::TaskAllocation a = t.alloc;
-        a.node = core::NodeIndex{static_cast<uint32_t>(it->second)};
-        r.tasks.push_back(std::move(a));
-      }
-      if (!r.tasks.empty()) entry = std::move(r);
-      if (entry && job.started_at == 0) {
-        unstarted_.insert(id);
-      } else {
-        unstarted_.erase(id);
-      }
-    } else {
-      unstarted_.erase(id);
-    }
-    auto at = running_at_.find(id);
-    if (entry && at != running_at_.end()) {
-      running[at->second] = std::move(*entry);
-    } else if (entry) {
-      running_at_.emplace(id, running.size());
-      running.push_back(std::move(*entry));
-    } else if (at != running_at_.end()) {
-      const size_t pos = at->second;
-      running_at_.erase(at);
-      if (pos + 1 != running.size()) {
-        running[pos] = std::move(running.back());
-        running_at_[running[pos].job.id.value] = pos;
-      }
-      running.pop_back();
-    }
-  }
-  running_stale_.clear();
-}
-
-void Controller::UpdatePendingLocked() {
-  for (uint64_t id : pending_stale_) {
-    auto at = pending_at_.find(id);
-    if (index_.waiting().contains(id)) {
-      auto job = jobs_.find(id);
-      if (job == jobs_.end()) {
-        // Never so by construction (a job is in jobs_ before it is indexed); should it happen,
-        // one lost entry must not fail every cycle after it.
-        index_.DropWaiting(id);
-      } else if (at == pending_at_.end()) {
-        pending_at_.emplace(id, pending_jobs_.size());
-        pending_jobs_.push_back(job->second.live.job);
-      }
-    } else if (at != pending_at_.end()) {
-      const size_t pos = at->second;
-      pending_at_.erase(at);
-      if (pos + 1 != pending_jobs_.size()) {
-        pending_jobs_[pos] = std::move(pending_jobs_.back());
-        pending_at_[pending_jobs_[pos].id.value] = pos;
-      }
-      pending_jobs_.pop_back();
-    }
-  }
-  pending_stale_.clear();
 }
 
 void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
@@ -859,8 +778,8 @@ void Controller::IndexLocked(JobRecord& job) {
         return it != nodes_.end() && !it->second.record.lost ? &it->second.record.node.gpus
                                                              : nullptr;
       });
-  if (change.running) running_stale_.insert(job.id);
-  if (change.waiting) pending_stale_.insert(job.id);
+  if (change.running) inputs_.MarkRunning(job.id);
+  if (change.waiting) inputs_.MarkWaiting(job.id);
 }
 
 void Controller::SaveJobLocked(JobRecord& job) {

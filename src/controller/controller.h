@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "controller/agent_channel.h"
+#include "controller/cycle_inputs.h"
 #include "controller/histogram.h"
 #include "controller/job_index.h"
 #include "controller/log_store.h"
@@ -386,30 +387,12 @@ class Controller {
   uint64_t cycle_seed_ = 1;
   std::chrono::steady_clock::time_point last_cycle_{};
   std::chrono::steady_clock::time_point last_full_cycle_{};
-  // The last cycle's snapshot; its nodes are rebuilt only when nodes_version_ moved (every
-  // node change goes through SaveNodeLocked, which bumps it, and shrink_version_ too unless
-  // the change is kGrows).
-  core::Snapshot snapshot_;
-  std::map<std::string, size_t, std::less<>> snapshot_index_;
-  // snapshot_.running is kept from cycle to cycle, since copying every running job into it
-  // made a cycle cost O(running jobs) in allocations: running_at_ gives each job's entry;
-  // jobs re-indexed since the last cycle (running_stale_) get theirs rebuilt or dropped at the
-  // next one, and all of them when the nodes change (entries hold node positions). A job not
-  // yet reported running (unstarted_) counts as started at each cycle's time.
-  std::unordered_map<uint64_t, size_t> running_at_;
-  std::set<uint64_t> running_stale_;
-  std::set<uint64_t> unstarted_;
-  void UpdateRunningLocked();
-  // The same for the jobs of index_.waiting() (whose specs do not change while they wait): the
-  // pending jobs a cycle plans, kept in pending_jobs_ and updated at each cycle from
-  // pending_stale_, the jobs that joined or left index_.waiting() since the last.
-  std::vector<core::Job> pending_jobs_;
-  std::unordered_map<uint64_t, size_t> pending_at_;
-  std::set<uint64_t> pending_stale_;
-  void UpdatePendingLocked();
+  // What cycles plan from, kept from one to the next (cycle_inputs.h). Its nodes are given
+  // anew only when nodes_version_ moved (every node change goes through SaveNodeLocked, which
+  // bumps it, and shrink_version_ too unless the change is kGrows).
+  CycleInputs inputs_;
   uint64_t nodes_version_ = 1;
   uint64_t shrink_version_ = 1;
-  uint64_t snapshot_nodes_version_ = 0;
   std::thread thread_;
 
  public:
