@@ -264,6 +264,18 @@ class Controller {
   // under one acquisition.
   Outcome<nlohmann::json> ReportThenPoll(std::string_view node, const nlohmann::json& body,
                                          const Poll* poll);
+  // The parts of a report, each returning whether the scheduler should look again.
+  // TakeOutput runs without mu_ (it takes it only to check whose tasks the chunks are);
+  // it answers 404 for a node that is not registered.
+  std::optional<ApiError> TakeOutput(std::string_view node,
+                                     const std::vector<protocol::LogChunk>& logs,
+                                     protocol::ReportAnswer& answer);
+  bool TakeGpusLocked(NodeEntry& node, const std::vector<protocol::GpuSample>& gpus);
+  bool TakeTaskStatusLocked(NodeEntry& node, const protocol::TaskStatus& status,
+                            protocol::ReportAnswer& answer);
+  // Tasks the node's newest report no longer lists are gone (`reported`: those it lists).
+  bool TakeGoneTasksLocked(std::string_view node, const protocol::Report& report,
+                           const std::set<std::string>& reported);
   protocol::PollAnswer CommandsLocked(std::unique_lock<std::mutex>& lock, NodeEntry& node,
                                       const Poll& poll);
 

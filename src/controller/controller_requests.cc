@@ -766,12 +766,57 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
   }
   const protocol::Report& report = parsed.value();
   metrics.reports++;
-  bool wake = false;
   // ack: exits held durably; log_capped: tasks whose output is past the limit (the agent may
   // drop it).
   protocol::ReportAnswer answer;
-  // Output first, so that an exit in the same report finds it complete. It is written without
-  // the controller lock (see LogStore), for jobs the controller knows.
+  // Output first, so that an exit in the same report finds it complete.
+  if (auto unknown = TakeOutput(node_name, report.logs, answer)) return *unknown;
+  std::unique_lock lock(mu_);
+  auto nit = nodes_.find(node_name);
+  if (nit == nodes_.end()) {
+    return Error(404, "not_found", "node " + std::string(node_name) + " is not registered");
+  }
+  NodeEntry& node = nit->second;
+  node.last_seen = clock_->SteadyNow();
+  // An agent sends reports from two threads (its heartbeat with its commands poll), so one
+  // may overtake another. An older one still brings exits, output and starts, but what it
+  // does not list is no evidence that a task is gone.
+  bool newest = true;
+  if (const uint64_t seq = report.report_seq; seq > 0) {
+    if (report.agent_id != node.report_agent) {
+      node.report_agent = report.agent_id;
+      node.report_seq = 0;
+    }
+    newest = seq > node.report_seq;
+    node.report_seq = std::max(node.report_seq, seq);
+  }
+  node.record.last_report = Now();
+  bool wake = TakeGpusLocked(node, report.gpus);
+  std::set<std::string> reported;
+  for (const protocol::TaskStatus& t : report.tasks) {
+    reported.insert(t.task_id);
+    wake |= TakeTaskStatusLocked(node, t, answer);
+  }
+  if (newest) wake |= TakeGoneTasksLocked(node_name, report, reported);
+  answer.log_interval_ms = LogIntervalMsLocked(node);
+  if (wake) {
+    dirty_ = true;
+    wake_.notify_one();
+  }
+  // An acknowledged exit is forgotten by the agent: it must be on disk first.
+  if (!answer.ack.empty() && !WaitDurable(lock)) answer.ack.clear();
+  if (poll != nullptr) {
+    protocol::PollAnswer out = CommandsLocked(lock, node, *poll);  // nodes_ keeps every entry
+    out.report = std::move(answer);
+    return protocol::ToJson(out);
+  }
+  return protocol::ToJson(answer);
+}
+
+std::optional<ApiError> Controller::TakeOutput(std::string_view node_name,
+                                               const std::vector<protocol::LogChunk>& logs,
+                                               protocol::ReportAnswer& answer) {
+  // It is written without the controller lock (see LogStore), for jobs the controller knows.
   struct Chunk {
     uint64_t job = 0;
     std::string_view task_id;
@@ -779,7 +824,7 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
     std::string_view data;
   };
   std::vector<Chunk> chunks;
-  for (const protocol::LogChunk& chunk : report.logs) {
+  for (const protocol::LogChunk& chunk : logs) {
     // "<job>.<attempt>.<index>": nothing else names a file under the job's directory.
     const std::string& task_id = chunk.task_id;
     const auto dot = task_id.find('.');
@@ -791,183 +836,159 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
     if (ec != std::errc() || end != task_id.data() + dot) continue;
     chunks.push_back({.job = job, .task_id = task_id, .offset = chunk.offset, .data = chunk.data});
   }
-  if (!chunks.empty()) {
-    {
-      std::lock_guard lock(mu_);
-      if (!nodes_.contains(node_name)) {
-        return Error(404, "not_found", "node " + std::string(node_name) + " is not registered");
-      }
-      // Output is taken only for a task of the job's current attempt that this node runs: one
-      // node's credential must not write into another node's logs, nor create files for tasks
-      // that do not exist. What is refused is answered as capped, so that the agent drops it.
-      std::erase_if(chunks, [&](const Chunk& c) {
-        TaskRecord* task = nullptr;
-        const JobRecord* job = FindTask(c.task_id, &task);
-        if (job != nullptr && task->node == node_name) return false;
-        answer.log_capped.emplace_back(c.task_id);
-        return true;
-      });
-    }
-    for (const Chunk& c : chunks) {
-      const std::string id(c.task_id);
-      const LogStore::Appended a = logs_.Append(c.job, id, c.offset, c.data, kMaxLogChunk);
-      answer.log_offsets[id] = a.offset;
-      if (a.capped) answer.log_capped.push_back(id);
-    }
-  }
+  if (chunks.empty()) return std::nullopt;
   {
-    std::unique_lock lock(mu_);
-    auto nit = nodes_.find(node_name);
-    if (nit == nodes_.end()) {
+    std::lock_guard lock(mu_);
+    if (!nodes_.contains(node_name)) {
       return Error(404, "not_found", "node " + std::string(node_name) + " is not registered");
     }
-    NodeEntry& node = nit->second;
-    node.last_seen = clock_->SteadyNow();
-    // An agent sends reports from two threads (its heartbeat with its commands poll), so one
-    // may overtake another. An older one still brings exits, output and starts, but what it
-    // does not list is no evidence that a task is gone.
-    bool newest = true;
-    if (const uint64_t seq = report.report_seq; seq > 0) {
-      if (report.agent_id != node.report_agent) {
-        node.report_agent = report.agent_id;
-        node.report_seq = 0;
-      }
-      newest = seq > node.report_seq;
-      node.report_seq = std::max(node.report_seq, seq);
-    }
-    node.record.last_report = Now();
-    {
-      if (node.record.lost) {
-        node.record.lost = false;
-        SaveNodeLocked(node.record, NodeChange::kGrows);
-        EventLocked(0, "node-recovered", "node " + node.record.node.name + " reports again");
-        wake = true;
-      }
-      for (const protocol::GpuSample& g : report.gpus) {
-        const int i = g.index;
-        if (i < 0 || static_cast<size_t>(i) >= node.record.node.gpus.size()) continue;
-        node.record.gpu_status[static_cast<size_t>(i)].utilization = g.utilization;
-        const bool healthy = g.healthy;
-        core::GpuDevice& d = node.record.node.gpus[static_cast<size_t>(i)];
-        if (d.healthy != healthy) {
-          d.healthy = healthy;
-          SaveNodeLocked(node.record, healthy ? NodeChange::kGrows : NodeChange::kMayShrink);
-          EventLocked(0, healthy ? "gpu-healthy" : "gpu-unhealthy",
-                      "GPU " + std::to_string(i) + " of " + node.record.node.name +
-                          (healthy ? " is healthy again" : " reports a fault"));
-          wake = true;
-        }
-      }
-      const std::string& epoch = report.controller_epoch;
-      const uint64_t applied = report.applied_seq;
-      std::set<std::string> reported;
-      for (const protocol::TaskStatus& t : report.tasks) {
-        const std::string& id = t.task_id;
-        const std::string& state = t.state;
-        reported.insert(id);
-        TaskRecord* task = nullptr;
-        JobRecord* job = FindTask(id, &task);
-        if (!job || task->node != node_name) {
-          if (state == "running") {
-            PushCommandLocked(node, protocol::ToJson(protocol::Stop{
-                                        .task_id = id,
-                                        .grace_seconds = 0,
-                                        .signal = "SIGKILL",
-                                        .reason = "the controller does not expect this task"}));
-          } else {
-            answer.ack.push_back(id);
-          }
-          continue;
-        }
-        if (state == "running") {
-          if (task->state == TaskState::kScheduled) {
-            task->state = TaskState::kRunning;
-            task->started_at = Now();
-            if (std::all_of(job->tasks.begin(), job->tasks.end(),
-                            [](const TaskRecord& x) { return x.state != TaskState::kScheduled; }) &&
-                job->state == JobState::kScheduled) {
-              job->state = JobState::kRunning;
-              job->started_at = Now();
-              EventLocked(job->id, "running",
-                          "all " + std::to_string(job->tasks.size()) + " tasks started");
-            }
-            SaveJobLocked(*job);
-          }
-        } else if (state == "exited") {
-          const int64_t have = logs_.Size(job->id, id);
-          const int64_t announced = t.log_bytes;
-          if (announced < 0 || have >= announced || logs_.Capped(have)) {
-            answer.ack.push_back(id);
-            logs_.Settled(job->id, id);
-          }
-          if (task->Holds()) {
-            if (t.exit_code) task->exit_code = *t.exit_code;
-            task->signal = t.signal;
-            if (task->signal != 0) task->exit_code.reset();
-            task->message = t.message;
-            task->log_bytes = t.log_bytes;
-            task->finished_at = Now();
-            if (task->started_at == 0) task->started_at = task->finished_at;
-            task->state = TaskState::kExited;
-            wake = true;
-            if (t.lost_contact && !job->after_stop) {
-              // The agent stopped it itself, having lost the controller for nearly the node
-              // timeout: as if the node had been lost, whatever the exit code.
-              task->state = TaskState::kLost;
-              if (task->message.empty()) task->message = "the agent lost the controller";
-              RequeueOrFailLocked(*job, job->live.run.restart_policy == RestartPolicy::kOnFailure,
-                                  "node " + std::string(node_name) +
-                                      " lost contact with the controller and stopped the task");
-            } else {
-              TaskEndedLocked(*job, *task);  // may requeue the job: `task` is gone after
-            }
-          }
-        }
-      }
-      // What the agent no longer lists is gone: running tasks, and launches it has applied.
-      for (uint64_t id : newest ? index_.ActiveOn(node_name) : std::vector<uint64_t>{}) {
-        JobRecord& job = jobs_.at(id);
-        bool changed = false;
-        for (TaskRecord& t : job.tasks) {
-          if (t.node != node_name || !t.Holds() || reported.contains(job.TaskId(t.index))) {
-            continue;
-          }
-          const bool applied_launch =
-              epoch == epoch_ && t.launch_seq != 0 && t.launch_seq <= applied;
-          if (t.state == TaskState::kRunning || (t.state == TaskState::kStopping && t.started_at) ||
-              applied_launch) {
-            t.state = t.state == TaskState::kStopping ? TaskState::kExited : TaskState::kLost;
-            t.finished_at = Now();
-            if (t.state == TaskState::kLost) {
-              t.message = "the agent on " + t.node + " no longer runs this task";
-            }
-            changed = true;
-          }
-        }
-        if (!changed) continue;
-        wake = true;
-        if (!job.after_stop) {
-          RequeueOrFailLocked(job, job.live.run.restart_policy == RestartPolicy::kOnFailure,
-                              "a task of the job disappeared from " + std::string(node_name));
-        } else {
-          SettleLocked(job);
-        }
-      }
-    }
-    answer.log_interval_ms = LogIntervalMsLocked(node);
-    if (wake) {
-      dirty_ = true;
-      wake_.notify_one();
-    }
-    // An acknowledged exit is forgotten by the agent: it must be on disk first.
-    if (!answer.ack.empty() && !WaitDurable(lock)) answer.ack.clear();
-    if (poll != nullptr) {
-      protocol::PollAnswer out = CommandsLocked(lock, node, *poll);  // nodes_ keeps every entry
-      out.report = std::move(answer);
-      return protocol::ToJson(out);
+    // Output is taken only for a task of the job's current attempt that this node runs: one
+    // node's credential must not write into another node's logs, nor create files for tasks
+    // that do not exist. What is refused is answered as capped, so that the agent drops it.
+    std::erase_if(chunks, [&](const Chunk& c) {
+      TaskRecord* task = nullptr;
+      const JobRecord* job = FindTask(c.task_id, &task);
+      if (job != nullptr && task->node == node_name) return false;
+      answer.log_capped.emplace_back(c.task_id);
+      return true;
+    });
+  }
+  for (const Chunk& c : chunks) {
+    const std::string id(c.task_id);
+    const LogStore::Appended a = logs_.Append(c.job, id, c.offset, c.data, kMaxLogChunk);
+    answer.log_offsets[id] = a.offset;
+    if (a.capped) answer.log_capped.push_back(id);
+  }
+  return std::nullopt;
+}
+
+bool Controller::TakeGpusLocked(NodeEntry& node, const std::vector<protocol::GpuSample>& gpus) {
+  bool wake = false;
+  if (node.record.lost) {
+    node.record.lost = false;
+    SaveNodeLocked(node.record, NodeChange::kGrows);
+    EventLocked(0, "node-recovered", "node " + node.record.node.name + " reports again");
+    wake = true;
+  }
+  for (const protocol::GpuSample& g : gpus) {
+    const int i = g.index;
+    if (i < 0 || static_cast<size_t>(i) >= node.record.node.gpus.size()) continue;
+    node.record.gpu_status[static_cast<size_t>(i)].utilization = g.utilization;
+    const bool healthy = g.healthy;
+    core::GpuDevice& d = node.record.node.gpus[static_cast<size_t>(i)];
+    if (d.healthy != healthy) {
+      d.healthy = healthy;
+      SaveNodeLocked(node.record, healthy ? NodeChange::kGrows : NodeChange::kMayShrink);
+      EventLocked(0, healthy ? "gpu-healthy" : "gpu-unhealthy",
+                  "GPU " + std::to_string(i) + " of " + node.record.node.name +
+                      (healthy ? " is healthy again" : " reports a fault"));
+      wake = true;
     }
   }
-  return protocol::ToJson(answer);
+  return wake;
+}
+
+bool Controller::TakeTaskStatusLocked(NodeEntry& node, const protocol::TaskStatus& t,
+                                      protocol::ReportAnswer& answer) {
+  const std::string& node_name = node.record.node.name;
+  const std::string& id = t.task_id;
+  const std::string& state = t.state;
+  TaskRecord* task = nullptr;
+  JobRecord* job = FindTask(id, &task);
+  if (!job || task->node != node_name) {
+    if (state == "running") {
+      PushCommandLocked(node, protocol::ToJson(protocol::Stop{
+                                  .task_id = id,
+                                  .grace_seconds = 0,
+                                  .signal = "SIGKILL",
+                                  .reason = "the controller does not expect this task"}));
+    } else {
+      answer.ack.push_back(id);
+    }
+    return false;
+  }
+  bool wake = false;
+  if (state == "running") {
+    if (task->state == TaskState::kScheduled) {
+      task->state = TaskState::kRunning;
+      task->started_at = Now();
+      if (std::all_of(job->tasks.begin(), job->tasks.end(),
+                      [](const TaskRecord& x) { return x.state != TaskState::kScheduled; }) &&
+          job->state == JobState::kScheduled) {
+        job->state = JobState::kRunning;
+        job->started_at = Now();
+        EventLocked(job->id, "running",
+                    "all " + std::to_string(job->tasks.size()) + " tasks started");
+      }
+      SaveJobLocked(*job);
+    }
+  } else if (state == "exited") {
+    const int64_t have = logs_.Size(job->id, id);
+    const int64_t announced = t.log_bytes;
+    if (announced < 0 || have >= announced || logs_.Capped(have)) {
+      answer.ack.push_back(id);
+      logs_.Settled(job->id, id);
+    }
+    if (task->Holds()) {
+      if (t.exit_code) task->exit_code = *t.exit_code;
+      task->signal = t.signal;
+      if (task->signal != 0) task->exit_code.reset();
+      task->message = t.message;
+      task->log_bytes = t.log_bytes;
+      task->finished_at = Now();
+      if (task->started_at == 0) task->started_at = task->finished_at;
+      task->state = TaskState::kExited;
+      wake = true;
+      if (t.lost_contact && !job->after_stop) {
+        // The agent stopped it itself, having lost the controller for nearly the node
+        // timeout: as if the node had been lost, whatever the exit code.
+        task->state = TaskState::kLost;
+        if (task->message.empty()) task->message = "the agent lost the controller";
+        RequeueOrFailLocked(*job, job->live.run.restart_policy == RestartPolicy::kOnFailure,
+                            "node " + std::string(node_name) +
+                                " lost contact with the controller and stopped the task");
+      } else {
+        TaskEndedLocked(*job, *task);  // may requeue the job: `task` is gone after
+      }
+    }
+  }
+  return wake;
+}
+
+bool Controller::TakeGoneTasksLocked(std::string_view node_name, const protocol::Report& report,
+                                     const std::set<std::string>& reported) {
+  const std::string& epoch = report.controller_epoch;
+  const uint64_t applied = report.applied_seq;
+  bool wake = false;
+  // What the agent no longer lists is gone: running tasks, and launches it has applied.
+  for (uint64_t id : index_.ActiveOn(node_name)) {
+    JobRecord& job = jobs_.at(id);
+    bool changed = false;
+    for (TaskRecord& t : job.tasks) {
+      if (t.node != node_name || !t.Holds() || reported.contains(job.TaskId(t.index))) {
+        continue;
+      }
+      const bool applied_launch = epoch == epoch_ && t.launch_seq != 0 && t.launch_seq <= applied;
+      if (t.state == TaskState::kRunning || (t.state == TaskState::kStopping && t.started_at) ||
+          applied_launch) {
+        t.state = t.state == TaskState::kStopping ? TaskState::kExited : TaskState::kLost;
+        t.finished_at = Now();
+        if (t.state == TaskState::kLost) {
+          t.message = "the agent on " + t.node + " no longer runs this task";
+        }
+        changed = true;
+      }
+    }
+    if (!changed) continue;
+    wake = true;
+    if (!job.after_stop) {
+      RequeueOrFailLocked(job, job.live.run.restart_policy == RestartPolicy::kOnFailure,
+                          "a task of the job disappeared from " + std::string(node_name));
+    } else {
+      SettleLocked(job);
+    }
+  }
+  return wake;
 }
 
 Controller::HealthReport Controller::Health() {
