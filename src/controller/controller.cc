@@ -106,15 +106,16 @@ Controller::Controller(ControllerOptions options)
   epoch_ = RandomHex(8);
   auto scheduler = core::Scheduler::Create(options_.profile, core::BuiltinRegistry());
   if (!scheduler.ok()) throw std::invalid_argument(scheduler.error().message());
-  scheduler_.emplace(std::move(scheduler.value()));
+  std::optional<core::Scheduler> event_scheduler;
   const int configured = options_.profile.max_jobs_per_cycle;
   if (options_.cycle_depth > 0 && (configured <= 0 || options_.cycle_depth < configured)) {
     core::Profile bounded = options_.profile;
     bounded.max_jobs_per_cycle = options_.cycle_depth;
     auto event = core::Scheduler::Create(bounded, core::BuiltinRegistry());
     if (!event.ok()) throw std::invalid_argument(event.error().message());
-    event_scheduler_.emplace(std::move(event.value()));
+    event_scheduler.emplace(std::move(event.value()));
   }
+  driver_.emplace(std::move(scheduler.value()), std::move(event_scheduler));
   // The id floor outlives the database: a database of 0 bytes, or none, in a directory that
   // handed out ids was lost, and would hand them out again. Checked before the store opens
   // it, which would make it a new, empty one.
@@ -452,7 +453,7 @@ void Controller::MarkNodeLostLocked(NodeEntry& node) {
 void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   if (index_.waiting().empty()) return;
   const auto t0 = clock_->SteadyNow();
-  if (!inputs_.HasNodes(nodes_version_)) {
+  if (!driver_->HasNodes(nodes_version_)) {
     // Nodes change rarely next to cycles: copy them only when one did.
     std::vector<core::Node> nodes;
     for (auto& [name, e] : nodes_) {
@@ -461,36 +462,21 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
       n.cordoned = e.record.draining || e.record.cordoned;
       nodes.push_back(std::move(n));
     }
-    inputs_.SetNodes(nodes_version_, std::move(nodes), index_.active());
+    driver_->SetNodes(nodes_version_, std::move(nodes), index_.active());
   }
-  const std::vector<uint64_t> missing = inputs_.Refresh(
+  const std::vector<uint64_t> missing = driver_->Refresh(
       core::FromSeconds(Now()), options_.queues,
       [this](uint64_t id) -> const JobRecord* { return FindJob(id); },
       [this](uint64_t id) { return index_.waiting().contains(id); });
   for (uint64_t id : missing) index_.DropWaiting(id);
-  const core::Snapshot& snap = inputs_.snapshot();
-  const std::vector<core::Job>& pending = inputs_.pending();
-  if (pending.empty()) return;
-  // Only this thread changes inputs_, and it reads nothing else while unlocked.
+  const core::Snapshot& snap = driver_->snapshot();
+  if (driver_->pending().empty()) return;
+  // Only this thread changes driver_'s inputs, and it reads nothing else while unlocked.
   const uint64_t planned_nodes_version = nodes_version_;
   const uint64_t planned_shrink_version = shrink_version_;
-  const uint64_t seed = cycle_seed_++;
-  lock.unlock();
-  // Loop expects the lock back, also when planning throws.
-  struct Relock {
-    std::unique_lock<std::mutex>& lock;
-    ~Relock() {
-      if (!lock.owns_lock()) lock.lock();
-    }
-  } relock{lock};
-  const bool full = !event_scheduler_ || t0 - last_full_cycle_ >= std::chrono::seconds(1);
-  if (full) {
-    last_full_cycle_ = t0;
-    metrics.full_cycles++;
-  }
-  auto result = (full ? *scheduler_ : *event_scheduler_).RunCycle(snap, pending, seed);
-  if (options_.after_plan_for_tests) options_.after_plan_for_tests();
-  lock.lock();
+  bool full = false;
+  auto result = driver_->PlanUnlocked(lock, t0, &full, options_.after_plan_for_tests);
+  if (full) metrics.full_cycles++;
   if (!result.ok()) {
     fprintf(stderr, "gangway server: cycle failed: %s\n", result.error().message().c_str());
     return;
@@ -778,8 +764,8 @@ void Controller::IndexLocked(JobRecord& job) {
         return it != nodes_.end() && !it->second.record.lost ? &it->second.record.node.gpus
                                                              : nullptr;
       });
-  if (change.running) inputs_.MarkRunning(job.id);
-  if (change.waiting) inputs_.MarkWaiting(job.id);
+  if (change.running) driver_->MarkRunning(job.id);
+  if (change.waiting) driver_->MarkWaiting(job.id);
 }
 
 void Controller::SaveJobLocked(JobRecord& job) {

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "controller/agent_channel.h"
-#include "controller/cycle_inputs.h"
+#include "controller/cycle_driver.h"
 #include "controller/histogram.h"
 #include "controller/job_index.h"
 #include "controller/log_store.h"
@@ -348,9 +348,6 @@ class Controller {
   std::string epoch_;
   std::unique_ptr<StateStore> store_;
   LogStore logs_;  // tasks' output, under data_dir/logs
-  std::optional<core::Scheduler> scheduler_;
-  // The same profile with max_jobs_per_cycle = cycle_depth, for cycles run for an event.
-  std::optional<core::Scheduler> event_scheduler_;
 
   std::mutex mu_;
   std::condition_variable wake_;  // the scheduling thread
@@ -396,13 +393,12 @@ class Controller {
   uint64_t ids_reserved_until_ = 0;
   // Raises ids_reserved_until_ past next_job_id_ on disk; false if it cannot be written.
   bool ReserveJobIdsLocked();
-  uint64_t cycle_seed_ = 1;
   std::chrono::steady_clock::time_point last_cycle_{};
-  std::chrono::steady_clock::time_point last_full_cycle_{};
-  // What cycles plan from, kept from one to the next (cycle_inputs.h). Its nodes are given
-  // anew only when nodes_version_ moved (every node change goes through SaveNodeLocked, which
-  // bumps it, and shrink_version_ too unless the change is kGrows).
-  CycleInputs inputs_;
+  // The cycles up to their decisions (cycle_driver.h): their inputs, kept from one to the
+  // next, and the planning without mu_. Its nodes are given anew only when nodes_version_
+  // moved (every node change goes through SaveNodeLocked, which bumps it, and shrink_version_
+  // too unless the change is kGrows). Set in the constructor.
+  std::optional<CycleDriver> driver_;
   uint64_t nodes_version_ = 1;
   uint64_t shrink_version_ = 1;
   std::thread thread_;

@@ -1,10 +1,10 @@
-#include "controller/cycle_inputs.h"
+#include "controller/cycle_driver.h"
 
 #include "core/state/cluster_state.h"
 
 namespace gangway::controller {
 
-void CycleInputs::SetNodes(uint64_t version, std::vector<core::Node> nodes,
+void CycleDriver::SetNodes(uint64_t version, std::vector<core::Node> nodes,
                            const std::set<uint64_t>& active) {
   nodes_version_ = version;
   snapshot_.nodes = std::move(nodes);
@@ -17,7 +17,7 @@ void CycleInputs::SetNodes(uint64_t version, std::vector<core::Node> nodes,
   running_stale_.insert(active.begin(), active.end());
 }
 
-std::vector<uint64_t> CycleInputs::Refresh(core::Instant now,
+std::vector<uint64_t> CycleDriver::Refresh(core::Instant now,
                                            const std::vector<core::QueueSpec>& queues,
                                            const FindJob& find,
                                            const std::function<bool(uint64_t)>& waiting) {
@@ -30,7 +30,7 @@ std::vector<uint64_t> CycleInputs::Refresh(core::Instant now,
   return missing;
 }
 
-void CycleInputs::RefreshRunning(const FindJob& find) {
+void CycleDriver::RefreshRunning(const FindJob& find) {
   std::vector<core::RunningJob>& running = snapshot_.running;
   for (uint64_t id : running_stale_) {
     std::optional<core::RunningJob> entry;
@@ -76,7 +76,7 @@ void CycleInputs::RefreshRunning(const FindJob& find) {
   running_stale_.clear();
 }
 
-void CycleInputs::RefreshPending(const FindJob& find, const std::function<bool(uint64_t)>& waiting,
+void CycleDriver::RefreshPending(const FindJob& find, const std::function<bool(uint64_t)>& waiting,
                                  std::vector<uint64_t>& missing) {
   for (uint64_t id : pending_stale_) {
     auto at = pending_at_.find(id);
@@ -98,6 +98,26 @@ void CycleInputs::RefreshPending(const FindJob& find, const std::function<bool(u
     }
   }
   pending_stale_.clear();
+}
+
+core::Result<core::CycleResult> CycleDriver::PlanUnlocked(std::unique_lock<std::mutex>& lock,
+                                                          std::chrono::steady_clock::time_point now,
+                                                          bool* full,
+                                                          const std::function<void()>& after_plan) {
+  const uint64_t seed = seed_++;
+  *full = !event_ || now - last_full_ >= std::chrono::seconds(1);
+  if (*full) last_full_ = now;
+  const core::Scheduler& scheduler = *full ? full_ : *event_;
+  lock.unlock();
+  struct Relock {
+    std::unique_lock<std::mutex>& lock;
+    ~Relock() {
+      if (!lock.owns_lock()) lock.lock();
+    }
+  } relock{lock};
+  auto result = scheduler.RunCycle(snapshot_, pending_, seed);
+  if (after_plan) after_plan();
+  return result;
 }
 
 }  // namespace gangway::controller

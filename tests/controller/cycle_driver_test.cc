@@ -1,16 +1,28 @@
-// CycleInputs: the snapshot and pending list kept from cycle to cycle. After any sequence of
-// changes and refreshes, they hold exactly the jobs that hold resources on planned nodes and
-// the jobs that wait, as a rebuild from scratch would.
+// CycleDriver: the snapshot and pending list kept from cycle to cycle (after any sequence of
+// changes and refreshes they hold exactly the jobs that hold resources on planned nodes and
+// the jobs that wait, as a rebuild from scratch would), and planning with the lock released.
 
-#include "controller/cycle_inputs.h"
+#include "controller/cycle_driver.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
+#include <thread>
+
+#include "core/plugins/builtin.h"
+#include "testing/builders.h"
 
 namespace gangway::controller {
 namespace {
+
+core::Scheduler MakeScheduler(int max_jobs = 0) {
+  core::Profile profile;
+  profile.max_jobs_per_cycle = max_jobs;
+  auto made = core::Scheduler::Create(profile, core::BuiltinRegistry());
+  EXPECT_TRUE(made.ok()) << made.ErrorText();
+  return std::move(made).value();
+}
 
 std::vector<core::Node> Nodes(std::initializer_list<const char*> names) {
   std::vector<core::Node> out;
@@ -38,7 +50,7 @@ TaskRecord On(const char* node, TaskState state = TaskState::kRunning) {
   return t;
 }
 
-class CycleInputsTest : public ::testing::Test {
+class CycleDriverTest : public ::testing::Test {
  protected:
   std::vector<uint64_t> Refresh(int64_t now = 1000) {
     return inputs_.Refresh(
@@ -62,12 +74,12 @@ class CycleInputsTest : public ::testing::Test {
     return out;
   }
 
-  CycleInputs inputs_;
+  CycleDriver inputs_{MakeScheduler(), std::nullopt};
   std::map<uint64_t, JobRecord> jobs_;
   std::set<uint64_t> waiting_;
 };
 
-TEST_F(CycleInputsTest, RunningJobsFollowTheirTasksAndTheNodes) {
+TEST_F(CycleDriverTest, RunningJobsFollowTheirTasksAndTheNodes) {
   EXPECT_FALSE(inputs_.HasNodes(1));
   jobs_[1] = Job(1);
   jobs_[1].tasks = {On("n1")};
@@ -99,7 +111,7 @@ TEST_F(CycleInputsTest, RunningJobsFollowTheirTasksAndTheNodes) {
   EXPECT_TRUE(Running().empty());
 }
 
-TEST_F(CycleInputsTest, PendingJobsFollowTheWaitingSetAndUnknownOnesAreReported) {
+TEST_F(CycleDriverTest, PendingJobsFollowTheWaitingSetAndUnknownOnesAreReported) {
   jobs_[5] = Job(5);
   waiting_ = {5, 6};  // 6 is unknown
   inputs_.MarkWaiting(5);
@@ -112,11 +124,11 @@ TEST_F(CycleInputsTest, PendingJobsFollowTheWaitingSetAndUnknownOnesAreReported)
   EXPECT_TRUE(Pending().empty());
 }
 
-TEST_F(CycleInputsTest, WhatIsKeptAlwaysEqualsARebuild) {
+TEST_F(CycleDriverTest, WhatIsKeptAlwaysEqualsARebuild) {
   const char* names[] = {"n1", "n2", "n3"};
   for (uint32_t seed = 0; seed < 50; ++seed) {
     std::mt19937 rng(seed);
-    inputs_ = CycleInputs();
+    inputs_ = CycleDriver(MakeScheduler(), std::nullopt);
     jobs_.clear();
     waiting_.clear();
     std::set<std::string> up = {"n1", "n2", "n3"};
@@ -169,6 +181,58 @@ TEST_F(CycleInputsTest, WhatIsKeptAlwaysEqualsARebuild) {
       }
     }
   }
+}
+
+// The core plans without the controller's lock: another thread takes it meanwhile. The lock
+// is held again on return, and the plan starts the waiting job on the free node.
+TEST_F(CycleDriverTest, PlansWithTheLockReleasedAndHoldsItAgainAfter) {
+  jobs_[3] = Job(3);
+  jobs_[3].live.job = ::gangway::testing::MakeJob(3).Gpus(1).Queue("default").Obj();
+  waiting_ = {3};
+  inputs_.MarkWaiting(3);
+  inputs_.SetNodes(1, Nodes({"n1"}), {});
+  ASSERT_TRUE(inputs_
+                  .Refresh(
+                      core::FromSeconds(1000), {{.name = "default"}},
+                      [&](uint64_t id) -> const JobRecord* { return &jobs_.at(id); },
+                      [&](uint64_t id) { return waiting_.contains(id); })
+                  .empty());
+  std::mutex mu;
+  std::unique_lock lock(mu);
+  bool taken_meanwhile = false;
+  bool full = false;
+  auto result = inputs_.PlanUnlocked(lock, std::chrono::steady_clock::now(), &full, [&] {
+    std::thread other([&] {
+      std::lock_guard l(mu);  // would wait forever if planning held it
+      taken_meanwhile = true;
+    });
+    other.join();
+  });
+  EXPECT_TRUE(lock.owns_lock());
+  EXPECT_TRUE(taken_meanwhile);
+  EXPECT_TRUE(full) << "no event profile: every cycle is full";
+  ASSERT_TRUE(result.ok()) << result.ErrorText();
+  ASSERT_EQ(result->starts.size(), 1u);
+  EXPECT_EQ(result->starts[0].job.value, 3u);
+}
+
+// With an event profile, full cycles come at most once a second and event cycles between.
+TEST_F(CycleDriverTest, AFullCycleComesAtMostOnceASecond) {
+  CycleDriver driver(MakeScheduler(), MakeScheduler(/*max_jobs=*/1));
+  driver.SetNodes(1, Nodes({"n1"}), {});
+  driver.Refresh(
+      core::FromSeconds(1000), {{.name = "default"}},
+      [](uint64_t) -> const JobRecord* { return nullptr; }, [](uint64_t) { return false; });
+  std::mutex mu;
+  std::unique_lock lock(mu);
+  const auto t0 = std::chrono::steady_clock::now();
+  bool full = false;
+  ASSERT_TRUE(driver.PlanUnlocked(lock, t0, &full).ok());
+  EXPECT_TRUE(full);
+  ASSERT_TRUE(driver.PlanUnlocked(lock, t0 + std::chrono::milliseconds(999), &full).ok());
+  EXPECT_FALSE(full);
+  ASSERT_TRUE(driver.PlanUnlocked(lock, t0 + std::chrono::milliseconds(1000), &full).ok());
+  EXPECT_TRUE(full);
 }
 
 }  // namespace
