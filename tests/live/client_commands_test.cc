@@ -14,6 +14,7 @@
 
 #include "client/time_format.h"
 #include "client_fake_controller.h"
+#include "testing/eventually.h"
 
 namespace gangway::client {
 namespace {
@@ -886,15 +887,15 @@ pid_t StartUp(const Scratch& scratch, const std::vector<std::string>& args,
 // Waits up to 60 s for `up` to print that it is ready; false if it exited first (`exited`,
 // with its `status`) or never did.
 bool WaitUpReady(pid_t pid, const std::string& log, int* status, bool* exited) {
-  for (int i = 0; i < 600; ++i) {
-    if (testing::Slurp(log).find("Press Ctrl-C") != std::string::npos) return true;
-    if (waitpid(pid, status, WNOHANG) == pid) {
-      *exited = true;
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
+  bool ready = false;
+  ::gangway::testing::Eventually(
+      [&] {
+        ready = testing::Slurp(log).find("Press Ctrl-C") != std::string::npos;
+        if (!ready && waitpid(pid, status, WNOHANG) == pid) *exited = true;
+        return ready || *exited;
+      },
+      std::chrono::seconds(60), std::chrono::milliseconds(100));
+  return ready;
 }
 
 // Stops `up` with SIGINT unless it has exited (then with `status`), and expects that it had
@@ -954,13 +955,13 @@ TEST_F(ClientCommandsTest, UpRunsAControllerAndAnAgentThatRunJobs) {
     // A task still running when `up` stops: the agent ends it and reports that.
     Outcome sleeper = scratch_.Gangway({"run", "--gpus", "1", "--", "sleep", "100"});
     EXPECT_EQ(sleeper.exit_code, 0) << Show(sleeper);
-    bool running = false;
-    for (int i = 0; i < 100 && !running; ++i) {
-      running =
-          std::regex_search(scratch_.Gangway({"describe", "3"}).out, std::regex("State: +running"));
-      if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    EXPECT_TRUE(running) << scratch_.Gangway({"describe", "3"}).out;
+    EXPECT_TRUE(::gangway::testing::Eventually(
+        [&] {
+          return std::regex_search(scratch_.Gangway({"describe", "3"}).out,
+                                   std::regex("State: +running"));
+        },
+        std::chrono::seconds(10), std::chrono::milliseconds(100)))
+        << scratch_.Gangway({"describe", "3"}).out;
   }
   StopUpAndExpectACleanExit(pid, ready, exited, status, log);
   // The agent stopped first, so its last report reached a controller still running.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "process.h"
+#include "testing/eventually.h"
 
 namespace gangway::testing {
 namespace {
@@ -150,11 +151,13 @@ TEST_F(DeployTest, TheUnitsCommandsRunAClusterThatUsersReachWithTheirOwnTokens) 
                                                      .stdout_path = dir_ / "server.out",
                                                      .stderr_path = dir_ / "server.err"});
   json client;
-  for (int i = 0; i < 200 && client.is_null(); ++i) {
-    client = json::parse(ReadWholeFile(dir_ / "var/lib/gangway/client.json"), nullptr, false);
-    if (client.is_discarded()) client = nullptr;
-    if (client.is_null()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  ::gangway::testing::Eventually(
+      [&] {
+        client = json::parse(ReadWholeFile(dir_ / "var/lib/gangway/client.json"), nullptr, false);
+        if (client.is_discarded()) client = nullptr;
+        return !client.is_null();
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(50));
   ASSERT_TRUE(client.is_object()) << server_->Stderr();
   url_ = client.value("server", "");
   ASSERT_TRUE(url_.starts_with("https://127.0.0.1:")) << url_;
@@ -176,13 +179,13 @@ TEST_F(DeployTest, TheUnitsCommandsRunAClusterThatUsersReachWithTheirOwnTokens) 
                        .stdout_path = dir_ / (std::string(name) + ".out"),
                        .stderr_path = dir_ / (std::string(name) + ".err")}));
   }
-  bool joined = false;
-  for (int i = 0; i < 200 && !joined; ++i) {
-    const Completed nodes = Cli(ops, {"nodes"});
-    joined = std::regex_search(nodes.out, std::regex("\ngpu1 +ready")) &&
-             std::regex_search(nodes.out, std::regex("\ngpu2 +ready"));
-    if (!joined) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const bool joined = ::gangway::testing::Eventually(
+      [&] {
+        const Completed nodes = Cli(ops, {"nodes"});
+        return std::regex_search(nodes.out, std::regex("\ngpu1 +ready")) &&
+               std::regex_search(nodes.out, std::regex("\ngpu2 +ready"));
+      },
+      std::chrono::seconds(20), std::chrono::milliseconds(50));
   ASSERT_TRUE(joined) << ReadWholeFile(dir_ / "gpu1.err");
 
   // alice runs a 2-node job and sees its output; she may not drain a node, ops may.
@@ -208,22 +211,20 @@ TEST_F(DeployTest, TheUnitsCommandsRunAClusterThatUsersReachWithTheirOwnTokens) 
       << "  - {name: carol, token: \"" << carol << "\", role: user}\n"
       << "joinToken: \"" << join.substr(0, join.find('\n')) << "\"\n";
   server_->Signal(SIGHUP);
-  bool reloaded = false;
-  for (int i = 0; i < 200 && !reloaded; ++i) {
-    reloaded = Cli(carol, {"whoami"}).exit_code == 0;
-    if (!reloaded) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
+  const bool reloaded =
+      ::gangway::testing::Eventually([&] { return Cli(carol, {"whoami"}).exit_code == 0; },
+                                     std::chrono::seconds(10), std::chrono::milliseconds(25));
   EXPECT_TRUE(reloaded) << server_->Stdout() << server_->Stderr();
   EXPECT_EQ(Cli(alice, {"jobs"}).exit_code, 4) << "alice's token is gone";
   // A file with problems changes nothing, and the log says why.
   std::ofstream(etc / "auth.yaml", std::ios::trunc) << "users: [\n";
   server_->Signal(SIGHUP);
-  bool reported = false;
-  for (int i = 0; i < 200 && !reported; ++i) {
-    reported = server_->Stderr().find("has problems; the users and tokens in use stay") !=
+  const bool reported = ::gangway::testing::Eventually(
+      [&] {
+        return server_->Stderr().find("has problems; the users and tokens in use stay") !=
                std::string::npos;
-    if (!reported) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
+      },
+      std::chrono::seconds(5), std::chrono::milliseconds(25));
   EXPECT_TRUE(reported) << server_->Stderr();
   EXPECT_EQ(Cli(carol, {"whoami"}).exit_code, 0);
   EXPECT_TRUE(server_->Running());
