@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "testing/eventually.h"
 #include "testing/temp_dir.h"
 
 extern char** environ;
@@ -52,10 +53,7 @@ class LeftoverTasksTest : public ::testing::Test {
     EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, &attr, const_cast<char**>(argv), environ), 0);
     posix_spawnattr_destroy(&attr);
     spawned_.push_back(pid);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    ::gangway::testing::Eventually([&] { return std::filesystem::exists(marker); });
     std::filesystem::remove(marker);
     return pid;
   }
