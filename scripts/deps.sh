@@ -4,6 +4,8 @@ set -euo pipefail
 packages=(cmake ninja-build g++ make nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
           libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev liblzma-dev
           libcpp-httplib-dev libssl-dev openssl pkg-config gnuplot-nox
+          # etcd members for the high-availability tests (started by the tests on loopback).
+          etcd-server
           # The fuzz targets (fuzz/) build with clang; libFuzzer and the sanitizer runtimes
           # are in libclang-rt-dev, which clang only recommends.
           clang libclang-rt-dev)

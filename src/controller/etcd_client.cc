@@ -1,0 +1,224 @@
+#include "controller/etcd_client.h"
+
+#include <httplib.h>
+#include <openssl/evp.h>
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace gangway::controller {
+namespace {
+
+using nlohmann::json;
+
+core::Failure<std::string> Err(std::string reason) { return {std::move(reason)}; }
+
+// An int64 as the gateway writes it: a string, or absent for 0.
+int64_t Int(const json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return 0;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (!it->is_string()) throw std::invalid_argument(std::string(key) + " is not an integer");
+  return std::stoll(it->get<std::string>());
+}
+
+EtcdClient::KeyValue ReadKeyValue(const json& kv) {
+  EtcdClient::KeyValue out;
+  auto key = Base64Decode(kv.value("key", ""));
+  auto value = Base64Decode(kv.value("value", ""));
+  if (!key || !value) throw std::invalid_argument("a key or value is not base64");
+  out.key = std::move(*key);
+  out.value = std::move(*value);
+  out.create_revision = Int(kv, "create_revision");
+  out.mod_revision = Int(kv, "mod_revision");
+  out.version = Int(kv, "version");
+  out.lease = Int(kv, "lease");
+  return out;
+}
+
+// The end of the range of every key starting with `prefix`: the prefix with its last byte
+// below 0xff incremented, the bytes after it dropped; "\0" (every key) if there is none.
+std::string PrefixEnd(std::string prefix) {
+  while (!prefix.empty()) {
+    auto& last = reinterpret_cast<unsigned char&>(prefix.back());
+    if (last < 0xff) {
+      ++last;
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::string(1, '\0');
+}
+
+json RangeRequest(const std::string& key, bool prefix) {
+  json r = {{"key", Base64Encode(key)}};
+  if (prefix) r["range_end"] = Base64Encode(PrefixEnd(key));
+  return r;
+}
+
+}  // namespace
+
+std::string Base64Encode(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+std::optional<std::string> Base64Decode(const std::string& text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  std::string out(3 * (text.size() / 4), '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  if (n < 0) return std::nullopt;
+  // EVP_DecodeBlock counts the padding as decoded zero bytes.
+  size_t len = static_cast<size_t>(n);
+  if (!text.empty() && text.back() == '=') --len;
+  if (text.size() >= 2 && text[text.size() - 2] == '=') --len;
+  out.resize(len);
+  return out;
+}
+
+EtcdClient::EtcdClient(std::string endpoint, std::chrono::milliseconds timeout)
+    : endpoint_(std::move(endpoint)), timeout_(timeout) {
+  const std::string scheme = "http://";
+  if (!endpoint_.starts_with(scheme)) {
+    throw std::invalid_argument("etcd endpoint " + endpoint_ + ": expected http://host:port");
+  }
+  const std::string rest = endpoint_.substr(scheme.size());
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    throw std::invalid_argument("etcd endpoint " + endpoint_ + ": expected http://host:port");
+  }
+  host_ = rest.substr(0, colon);
+  try {
+    port_ = std::stoi(rest.substr(colon + 1));
+  } catch (const std::exception&) {
+    throw std::invalid_argument("etcd endpoint " + endpoint_ + ": the port is not a number");
+  }
+}
+
+EtcdClient::Result<std::string> EtcdClient::Post(const std::string& path,
+                                                 const std::string& body) const {
+  httplib::Client http(host_, port_);
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout_);
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(timeout_ - seconds);
+  http.set_connection_timeout(seconds.count(), micros.count());
+  http.set_read_timeout(seconds.count(), micros.count());
+  http.set_write_timeout(seconds.count(), micros.count());
+  auto res = http.Post(path, body, "application/json");
+  if (!res) {
+    return Err("etcd at " + endpoint_ + ": " + path + ": " + httplib::to_string(res.error()));
+  }
+  if (res->status != 200) {
+    return Err("etcd at " + endpoint_ + ": " + path + ": HTTP " + std::to_string(res->status) +
+               ": " + res->body.substr(0, 200));
+  }
+  return res->body;
+}
+
+namespace {
+
+// Parses an answer and runs `read` on it; a malformed one is an error naming `what`.
+template <typename T, typename F>
+core::Result<T, std::string> Read(const core::Result<std::string, std::string>& body,
+                                  const std::string& what, F read) {
+  if (!body.ok()) return core::Fail(body.error());
+  json answer = json::parse(body.value(), nullptr, /*allow_exceptions=*/false);
+  if (!answer.is_object()) return core::Fail(what + ": the answer is not a JSON object");
+  try {
+    return read(answer);
+  } catch (const std::exception& e) {
+    return core::Fail(what + ": unexpected answer (" + std::string(e.what()) + ")");
+  }
+}
+
+}  // namespace
+
+EtcdClient::Result<int64_t> EtcdClient::Put(const std::string& key, const std::string& value,
+                                            int64_t lease) const {
+  json req = {{"key", Base64Encode(key)}, {"value", Base64Encode(value)}};
+  if (lease != 0) req["lease"] = std::to_string(lease);
+  return Read<int64_t>(Post("/v3/kv/put", req.dump()), "put",
+                       [](const json& a) { return Int(a.at("header"), "revision"); });
+}
+
+EtcdClient::Result<std::vector<EtcdClient::KeyValue>> EtcdClient::Range(const std::string& key,
+                                                                        bool prefix) const {
+  return Read<std::vector<KeyValue>>(Post("/v3/kv/range", RangeRequest(key, prefix).dump()),
+                                     "range", [](const json& a) {
+                                       std::vector<KeyValue> out;
+                                       for (const json& kv : a.value("kvs", json::array()))
+                                         out.push_back(ReadKeyValue(kv));
+                                       return out;
+                                     });
+}
+
+EtcdClient::Result<int64_t> EtcdClient::DeleteRange(const std::string& key, bool prefix) const {
+  return Read<int64_t>(Post("/v3/kv/deleterange", RangeRequest(key, prefix).dump()), "deleterange",
+                       [](const json& a) { return Int(a, "deleted"); });
+}
+
+EtcdClient::Result<int64_t> EtcdClient::LeaseGrant(int64_t ttl) const {
+  return Read<int64_t>(Post("/v3/lease/grant", json{{"TTL", std::to_string(ttl)}}.dump()),
+                       "lease grant", [](const json& a) {
+                         if (a.contains("error") && !a["error"].is_null()) {
+                           throw std::invalid_argument(a["error"].dump());
+                         }
+                         const int64_t id = Int(a, "ID");
+                         if (id == 0) throw std::invalid_argument("no lease ID");
+                         return id;
+                       });
+}
+
+EtcdClient::Result<int64_t> EtcdClient::KeepAlive(int64_t lease) const {
+  // A stream on the gateway: one request, one result.
+  return Read<int64_t>(Post("/v3/lease/keepalive", json{{"ID", std::to_string(lease)}}.dump()),
+                       "lease keepalive", [](const json& a) { return Int(a.at("result"), "TTL"); });
+}
+
+EtcdClient::Result<bool> EtcdClient::LeaseRevoke(int64_t lease) const {
+  return Read<bool>(Post("/v3/lease/revoke", json{{"ID", std::to_string(lease)}}.dump()),
+                    "lease revoke", [](const json& a) { return a.contains("header"); });
+}
+
+EtcdClient::Result<EtcdClient::Claim> EtcdClient::CreateIfAbsent(const std::string& key,
+                                                                 const std::string& value,
+                                                                 int64_t lease) const {
+  json put = {{"key", Base64Encode(key)}, {"value", Base64Encode(value)}};
+  if (lease != 0) put["lease"] = std::to_string(lease);
+  const json txn = {
+      {"compare", {{{"target", "CREATE"}, {"key", Base64Encode(key)}, {"create_revision", "0"}}}},
+      {"success", {{{"request_put", put}}, {{"request_range", RangeRequest(key, false)}}}},
+      {"failure", {{{"request_range", RangeRequest(key, false)}}}}};
+  return Read<Claim>(Post("/v3/kv/txn", txn.dump()), "txn", [](const json& a) {
+    Claim claim;
+    claim.created = a.value("succeeded", false);
+    for (const json& r : a.value("responses", json::array())) {
+      if (!r.contains("response_range")) continue;
+      const json& kvs = r["response_range"].value("kvs", json::array());
+      if (kvs.empty()) throw std::invalid_argument("the key is gone");
+      claim.holder = ReadKeyValue(kvs.at(0));
+    }
+    return claim;
+  });
+}
+
+EtcdClient::Result<bool> EtcdClient::PutIfCreatedAt(const std::string& guard, int64_t epoch,
+                                                    const std::string& key,
+                                                    const std::string& value) const {
+  const json txn = {
+      {"compare",
+       {{{"target", "CREATE"},
+         {"key", Base64Encode(guard)},
+         {"create_revision", std::to_string(epoch)}}}},
+      {"success",
+       {{{"request_put", {{"key", Base64Encode(key)}, {"value", Base64Encode(value)}}}}}}};
+  return Read<bool>(Post("/v3/kv/txn", txn.dump()), "txn",
+                    [](const json& a) { return a.value("succeeded", false); });
+}
+
+}  // namespace gangway::controller

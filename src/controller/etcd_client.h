@@ -1,0 +1,89 @@
+#ifndef GANGWAY_CONTROLLER_ETCD_CLIENT_H_
+#define GANGWAY_CONTROLLER_ETCD_CLIENT_H_
+
+// A client of one etcd v3 member through its HTTP/JSON gateway (`/v3/...`, etcd 3.4 and
+// later): what the controllers' high availability (issue 18) builds on. Keys and values are
+// bytes (base64 on the wire); int64 fields come as strings and fields at their default value
+// are left out, which the client reads as the defaults.
+//
+//   Put, Range, DeleteRange   the key space
+//   LeaseGrant, KeepAlive, LeaseRevoke
+//   CreateIfAbsent            a transaction: create `key` with a lease only if it does not
+//                             exist (its create revision is 0), else read who holds it. The
+//                             leader key's create revision is the leader's epoch.
+//   PutIfCreatedAt            a transaction: put only while `guard` still has create revision
+//                             `epoch` (the fence of every write of a leader).
+//
+// Every call is one HTTP request with the given timeout; a transport error, an HTTP error or
+// an answer that is not what etcd sends is an error naming the call.
+//
+// Thread safety: calls may come from any thread; each makes its own connection.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model/result.h"
+
+namespace gangway::controller {
+
+class EtcdClient {
+ public:
+  struct KeyValue {
+    std::string key;
+    std::string value;
+    int64_t create_revision = 0;
+    int64_t mod_revision = 0;
+    int64_t version = 0;
+    int64_t lease = 0;
+  };
+  template <typename T>
+  using Result = core::Result<T, std::string>;
+
+  // `endpoint`: http://host:port of a member's client URL.
+  explicit EtcdClient(std::string endpoint,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+  // The revision of the store after the put.
+  Result<int64_t> Put(const std::string& key, const std::string& value, int64_t lease = 0) const;
+  // The key, or with `prefix` every key that starts with it, in key order.
+  Result<std::vector<KeyValue>> Range(const std::string& key, bool prefix = false) const;
+  // How many keys were deleted.
+  Result<int64_t> DeleteRange(const std::string& key, bool prefix = false) const;
+
+  // A lease of `ttl` seconds; its id.
+  Result<int64_t> LeaseGrant(int64_t ttl) const;
+  // Renews the lease; its TTL in seconds, 0 once it has expired (or never existed).
+  Result<int64_t> KeepAlive(int64_t lease) const;
+  Result<bool> LeaseRevoke(int64_t lease) const;
+
+  struct Claim {
+    bool created = false;  // this call created the key
+    KeyValue holder;       // the key as it is now (created: with this call's value and lease)
+  };
+  Result<Claim> CreateIfAbsent(const std::string& key, const std::string& value,
+                               int64_t lease) const;
+  // True when the put was made; false when `guard` no longer has create revision `epoch`.
+  Result<bool> PutIfCreatedAt(const std::string& guard, int64_t epoch, const std::string& key,
+                              const std::string& value) const;
+
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  Result<std::string> Post(const std::string& path, const std::string& body) const;
+
+  std::string endpoint_;
+  std::string host_;
+  int port_ = 0;
+  std::chrono::milliseconds timeout_;
+};
+
+// Base64 as etcd's gateway writes bytes (standard alphabet, padded).
+std::string Base64Encode(const std::string& bytes);
+std::optional<std::string> Base64Decode(const std::string& text);
+
+}  // namespace gangway::controller
+
+#endif  // GANGWAY_CONTROLLER_ETCD_CLIENT_H_

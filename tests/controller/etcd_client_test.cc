@@ -1,0 +1,162 @@
+// EtcdClient against a real etcd member (Debian's etcd-server, installed by scripts/deps.sh),
+// started by the test on loopback ports and stopped after it.
+
+#include "controller/etcd_client.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "live/process.h"
+#include "testing/eventually.h"
+#include "testing/temp_dir.h"
+
+namespace gangway::controller {
+namespace {
+
+using ::gangway::testing::Eventually;
+using ::gangway::testing::Process;
+using ::gangway::testing::ProcessOptions;
+
+// A port nothing listens on now (the member binds it a moment later).
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+class EtcdClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists("/usr/bin/etcd"))
+        << "/usr/bin/etcd is missing: scripts/deps.sh installs etcd-server";
+    const std::string client = "http://127.0.0.1:" + std::to_string(FreePort());
+    const std::string peer = "http://127.0.0.1:" + std::to_string(FreePort());
+    etcd_ = std::make_unique<Process>(ProcessOptions{
+        .args = {"/usr/bin/etcd", "--name", "m1", "--data-dir", (dir_.path() / "data").string(),
+                 "--listen-client-urls", client, "--advertise-client-urls", client,
+                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                 "--initial-cluster", "m1=" + peer},
+        .stderr_path = dir_.path() / "etcd.log"});
+    etcd_client_ = std::make_unique<EtcdClient>(client, std::chrono::seconds(2));
+    ASSERT_TRUE(Eventually([&] { return etcd_client_->Range("ready?").ok(); },
+                           std::chrono::seconds(20), std::chrono::milliseconds(50)))
+        << ::gangway::testing::ReadWholeFile(dir_.path() / "etcd.log");
+  }
+
+  const EtcdClient& etcd() const { return *etcd_client_; }
+
+  ::gangway::testing::TempDir dir_{"gangway_etcd_test_"};
+  std::unique_ptr<Process> etcd_;
+  std::unique_ptr<EtcdClient> etcd_client_;
+};
+
+TEST(EtcdBase64Test, RoundTripsEveryLengthAndRejectsWhatIsNotBase64) {
+  for (const std::string& s :
+       std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x01", 3)}) {
+    EXPECT_EQ(Base64Decode(Base64Encode(s)), s) << Base64Encode(s);
+  }
+  EXPECT_EQ(Base64Encode("foo"), "Zm9v");
+  EXPECT_FALSE(Base64Decode("Zm9").has_value());
+  EXPECT_FALSE(Base64Decode("Z!9v").has_value());
+}
+
+TEST_F(EtcdClientTest, PutsReadsAndDeletesKeysWithAnyBytes) {
+  const std::string binary("job/\0\xff", 6);
+  auto rev = etcd().Put(binary, "value with \n and \0 inside" + std::string(1, '\0'));
+  ASSERT_TRUE(rev.ok()) << rev.error();
+  ASSERT_TRUE(etcd().Put("job/2", "b").ok());
+  ASSERT_TRUE(etcd().Put("jobz", "not under job/").ok());
+  auto one = etcd().Range(binary);
+  ASSERT_TRUE(one.ok()) << one.error();
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].key, binary);
+  EXPECT_EQ((*one)[0].value, "value with \n and \0 inside" + std::string(1, '\0'));
+  EXPECT_EQ((*one)[0].create_revision, *rev);
+  auto all = etcd().Range("job/", /*prefix=*/true);
+  ASSERT_TRUE(all.ok()) << all.error();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].key, binary) << "in byte order: \\0 before '2'";
+  EXPECT_EQ((*all)[1].key, "job/2");
+  auto missing = etcd().Range("nothing");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_TRUE(missing->empty());
+  auto deleted = etcd().DeleteRange("job/", /*prefix=*/true);
+  ASSERT_TRUE(deleted.ok()) << deleted.error();
+  EXPECT_EQ(*deleted, 2);
+  EXPECT_EQ(etcd().Range("jobz")->size(), 1u);
+}
+
+// The leader election the HA design builds on: one claim creates the key, the next reads
+// who holds it; the holder's create revision is its epoch, and a write fenced on an epoch
+// fails once another holder has the key.
+TEST_F(EtcdClientTest, OneClaimWinsAndWritesAreFencedOnTheWinnersEpoch) {
+  auto lease = etcd().LeaseGrant(30);
+  ASSERT_TRUE(lease.ok()) << lease.error();
+  auto first = etcd().CreateIfAbsent("leader", "controller-a", *lease);
+  ASSERT_TRUE(first.ok()) << first.error();
+  EXPECT_TRUE(first->created);
+  EXPECT_EQ(first->holder.value, "controller-a");
+  EXPECT_EQ(first->holder.lease, *lease);
+  const int64_t epoch = first->holder.create_revision;
+  auto second = etcd().CreateIfAbsent("leader", "controller-b", 0);
+  ASSERT_TRUE(second.ok()) << second.error();
+  EXPECT_FALSE(second->created);
+  EXPECT_EQ(second->holder.value, "controller-a");
+  EXPECT_EQ(second->holder.create_revision, epoch);
+
+  auto fenced = etcd().PutIfCreatedAt("leader", epoch, "log/1", "batch 1");
+  ASSERT_TRUE(fenced.ok()) << fenced.error();
+  EXPECT_TRUE(*fenced);
+  // a loses the key (its lease revoked); b takes it with a new epoch.
+  ASSERT_TRUE(etcd().LeaseRevoke(*lease).ok());
+  auto taken = etcd().CreateIfAbsent("leader", "controller-b", 0);
+  ASSERT_TRUE(taken.ok()) << taken.error();
+  EXPECT_TRUE(taken->created);
+  EXPECT_GT(taken->holder.create_revision, epoch);
+  auto stale = etcd().PutIfCreatedAt("leader", epoch, "log/2", "from the old leader");
+  ASSERT_TRUE(stale.ok()) << stale.error();
+  EXPECT_FALSE(*stale) << "the old leader's write is refused";
+  EXPECT_TRUE(etcd().Range("log/2")->empty());
+}
+
+TEST_F(EtcdClientTest, AKeyOnALeaseGoesWhenTheLeaseExpiresUnlessKeptAlive) {
+  auto lease = etcd().LeaseGrant(2);
+  ASSERT_TRUE(lease.ok()) << lease.error();
+  ASSERT_TRUE(etcd().Put("held", "x", *lease).ok());
+  auto ttl = etcd().KeepAlive(*lease);
+  ASSERT_TRUE(ttl.ok()) << ttl.error();
+  EXPECT_GT(*ttl, 0);
+  // Not kept alive any more: etcd drops the key once the TTL has passed.
+  EXPECT_TRUE(Eventually([&] { return etcd().Range("held")->empty(); }, std::chrono::seconds(10),
+                         std::chrono::milliseconds(100)));
+  auto expired = etcd().KeepAlive(*lease);
+  ASSERT_TRUE(expired.ok()) << expired.error();
+  EXPECT_EQ(*expired, 0) << "an expired lease cannot be renewed";
+}
+
+TEST(EtcdClientErrorsTest, AnUnreachableMemberAndABadEndpointAreErrorsThatSayWhere) {
+  EtcdClient nobody("http://127.0.0.1:" + std::to_string(FreePort()),
+                    std::chrono::milliseconds(500));
+  auto r = nobody.Put("k", "v");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find(nobody.endpoint()), std::string::npos) << r.error();
+  EXPECT_THROW(EtcdClient("127.0.0.1:2379"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gangway::controller
