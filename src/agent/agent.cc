@@ -16,7 +16,7 @@
 
 #include "agent/contact_loss.h"
 #include "agent/leftover_tasks.h"
-#include "formats/units.h"
+#include "formats/expected.h"
 
 namespace gangway::agent {
 namespace {

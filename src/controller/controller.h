@@ -14,7 +14,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -28,7 +27,6 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
-#include <variant>
 #include <vector>
 
 #include "controller/agent_channel.h"

@@ -16,6 +16,7 @@ LeaderLease::LeaderLease(EtcdClient etcd, LeaderLeaseOptions options)
 LeaderLease::~LeaderLease() { Stop(true); }
 
 void LeaderLease::Start() {
+  if (thread_.joinable()) return;  // already campaigning
   {
     std::lock_guard lock(mu_);
     stopping_ = false;

@@ -49,6 +49,7 @@ class LeaderLease {
   LeaderLease(const LeaderLease&) = delete;
   LeaderLease& operator=(const LeaderLease&) = delete;
 
+  // Starts the campaign thread; a second Start while it runs does nothing.
   void Start();
   // Stops campaigning and renewing. With `resign`, a leader revokes its lease, so that
   // another is elected at once; without, it is as if the process had died: the key stays
