@@ -36,6 +36,14 @@ EtcdClient::KeyValue ReadKeyValue(const json& kv) {
   return out;
 }
 
+json RangeRequest(const std::string& key, bool prefix) {
+  json r = {{"key", Base64Encode(key)}};
+  if (prefix) r["range_end"] = Base64Encode(PrefixEnd(key));
+  return r;
+}
+
+}  // namespace
+
 // The end of the range of every key starting with `prefix`: the prefix with its last byte
 // below 0xff incremented, the bytes after it dropped; "\0" (every key) if there is none.
 std::string PrefixEnd(std::string prefix) {
@@ -49,14 +57,6 @@ std::string PrefixEnd(std::string prefix) {
   }
   return std::string(1, '\0');
 }
-
-json RangeRequest(const std::string& key, bool prefix) {
-  json r = {{"key", Base64Encode(key)}};
-  if (prefix) r["range_end"] = Base64Encode(PrefixEnd(key));
-  return r;
-}
-
-}  // namespace
 
 std::string Base64Encode(const std::string& bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3), '\0');
@@ -82,42 +82,79 @@ std::optional<std::string> Base64Decode(const std::string& text) {
   return out;
 }
 
-EtcdClient::EtcdClient(std::string endpoint, std::chrono::milliseconds timeout)
-    : endpoint_(std::move(endpoint)), timeout_(timeout) {
+EtcdClient::EtcdClient(const std::string& endpoints, std::chrono::milliseconds timeout)
+    : timeout_(timeout) {
   const std::string scheme = "http://";
-  if (!endpoint_.starts_with(scheme)) {
-    throw std::invalid_argument("etcd endpoint " + endpoint_ + ": expected http://host:port");
-  }
-  const std::string rest = endpoint_.substr(scheme.size());
-  const size_t colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    throw std::invalid_argument("etcd endpoint " + endpoint_ + ": expected http://host:port");
-  }
-  host_ = rest.substr(0, colon);
-  try {
-    port_ = std::stoi(rest.substr(colon + 1));
-  } catch (const std::exception&) {
-    throw std::invalid_argument("etcd endpoint " + endpoint_ + ": the port is not a number");
+  size_t start = 0;
+  while (start <= endpoints.size()) {
+    size_t comma = endpoints.find(',', start);
+    if (comma == std::string::npos) comma = endpoints.size();
+    Member m{.url = endpoints.substr(start, comma - start)};
+    start = comma + 1;
+    if (!m.url.starts_with(scheme)) {
+      throw std::invalid_argument("etcd endpoint '" + m.url + "': expected http://host:port");
+    }
+    const std::string rest = m.url.substr(scheme.size());
+    const size_t colon = rest.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      throw std::invalid_argument("etcd endpoint " + m.url + ": expected http://host:port");
+    }
+    m.host = rest.substr(0, colon);
+    try {
+      m.port = std::stoi(rest.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw std::invalid_argument("etcd endpoint " + m.url + ": the port is not a number");
+    }
+    members_.push_back(std::move(m));
   }
 }
 
-EtcdClient::Result<std::string> EtcdClient::Post(const std::string& path,
-                                                 const std::string& body) const {
-  httplib::Client http(host_, port_);
+EtcdClient::EtcdClient(const EtcdClient& other)
+    : members_(other.members_), current_(other.current_.load()), timeout_(other.timeout_) {}
+
+std::string EtcdClient::endpoint() const {
+  std::string out;
+  for (const Member& m : members_) out += (out.empty() ? "" : ",") + m.url;
+  return out;
+}
+
+EtcdClient::Result<std::string> EtcdClient::PostTo(const Member& member, const std::string& path,
+                                                   const std::string& body,
+                                                   bool* another_may_answer) const {
+  *another_may_answer = true;
+  httplib::Client http(member.host, member.port);
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout_);
   const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(timeout_ - seconds);
   http.set_connection_timeout(seconds.count(), micros.count());
   http.set_read_timeout(seconds.count(), micros.count());
   http.set_write_timeout(seconds.count(), micros.count());
   auto res = http.Post(path, body, "application/json");
-  if (!res) {
-    return Err("etcd at " + endpoint_ + ": " + path + ": " + httplib::to_string(res.error()));
-  }
+  if (!res) return Err(member.url + ": " + httplib::to_string(res.error()));
   if (res->status != 200) {
-    return Err("etcd at " + endpoint_ + ": " + path + ": HTTP " + std::to_string(res->status) +
-               ": " + res->body.substr(0, 200));
+    // A 4xx is the request's own fault: another member would refuse it too.
+    *another_may_answer = res->status >= 500;
+    return Err(member.url + ": HTTP " + std::to_string(res->status) + ": " +
+               res->body.substr(0, 200));
   }
   return res->body;
+}
+
+EtcdClient::Result<std::string> EtcdClient::Post(const std::string& path,
+                                                 const std::string& body) const {
+  const size_t first = current_.load();
+  std::string errors;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    const size_t at = (first + i) % members_.size();
+    bool another_may_answer = true;
+    auto answer = PostTo(members_[at], path, body, &another_may_answer);
+    if (answer.ok()) {
+      current_.store(at);
+      return answer;
+    }
+    errors += (errors.empty() ? "" : "; ") + answer.error();
+    if (!another_may_answer) break;
+  }
+  return Err("etcd " + path + ": " + errors);
 }
 
 namespace {
@@ -155,6 +192,19 @@ EtcdClient::Result<std::vector<EtcdClient::KeyValue>> EtcdClient::Range(const st
                                          out.push_back(ReadKeyValue(kv));
                                        return out;
                                      });
+}
+
+EtcdClient::Result<EtcdClient::Page> EtcdClient::RangeBetween(const std::string& from,
+                                                              const std::string& end,
+                                                              int64_t limit) const {
+  json req = {{"key", Base64Encode(from)}, {"range_end", Base64Encode(end)}};
+  if (limit > 0) req["limit"] = std::to_string(limit);
+  return Read<Page>(Post("/v3/kv/range", req.dump()), "range", [](const json& a) {
+    Page page;
+    for (const json& kv : a.value("kvs", json::array())) page.kvs.push_back(ReadKeyValue(kv));
+    page.more = a.value("more", false);
+    return page;
+  });
 }
 
 EtcdClient::Result<int64_t> EtcdClient::DeleteRange(const std::string& key, bool prefix) const {
@@ -219,6 +269,34 @@ EtcdClient::Result<bool> EtcdClient::PutIfCreatedAt(const std::string& guard, in
        {{{"request_put", {{"key", Base64Encode(key)}, {"value", Base64Encode(value)}}}}}}};
   return Read<bool>(Post("/v3/kv/txn", txn.dump()), "txn",
                     [](const json& a) { return a.value("succeeded", false); });
+}
+
+EtcdClient::Result<EtcdClient::FencedCreate> EtcdClient::CreateIfFenced(
+    const std::string& guard, int64_t epoch, const std::string& key,
+    const std::string& value) const {
+  const json txn = {
+      {"compare",
+       {{{"target", "CREATE"},
+         {"key", Base64Encode(guard)},
+         {"create_revision", std::to_string(epoch)}},
+        {{"target", "CREATE"}, {"key", Base64Encode(key)}, {"create_revision", "0"}}}},
+      {"success",
+       {{{"request_put", {{"key", Base64Encode(key)}, {"value", Base64Encode(value)}}}}}},
+      {"failure",
+       {{{"request_range", RangeRequest(guard, false)}},
+        {{"request_range", RangeRequest(key, false)}}}}};
+  return Read<FencedCreate>(Post("/v3/kv/txn", txn.dump()), "txn", [](const json& a) {
+    FencedCreate out;
+    out.created = a.value("succeeded", false);
+    if (out.created) return out;
+    const json& responses = a.value("responses", json::array());
+    if (responses.size() != 2) throw std::invalid_argument("expected two range answers");
+    const json& guard_kvs = responses[0].at("response_range").value("kvs", json::array());
+    if (!guard_kvs.empty()) out.guard_revision = ReadKeyValue(guard_kvs.at(0)).create_revision;
+    const json& key_kvs = responses[1].at("response_range").value("kvs", json::array());
+    if (!key_kvs.empty()) out.existing = ReadKeyValue(key_kvs.at(0));
+    return out;
+  });
 }
 
 }  // namespace gangway::controller

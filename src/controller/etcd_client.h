@@ -13,12 +13,18 @@
 //                             leader key's create revision is the leader's epoch.
 //   PutIfCreatedAt            a transaction: put only while `guard` still has create revision
 //                             `epoch` (the fence of every write of a leader).
+//   CreateIfFenced            both at once: create `key` only if it does not exist and `guard`
+//                             still has create revision `epoch` (a replicated log's append).
 //
-// Every call is one HTTP request with the given timeout; a transport error, an HTTP error or
-// an answer that is not what etcd sends is an error naming the call.
+// Every call is one HTTP request with the given timeout to one member. Given several members,
+// the client sends to the one that last answered, and on a transport error or an HTTP 5xx
+// tries the others in turn (a write that timed out may still have been applied: the callers'
+// transactions are idempotent for that). A transport error, an HTTP error or an answer that is
+// not what etcd sends is an error naming the call and the members tried.
 //
 // Thread safety: calls may come from any thread; each makes its own connection.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -42,14 +48,25 @@ class EtcdClient {
   template <typename T>
   using Result = core::Result<T, std::string>;
 
-  // `endpoint`: http://host:port of a member's client URL.
-  explicit EtcdClient(std::string endpoint,
+  // `endpoints`: http://host:port of members' client URLs, separated by commas. Throws
+  // std::invalid_argument naming one that is not such a URL.
+  explicit EtcdClient(const std::string& endpoints,
                       std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  EtcdClient(const EtcdClient& other);
+  EtcdClient& operator=(const EtcdClient&) = delete;
 
   // The revision of the store after the put.
   Result<int64_t> Put(const std::string& key, const std::string& value, int64_t lease = 0) const;
   // The key, or with `prefix` every key that starts with it, in key order.
   Result<std::vector<KeyValue>> Range(const std::string& key, bool prefix = false) const;
+  // Keys in [from, end) in key order, at most `limit` (0: no limit); `more` when some were
+  // left out.
+  struct Page {
+    std::vector<KeyValue> kvs;
+    bool more = false;
+  };
+  Result<Page> RangeBetween(const std::string& from, const std::string& end,
+                            int64_t limit = 0) const;
   // How many keys were deleted.
   Result<int64_t> DeleteRange(const std::string& key, bool prefix = false) const;
 
@@ -69,16 +86,34 @@ class EtcdClient {
   Result<bool> PutIfCreatedAt(const std::string& guard, int64_t epoch, const std::string& key,
                               const std::string& value) const;
 
-  const std::string& endpoint() const { return endpoint_; }
+  struct FencedCreate {
+    bool created = false;
+    int64_t guard_revision = 0;        // not created: the guard's create revision now (0: gone)
+    std::optional<KeyValue> existing;  // not created: the key, if it exists
+  };
+  Result<FencedCreate> CreateIfFenced(const std::string& guard, int64_t epoch,
+                                      const std::string& key, const std::string& value) const;
+
+  // The members, as given, separated by commas.
+  std::string endpoint() const;
 
  private:
+  struct Member {
+    std::string url;
+    std::string host;
+    int port = 0;
+  };
   Result<std::string> Post(const std::string& path, const std::string& body) const;
+  Result<std::string> PostTo(const Member& member, const std::string& path, const std::string& body,
+                             bool* another_may_answer) const;
 
-  std::string endpoint_;
-  std::string host_;
-  int port_ = 0;
+  std::vector<Member> members_;
+  mutable std::atomic<size_t> current_{0};  // the member that last answered
   std::chrono::milliseconds timeout_;
 };
+
+// The end of the range of every key that starts with `prefix`.
+std::string PrefixEnd(std::string prefix);
 
 // Base64 as etcd's gateway writes bytes (standard alphabet, padded).
 std::string Base64Encode(const std::string& bytes);

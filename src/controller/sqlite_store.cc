@@ -81,6 +81,9 @@ SqliteStore::SqliteStore(const std::string& path, StoreOptions options)
   raise_id_floor_ = Prepare(
       "INSERT INTO meta (key, value) VALUES ('job_id_floor', ?1) ON CONFLICT (key) DO UPDATE "
       "SET value = ?1 WHERE CAST(value AS INTEGER) < CAST(?1 AS INTEGER)");
+  set_log_seq_ = Prepare(
+      "INSERT INTO meta (key, value) VALUES ('log_seq', ?1) ON CONFLICT (key) DO UPDATE SET "
+      "value = ?1");
 }
 
 SqliteStore::~SqliteStore() {
@@ -138,7 +141,9 @@ void SqliteStore::AppendEvent(const StoredEvent& e) {
   if (sqlite3_step(add_event_) != SQLITE_DONE) Fail("recording an event");
 }
 
-void SqliteStore::Commit(const std::vector<StateWrite>& batch) {
+void SqliteStore::Commit(const std::vector<StateWrite>& batch) { CommitAt(batch, 0); }
+
+void SqliteStore::CommitAt(const std::vector<StateWrite>& batch, int64_t log_seq) {
   // A job saved several times in one batch needs only its last document.
   std::map<uint64_t, size_t> last_doc;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -162,6 +167,11 @@ void SqliteStore::Commit(const std::vector<StateWrite>& batch) {
           ForgetJob(w.job);
           break;
       }
+    }
+    if (log_seq > 0) {
+      Reset r(set_log_seq_);
+      sqlite3_bind_int64(set_log_seq_, 1, log_seq);
+      if (sqlite3_step(set_log_seq_) != SQLITE_DONE) Fail("recording the applied log entry");
     }
     CommitTransaction();
   } catch (...) {
@@ -294,6 +304,18 @@ uint64_t SqliteStore::MaxJobId() {
   if (sqlite3_step(s) == SQLITE_ROW) id = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
   sqlite3_finalize(s);
   return id;
+}
+
+int64_t SqliteStore::LogSeq() {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'log_seq'", -1,
+                         &s, nullptr) != SQLITE_OK) {
+    Fail("reading the applied log entry");
+  }
+  int64_t seq = 0;
+  if (sqlite3_step(s) == SQLITE_ROW) seq = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  return seq;
 }
 
 std::vector<StoredEvent> SqliteStore::QueryEvents(int64_t after, uint64_t job, int limit,

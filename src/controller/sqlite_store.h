@@ -41,6 +41,11 @@ class SqliteStore final : public StateStore {
   SqliteStore& operator=(const SqliteStore&) = delete;
 
   void Commit(const std::vector<StateWrite>& batch) override;
+  // Commit, recording in the same transaction that the batch is entry `log_seq` (> 0) of a
+  // replicated log (replicated_store.h): a copy of the log's state says how far it got.
+  void CommitAt(const std::vector<StateWrite>& batch, int64_t log_seq);
+  // The last log entry committed with CommitAt; 0 for none.
+  int64_t LogSeq();
   // A row SQLite cannot read is an error, or (salvage) noted in damage() and the load goes on
   // with what follows.
   std::vector<JobRow> LoadJobs() override;
@@ -77,6 +82,7 @@ class SqliteStore final : public StateStore {
   sqlite3_stmt* forget_job_ = nullptr;
   sqlite3_stmt* forget_events_ = nullptr;
   sqlite3_stmt* raise_id_floor_ = nullptr;
+  sqlite3_stmt* set_log_seq_ = nullptr;
   std::vector<sqlite3_stmt*> statements_;
 };
 

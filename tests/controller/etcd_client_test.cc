@@ -95,6 +95,70 @@ TEST_F(EtcdClientTest, AKeyOnALeaseGoesWhenTheLeaseExpiresUnlessKeptAlive) {
   EXPECT_EQ(*expired, 0) << "an expired lease cannot be renewed";
 }
 
+TEST_F(EtcdClientTest, ARangeBetweenTwoKeysIsReadAPageAtATime) {
+  for (int i = 1; i <= 5; ++i) ASSERT_TRUE(etcd().Put("log/" + std::to_string(i), "e").ok());
+  ASSERT_TRUE(etcd().Put("logz", "not in the range").ok());
+  auto page = etcd().RangeBetween("log/2", PrefixEnd("log/"), 2);
+  ASSERT_TRUE(page.ok()) << page.error();
+  ASSERT_EQ(page->kvs.size(), 2u);
+  EXPECT_EQ(page->kvs[0].key, "log/2");
+  EXPECT_EQ(page->kvs[1].key, "log/3");
+  EXPECT_TRUE(page->more);
+  auto rest = etcd().RangeBetween("log/4", PrefixEnd("log/"));
+  ASSERT_TRUE(rest.ok()) << rest.error();
+  ASSERT_EQ(rest->kvs.size(), 2u);
+  EXPECT_EQ(rest->kvs[1].key, "log/5");
+  EXPECT_FALSE(rest->more);
+}
+
+TEST_F(EtcdClientTest, AFencedCreateNeedsTheEpochAndAFreeKeyAndSaysWhichWasMissing) {
+  auto lease = etcd().LeaseGrant(30);
+  ASSERT_TRUE(lease.ok()) << lease.error();
+  auto claim = etcd().CreateIfAbsent("leader", "a", *lease);
+  ASSERT_TRUE(claim.ok() && claim->created);
+  const int64_t epoch = claim->holder.create_revision;
+
+  auto made = etcd().CreateIfFenced("leader", epoch, "log/1", "first");
+  ASSERT_TRUE(made.ok()) << made.error();
+  EXPECT_TRUE(made->created);
+
+  auto taken = etcd().CreateIfFenced("leader", epoch, "log/1", "second");
+  ASSERT_TRUE(taken.ok()) << taken.error();
+  EXPECT_FALSE(taken->created);
+  EXPECT_EQ(taken->guard_revision, epoch);
+  ASSERT_TRUE(taken->existing.has_value());
+  EXPECT_EQ(taken->existing->value, "first") << "an entry is never overwritten";
+
+  auto stale = etcd().CreateIfFenced("leader", epoch - 1, "log/2", "from a deposed leader");
+  ASSERT_TRUE(stale.ok()) << stale.error();
+  EXPECT_FALSE(stale->created);
+  EXPECT_EQ(stale->guard_revision, epoch);
+  EXPECT_FALSE(stale->existing.has_value());
+  EXPECT_TRUE(etcd().Range("log/2")->empty());
+}
+
+TEST(EtcdClusterTest, WithOneMemberDownTheOthersAnswerAndWithTwoDownWritesFailSayingWhere) {
+  ::gangway::testing::TempDir dir("gangway_etcd_cluster_");
+  EtcdCluster cluster(dir.path(), 3);
+  EtcdClient client(cluster.endpoints(), std::chrono::milliseconds(1500));
+  ASSERT_TRUE(client.Put("k", "1").ok());
+  cluster.Kill(0);  // the member the client sent to
+  auto put = client.Put("k", "2");
+  ASSERT_TRUE(put.ok()) << put.error();
+  EXPECT_EQ(client.Range("k")->at(0).value, "2");
+
+  cluster.Kill(1);  // no quorum left
+  auto failed = client.Put("k", "3");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().find(cluster.endpoint(0)), std::string::npos) << failed.error();
+  EXPECT_NE(failed.error().find(cluster.endpoint(2)), std::string::npos) << failed.error();
+
+  cluster.Start(1);  // quorum again: writes go on, and nothing written is lost
+  EXPECT_TRUE(Eventually([&] { return client.Put("k", "4").ok(); }, std::chrono::seconds(20),
+                         std::chrono::milliseconds(100)));
+  EXPECT_EQ(client.Range("k")->at(0).value, "4");
+}
+
 TEST(EtcdClientErrorsTest, AnUnreachableMemberAndABadEndpointAreErrorsThatSayWhere) {
   EtcdClient nobody("http://127.0.0.1:" + std::to_string(FreePort()),
                     std::chrono::milliseconds(500));
@@ -102,6 +166,7 @@ TEST(EtcdClientErrorsTest, AnUnreachableMemberAndABadEndpointAreErrorsThatSayWhe
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find(nobody.endpoint()), std::string::npos) << r.error();
   EXPECT_THROW(EtcdClient("127.0.0.1:2379"), std::invalid_argument);
+  EXPECT_THROW(EtcdClient("http://127.0.0.1:2379,"), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The StateStore contract, run against every implementation: what the controller relies on
 // when it acknowledges a job (a batch is all or nothing, and durable across a reopen), and what
-// it reads back at start and for the event API. Today SQLite; a replicated store (the etcd
-// issue) adds itself to kBackends.
+// it reads back at start and for the event API: SQLite, and the replicated log on a real etcd
+// member with a SQLite copy.
 
 #include "controller/state_store.h"
 
@@ -13,9 +13,12 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "controller/etcd_member.h"
+#include "controller/replicated_store.h"
 #include "controller/sqlite_store.h"
 #include "testing/temp_dir.h"
 
@@ -30,12 +33,49 @@ struct Backend {
   std::function<void(bool)> break_writes;
 };
 
+// gtest names the parameter by its name, not its bytes.
+void PrintTo(const Backend& backend, std::ostream* os) { *os << backend.name; }
+
 void LimitFileSize(bool broken) {
   std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead
   rlimit rl{};
   getrlimit(RLIMIT_FSIZE, &rl);
   rl.rlim_cur = broken ? 0 : rl.rlim_max;
   setrlimit(RLIMIT_FSIZE, &rl);
+}
+
+// One etcd member for the whole binary (each test's store has a prefix of its own), started on
+// first use and killed at exit.
+testing::EtcdCluster& SharedEtcd() {
+  static ::gangway::testing::TempDir dir("gangway_state_store_etcd_");
+  static auto cluster = std::make_unique<testing::EtcdCluster>(dir.path());
+  return *cluster;
+}
+
+std::unique_ptr<StateStore> OpenReplicated(const std::filesystem::path& dir) {
+  EtcdClient etcd(SharedEtcd().endpoints(), std::chrono::seconds(2));
+  const std::string prefix = "/" + dir.filename().string();
+  ReplicatedStoreOptions options{.prefix = prefix, .leader_key = prefix + "/leader"};
+  // This test's controller leads for good: a leader key without a lease.
+  auto claim = etcd.CreateIfAbsent(options.leader_key, "test", 0);
+  if (!claim.ok()) throw StoreError(claim.error());
+  const int64_t epoch = claim->holder.create_revision;
+  options.epoch = [epoch] { return std::optional<int64_t>(epoch); };
+  options.max_entry_bytes = 4 << 20;  // the member takes requests up to 10 MiB
+  return std::make_unique<ReplicatedStore>(
+      etcd, std::make_unique<SqliteStore>((dir / "copy.db").string()), options);
+}
+
+// etcd cannot be reached: the member is down (and up again, on its data, for false).
+void BreakEtcd(bool broken) {
+  if (broken) {
+    SharedEtcd().Kill(0);
+    return;
+  }
+  SharedEtcd().Start(0);
+  EtcdClient etcd(SharedEtcd().endpoints(), std::chrono::seconds(1));
+  ASSERT_TRUE(testing::Eventually([&] { return etcd.Range("up?").ok(); }, std::chrono::seconds(20),
+                                  std::chrono::milliseconds(50)));
 }
 
 const std::vector<Backend>& Backends() {
@@ -45,6 +85,7 @@ const std::vector<Backend>& Backends() {
          return std::make_unique<SqliteStore>((dir / "state.db").string());
        },
        LimitFileSize},
+      {"etcd_log", OpenReplicated, BreakEtcd},
   };
   return kBackends;
 }
