@@ -25,6 +25,10 @@
 //             (or registration) the controller answered, so that it is gone before the
 //             controller can start a new copy elsewhere. Its exit is reported, with the message
 //             "stopped: lost contact with the controller for N s", once the controller answers.
+// Given a group of controllers, the agent sends to the one it takes to lead, and moves on to
+// the next (or to the leader a standby names) when that one does not answer or answers 503.
+// It refuses answers whose leader epoch is below the highest it has seen: they come from a
+// deposed leader, and their commands are not run.
 // Either thread (re-)registers when the controller answers 404 for the node or shows a new
 // epoch. While the controller is unreachable the threads retry with exponential backoff
 // (100 ms doubling to `max_backoff`), and the tasks keep running until the contact thread
@@ -68,7 +72,9 @@ class Client;
 namespace gangway::agent {
 
 struct AgentOptions {
-  std::string server = "http://127.0.0.1:8080";  // http://host:port or https://host:port
+  // http://host:port or https://host:port; a group of controllers (docs/design/ha.md) as
+  // several, separated by commas: the agent follows the leader among them.
+  std::string server = "http://127.0.0.1:8080";
   std::string ca_cert;  // https: PEM file of the CA of the controller's certificate; empty:
                         // the system's CAs
   // Registers a node no live agent holds. The controller answers with the node's own token,
@@ -130,8 +136,20 @@ class Agent {
     bool lost_contact = false;  // stopped by the contact thread
   };
 
-  std::unique_ptr<httplib::Client> MakeClient(std::chrono::milliseconds read_timeout) const;
-  bool EnsureRegistered(httplib::Client& client);
+  // A client of the controller the agent takes to lead now; `at` is set to its index.
+  std::unique_ptr<httplib::Client> MakeClient(std::chrono::milliseconds read_timeout,
+                                              size_t* at) const;
+  size_t CurrentServer() const;
+  // The longest wait between retries: max_backoff, or shorter with several controllers.
+  std::chrono::milliseconds MaxBackoff() const;
+  // The controller at `failed` did not answer, or answered as a standby (503): the next one is
+  // tried, or `leader` if it is one of them (a standby names the leader in X-Gangway-Leader).
+  // Nothing with one controller.
+  void TryAnotherServer(size_t failed, const std::string& leader);
+  // Takes the leader epoch of an answer from servers_[at]; false (and says so) if it is below
+  // the highest seen: the answer comes from a deposed leader and is not acted on.
+  bool TakeLeaderEpoch(int64_t epoch, size_t at, const char* what);
+  bool EnsureRegistered(httplib::Client& client, size_t at);
   void MarkUnregistered(const std::string& why);
   // The node token once the controller issued one, else the join token.
   std::string Credential();
@@ -156,7 +174,7 @@ class Agent {
   bool TakeReportAnswerLocked(const protocol::ReportAnswer& answer,
                               const std::vector<SentLog>& sent);
   // Sends one report; false on failure (network, 5xx, 404).
-  bool SendReport(httplib::Client& client);
+  bool SendReport(httplib::Client& client, size_t at);
   void Apply(const nlohmann::json& command);
   void Launch(const protocol::Launch& launch);
   void RecordFailedLaunch(const std::string& task_id, const std::string& message);
@@ -174,9 +192,13 @@ class Agent {
   std::shared_ptr<const util::Clock> clock_;  // options_.clock, or the real one
   std::unique_ptr<GpuSource> gpus_;
   std::string agent_id_;
-  std::string host_;
-  int port_ = 0;
-  bool tls_ = false;
+  struct Server {
+    std::string url;
+    std::string host;
+    int port = 0;
+    bool tls = false;
+  };
+  std::vector<Server> servers_;  // from options_.server; set by Start, then read-only
   std::unique_ptr<RunningTaskJournal> running_journal_;  // before runner_, which calls it
   std::unique_ptr<TaskRunner> runner_;
 
@@ -187,6 +209,8 @@ class Agent {
   std::string node_token_;  // empty until the controller issued one
   std::string epoch_;
   uint64_t applied_seq_ = 0;
+  size_t current_server_ = 0;  // the index in servers_ of the controller taken to lead
+  int64_t leader_epoch_ = 0;   // the highest leader epoch an answer carried
   std::chrono::milliseconds heartbeat_;
   std::chrono::milliseconds log_interval_;  // what the controller asks for, within bounds
   std::chrono::milliseconds loss_timeout_;  // the controller's node timeout

@@ -13,7 +13,11 @@ LossStopPlan PlanLossStop(milliseconds node_timeout, milliseconds heartbeat, mil
   const milliseconds margin = std::clamp(node_timeout / 10, milliseconds(100), milliseconds(2000));
   LossStopPlan plan;
   plan.kill_after = std::max(milliseconds(0), node_timeout - margin);
-  const milliseconds earliest_signal = 2 * heartbeat + std::max(heartbeat / 4, milliseconds(250));
+  // Nor before a third of the timeout: a short loss (a controller failing over to a standby, a
+  // network blip) leaves the tasks alone, as Slurm's slurmd keeps its jobs while slurmctld is
+  // away.
+  const milliseconds earliest_signal =
+      std::max(2 * heartbeat + std::max(heartbeat / 4, milliseconds(250)), node_timeout / 3);
   const milliseconds room = std::max(milliseconds(0), plan.kill_after - earliest_signal);
   plan.timeout_too_short = plan.kill_after < earliest_signal;
   plan.grace = std::clamp(grace, milliseconds(0), room);

@@ -21,6 +21,9 @@
 #include "controller/auth.h"
 #include "controller/controller.h"
 #include "controller/http_api.h"
+#include "controller/leader_lease.h"
+#include "controller/replicated_store.h"
+#include "controller/standby_api.h"
 #include "controller/tls.h"
 #include "core/plugins/builtin.h"
 #include "formats/cluster_file.h"
@@ -55,7 +58,17 @@ struct ServerFlags {
   std::string header_timeout = "10s";
   std::string tls_cert;
   std::string tls_key;
+  // A group of controllers on etcd (docs/design/ha.md).
+  std::string etcd;       // member URLs, separated by commas; empty: a single controller
+  std::string advertise;  // this controller's URL, as agents and clients reach it
+  std::string etcd_prefix = "/gangway";
+  int lease_ttl = 5;  // seconds
 };
+
+// A controller that lost its lease exits with this code, for its supervisor to start it again
+// as a standby (as Kubernetes' controllers do): nothing it holds in memory can be trusted to
+// be the group's state any more.
+constexpr int kExitLostLeadership = 75;
 
 [[noreturn]] void Fail(const std::string& message, int code = kExitBadInput) {
   std::cerr << "gangway server: " << message << "\n";
@@ -119,6 +132,102 @@ void RaiseOpenFileLimit(size_t max_connections) {
               << " connections (--max-connections) can be served; every agent holds one. "
                  "Raise the limit (LimitNOFILE= in a systemd unit)\n";
   }
+}
+
+// A controller of a group on etcd, before it leads.
+struct Leadership {
+  std::unique_ptr<controller::LeaderLease> lease;
+  std::unique_ptr<controller::ReplicatedStore> store;  // caught up with the log
+  int64_t epoch = 0;
+  int port = 0;  // where the standby served: the leader serves there too
+};
+
+// Serves as a standby (StandbyApi) on host:port and follows the state log into the copy under
+// --data until this controller is elected; nullopt if SIGINT or SIGTERM came first. `signals`
+// are blocked in every thread.
+std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host, int port,
+                                  const sigset_t& signals) {
+  if (f.advertise.empty()) {
+    Fail("--etcd needs --advertise: the URL agents and clients reach this controller at");
+  }
+  if (f.lease_ttl < 2) Fail("--lease-ttl: at least 2 seconds");
+  std::optional<controller::EtcdClient> etcd;
+  try {
+    etcd.emplace(f.etcd, std::chrono::seconds(2));
+  } catch (const std::exception& e) {
+    Fail(std::string("--etcd: ") + e.what());
+  }
+  const std::string leader_key = f.etcd_prefix + "/leader";
+  const auto ttl = std::chrono::seconds(f.lease_ttl);
+  Leadership out;
+  out.lease = std::make_unique<controller::LeaderLease>(
+      *etcd, controller::LeaderLeaseOptions{
+                 .key = leader_key,
+                 .id = f.advertise,
+                 .ttl_seconds = f.lease_ttl,
+                 .renew_every = std::chrono::duration_cast<std::chrono::milliseconds>(ttl) / 5,
+                 .margin = std::chrono::duration_cast<std::chrono::milliseconds>(ttl) / 10});
+  controller::LeaderLease* lease = out.lease.get();
+  const std::string copy_path = (std::filesystem::path(f.data) / "replica.db").string();
+  std::atomic<int64_t> applied{0};
+  std::optional<controller::StandbyApi> standby;
+  try {
+    standby.emplace([lease] { return lease->leader(); }, [&] { return applied.load(); }, f.tls_cert,
+                    f.tls_key);
+  } catch (const std::exception& e) {
+    Fail(std::string("--tls-cert/--tls-key: ") + e.what());
+  }
+  out.port = standby->Bind(host, port);
+  if (out.port <= 0) Fail("cannot listen on " + host + ":" + std::to_string(port), kExitInternal);
+  std::thread serving([&] { standby->Serve(); });
+  auto stop_serving = [&] {
+    standby->Stop();
+    serving.join();
+  };
+  std::cout << "gangway server: standby on " << host << ":" << out.port << " as " << f.advertise
+            << ", following the state log in etcd (" << f.etcd << ")" << std::endl;
+  std::string last_error;
+  auto say = [&](const std::string& error) {
+    if (error != last_error) std::cerr << "gangway server: " << error << std::endl;
+    last_error = error;
+  };
+  for (;;) {
+    try {
+      if (!out.store) {
+        out.store = std::make_unique<controller::ReplicatedStore>(
+            *etcd, std::make_unique<controller::SqliteStore>(copy_path),
+            controller::ReplicatedStoreOptions{.prefix = f.etcd_prefix,
+                                               .leader_key = leader_key,
+                                               .epoch = [lease] { return lease->Epoch(); }});
+        lease->Start();  // campaigns only with a copy that can catch up
+      } else {
+        out.store->CatchUp();
+      }
+      applied = out.store->applied();
+      if (std::optional<int64_t> epoch = lease->Epoch()) {
+        out.store->CatchUp();  // everything a former leader wrote is in the log by now
+        out.epoch = *epoch;
+        break;
+      }
+    } catch (const controller::StoreUnavailable& e) {
+      say(e.what());
+    } catch (const std::exception& e) {
+      stop_serving();
+      Fail(e.what(), kExitInternal);
+    }
+    const timespec wait{.tv_sec = 0, .tv_nsec = 100'000'000};
+    const int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig == SIGINT || sig == SIGTERM) {
+      std::cout << "gangway server: stopping the standby" << std::endl;
+      stop_serving();
+      out.lease->Stop(/*resign=*/true);
+      return std::nullopt;
+    }
+  }
+  stop_serving();
+  std::cout << "gangway server: leads with epoch " << out.epoch << " (state log at entry "
+            << out.store->applied() << ")" << std::endl;
+  return out;
 }
 
 void RunServer(const ServerFlags& f) {
@@ -202,6 +311,33 @@ void RunServer(const ServerFlags& f) {
   }
   if (port < 0 || port > 65535) Fail("--listen: port must be 0..65535");
 
+  // SIGINT/SIGTERM/SIGHUP are taken by one thread with sigwait (blocked everywhere else). A
+  // stop stops the controller first, so that agents' long polls return, then the HTTP server.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::optional<Leadership> leadership;
+  if (!f.etcd.empty()) {
+    leadership = StandBy(f, host, port, signals);
+    if (!leadership) {
+      std::cout << "gangway server: stopped" << std::endl;
+      return;
+    }
+    port = leadership->port;
+    opts.open_store = [&leadership]() -> std::unique_ptr<controller::StateStore> {
+      return std::move(leadership->store);
+    };
+    opts.leader_epoch = leadership->epoch;
+    controller::LeaderLease* lease = leadership->lease.get();
+    const int64_t epoch = leadership->epoch;
+    opts.still_leads = [lease, epoch] { return lease->Epoch() == epoch; };
+  }
+
   std::unique_ptr<controller::Controller> controller;
   try {
     controller = std::make_unique<controller::Controller>(opts);
@@ -284,16 +420,23 @@ void RunServer(const ServerFlags& f) {
               << std::endl;
   };
 
-  // SIGINT/SIGTERM/SIGHUP are taken by one thread with sigwait (blocked everywhere else). A
-  // stop stops the controller first, so that agents' long polls return, then the HTTP server.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
   controller->Start();
+  // A leader whose lease lapsed exits at once: another may lead already, and every write and
+  // command of this one is refused (the fence, the agents' epochs) but it would go on trying.
+  std::atomic<bool> watch_done{false};
+  std::thread watchdog;
+  if (leadership) {
+    watchdog = std::thread([&] {
+      while (!watch_done) {
+        if (leadership->lease->Epoch() != leadership->epoch) {
+          std::cerr << "gangway server: lost the leadership (epoch " << leadership->epoch
+                    << "); exiting, to start again as a standby" << std::endl;
+          std::_Exit(kExitLostLeadership);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+  }
   std::atomic<bool> serving_done{false};
   std::thread stopper([&] {
     for (;;) {
@@ -312,12 +455,18 @@ void RunServer(const ServerFlags& f) {
     }
   });
   std::cout << "gangway server: listening on " << url << " (state in "
-            << std::filesystem::absolute(f.data).string() << "/gangway.db)" << std::endl;
+            << (leadership ? "the log in etcd, a copy in " : "")
+            << std::filesystem::absolute(f.data).string()
+            << (leadership ? "/replica.db)" : "/gangway.db)") << std::endl;
   const bool served = api->Serve();
   serving_done = true;
   kill(getpid(), SIGTERM);  // releases the stopper thread if serving ended on its own
   stopper.join();
+  watch_done = true;
+  if (watchdog.joinable()) watchdog.join();
   controller->Stop();
+  // Resigns: a standby is elected at once rather than after the lease's TTL.
+  if (leadership) leadership->lease->Stop(/*resign=*/true);
   if (!served) Fail("serving on " + url + " failed", kExitInternal);
   std::cout << "gangway server: stopped" << std::endl;
 }
@@ -403,6 +552,21 @@ void AddServerCommand(CLI::App& app) {
       ->type_name("FILE");
   cmd->add_option("--tls-key", f->tls_key, "The private key (PEM) of --tls-cert")
       ->type_name("FILE");
+  cmd->add_option("--etcd", f->etcd,
+                  "Run as one of a group of controllers on these etcd members (URLs separated by "
+                  "commas): the elected one leads, the others stand by (docs/design/ha.md)")
+      ->type_name("URLS");
+  cmd->add_option("--advertise", f->advertise,
+                  "With --etcd: this controller's URL as agents and clients reach it; standbys "
+                  "send them to it while it leads")
+      ->type_name("URL");
+  cmd->add_option("--etcd-prefix", f->etcd_prefix,
+                  "With --etcd: the keys of this group (the leader key, the state log)")
+      ->capture_default_str();
+  cmd->add_option("--lease-ttl", f->lease_ttl,
+                  "With --etcd: seconds the leader's lease lasts without renewal; a standby "
+                  "leads within about this long after the leader dies")
+      ->capture_default_str();
   cmd->callback([f] { RunServer(*f); });
 }
 

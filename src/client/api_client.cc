@@ -163,28 +163,32 @@ ApiError ErrorFromResponse(int status, const std::string& body) {
   return e;
 }
 
-ApiResult<ApiClient> ApiClient::Create(ApiClientOptions options) {
-  std::string url = options.server;
+namespace {
+
+// One controller URL of --server: normalised (http:// added, trailing '/' dropped) and its
+// host, or why it is not one.
+ApiResult<std::pair<std::string, std::string>> ParseServer(const std::string& given,
+                                                           const std::string& ca_cert) {
+  std::string url = given;
   while (!url.empty() && url.back() == '/') url.pop_back();
   if (url.find("://") == std::string::npos) url = "http://" + url;
   const bool tls = url.rfind("https://", 0) == 0;
   if (!tls && url.rfind("http://", 0) != 0) {
-    return LocalError("bad_request", "the server URL '" + options.server +
+    return LocalError("bad_request", "the server URL '" + given +
                                          "' is not an http:// or https:// URL (e.g. "
                                          "http://127.0.0.1:8080)");
   }
   std::string authority = url.substr(tls ? 8 : 7);
   if (authority.empty() || authority.find('/') != std::string::npos) {
-    return LocalError("bad_request", "the server URL '" + options.server +
-                                         "' must be http(s)://HOST:PORT, without a path");
+    return LocalError("bad_request",
+                      "the server URL '" + given + "' must be http(s)://HOST:PORT, without a path");
   }
-  if (!options.ca_cert.empty() && !tls) {
-    return LocalError("bad_request", "a CA certificate (" + options.ca_cert +
+  if (!ca_cert.empty() && !tls) {
+    return LocalError("bad_request", "a CA certificate (" + ca_cert +
                                          ") is given but the server URL " + url +
                                          " is not https://");
   }
   std::string host = authority;
-  int port = tls ? 443 : 80;
   // "[::1]:8080", "host:8080" or "host".
   size_t colon = authority.rfind(':');
   size_t bracket = authority.rfind(']');
@@ -193,53 +197,95 @@ ApiResult<ApiClient> ApiClient::Create(ApiClientOptions options) {
     std::string digits = authority.substr(colon + 1);
     if (digits.empty() || digits.size() > 5 ||
         digits.find_first_not_of("0123456789") != std::string::npos || std::stoi(digits) > 65535) {
-      return LocalError("bad_request",
-                        "the server URL '" + options.server + "' has an invalid port");
+      return LocalError("bad_request", "the server URL '" + given + "' has an invalid port");
     }
-    port = std::stoi(digits);
   }
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  if (host.empty()) {
-    return LocalError("bad_request", "the server URL '" + options.server + "' has no host");
+  if (host.empty()) return LocalError("bad_request", "the server URL '" + given + "' has no host");
+  return std::pair<std::string, std::string>(url, host);
+}
+
+}  // namespace
+
+ApiResult<ApiClient> ApiClient::Create(ApiClientOptions options) {
+  std::vector<Server> servers;
+  size_t start = 0;
+  while (start <= options.server.size()) {
+    size_t comma = options.server.find(',', start);
+    if (comma == std::string::npos) comma = options.server.size();
+    auto parsed = ParseServer(options.server.substr(start, comma - start), options.ca_cert);
+    if (!parsed.ok()) return parsed.error();
+    servers.push_back({.url = parsed->first, .host = parsed->second});
+    start = comma + 1;
   }
-  options.server = url;
-  return ApiClient(std::move(options), std::move(host), port);
+  return ApiClient(std::move(options), std::move(servers));
 }
 
 ApiResult<ApiClient::Response> ApiClient::Send(const std::string& method, const std::string& path,
                                                const std::string& body,
                                                const std::string& content_type) const {
-  // The universal client speaks TLS for https:// URLs and verifies the server's certificate
-  // and host name.
-  httplib::Client http(options_.server);
-  if (!options_.ca_cert.empty()) http.set_ca_cert_path(options_.ca_cert.c_str());
-  http.enable_server_certificate_verification(true);
-  auto to_parts = [](std::chrono::milliseconds ms) {
-    return std::pair<time_t, time_t>(static_cast<time_t>(ms.count() / 1000),
-                                     static_cast<time_t>((ms.count() % 1000) * 1000));
+  auto send_to = [&](const std::string& url) {
+    // The universal client speaks TLS for https:// URLs and verifies the server's certificate
+    // and host name.
+    httplib::Client http(url);
+    if (!options_.ca_cert.empty()) http.set_ca_cert_path(options_.ca_cert.c_str());
+    http.enable_server_certificate_verification(true);
+    auto to_parts = [](std::chrono::milliseconds ms) {
+      return std::pair<time_t, time_t>(static_cast<time_t>(ms.count() / 1000),
+                                       static_cast<time_t>((ms.count() % 1000) * 1000));
+    };
+    auto [cs, cus] = to_parts(options_.connect_timeout);
+    auto [rs, rus] = to_parts(options_.read_timeout);
+    http.set_connection_timeout(cs, cus);
+    http.set_read_timeout(rs, rus);
+    http.set_write_timeout(rs, rus);
+    http.set_keep_alive(false);
+    httplib::Headers headers = {{"Accept", "application/json"}};
+    if (!options_.token.empty()) headers.emplace("Authorization", "Bearer " + options_.token);
+    return method == "POST" ? http.Post(path, headers, body,
+                                        content_type.empty() ? "application/json" : content_type)
+                            : http.Get(path, headers);
   };
-  auto [cs, cus] = to_parts(options_.connect_timeout);
-  auto [rs, rus] = to_parts(options_.read_timeout);
-  http.set_connection_timeout(cs, cus);
-  http.set_read_timeout(rs, rus);
-  http.set_write_timeout(rs, rus);
-  http.set_keep_alive(false);
-  httplib::Headers headers = {{"Accept", "application/json"}};
-  if (!options_.token.empty()) headers.emplace("Authorization", "Bearer " + options_.token);
-
-  httplib::Result res =
-      method == "POST"
-          ? http.Post(path, headers, body, content_type.empty() ? "application/json" : content_type)
-          : http.Get(path, headers);
+  // Only a controller that could not be reached is passed over: a request that reached one
+  // may have been acted on, and is not sent twice.
+  auto unreached = [](const httplib::Result& r) {
+    return !r && (r.error() == httplib::Error::Connection ||
+                  r.error() == httplib::Error::ConnectionTimeout);
+  };
+  size_t at = current_->load() % servers_.size();
+  httplib::Result res = send_to(servers_[at].url);
+  for (size_t i = 1; i < servers_.size() && unreached(res); ++i) {
+    at = (at + 1) % servers_.size();
+    res = send_to(servers_[at].url);
+  }
+  if (res && res->status == 503 && res->has_header("X-Gangway-Leader")) {
+    // A standby acted on nothing: the leader it names is asked instead, if it is one of the
+    // controllers given (the token goes nowhere else).
+    const std::string leader = res->get_header_value("X-Gangway-Leader");
+    for (size_t i = 0; i < servers_.size(); ++i) {
+      if (servers_[i].url != leader || i == at) continue;
+      if (httplib::Result led = send_to(leader)) {
+        res = std::move(led);
+        at = i;
+      }
+      break;
+    }
+  }
   if (!res) {
+    // The next request tries the next controller first (this one was not sent twice: it may
+    // have been acted on). A controller that is stopped but holds its port answers nothing.
+    current_->store((at + 1) % servers_.size());
     const bool not_there = res.error() == httplib::Error::Connection ||
                            res.error() == httplib::Error::ConnectionTimeout;
-    return LocalError("unreachable", "cannot reach the Gangway controller at " + options_.server +
-                                         ": " + TransportFailure(res.error(), host_) +
+    std::string where = servers_[at].url;
+    if (servers_.size() > 1) where = options_.server + " (none answered)";
+    return LocalError("unreachable", "cannot reach the Gangway controller at " + where + ": " +
+                                         TransportFailure(res.error(), servers_[at].host) +
                                          (not_there ? "; " + std::string(kHint) : ""));
   }
+  current_->store(at);
   Response out{.status = res->status, .body = res->body};
   for (const char* name : {"Content-Type", "X-Gangway-Next-Offset", "X-Gangway-Log-Complete"}) {
     if (res->has_header(name)) out.headers[name] = res->get_header_value(name);
@@ -257,8 +303,8 @@ ApiResult<nlohmann::json> ApiClient::SendJson(const std::string& method, const s
   if (parsed.is_discarded()) {
     return ApiError{.status = res->status,
                     .code = "bad_response",
-                    .message = "the controller at " + options_.server + " answered " + method +
-                               " " + path + " with a body that is not JSON; is " + options_.server +
+                    .message = "the controller at " + server() + " answered " + method + " " +
+                               path + " with a body that is not JSON; is " + server() +
                                " a Gangway controller?"};
   }
   return parsed;

@@ -12,9 +12,11 @@
 // Thread safety: an ApiClient holds no connection between calls (each call opens one), so
 // distinct objects are independent; one object must not be used by two threads at once.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -64,7 +66,10 @@ struct JobQuery {
 };
 
 struct ApiClientOptions {
-  // http://host:port or https://host:port; a trailing '/' is ignored.
+  // http://host:port or https://host:port; a trailing '/' is ignored. A group of controllers
+  // (docs/design/ha.md) as several, separated by commas: a request goes to the one that last
+  // answered, moves on to the next when one cannot be reached, and follows a standby's 503 to
+  // the leader it names (X-Gangway-Leader) once, if that is one of them.
   std::string server = "http://127.0.0.1:8080";
   std::string token;    // bearer token; empty sends none
   std::string ca_cert;  // https: PEM file of the CA that signed the controller's certificate;
@@ -75,10 +80,12 @@ struct ApiClientOptions {
 
 class ApiClient {
  public:
-  // Fails (status 0, code "bad_request") when `server` is not an http:// URL with a host.
+  // Fails (status 0, code "bad_request") when `server` is not an http:// URL with a host (or
+  // a list of them).
   static ApiResult<ApiClient> Create(ApiClientOptions options);
 
-  const std::string& server() const { return options_.server; }
+  // The controller that last answered (the first one given, before any did).
+  const std::string& server() const { return servers_[*current_].url; }
 
   ApiResult<nlohmann::json> Health() const;  // GET /healthz
   ApiResult<nlohmann::json> WhoAmI() const;  // GET /v1/whoami
@@ -115,8 +122,12 @@ class ApiClient {
     std::string body;
     std::map<std::string, std::string> headers;  // the ones callers read
   };
-  explicit ApiClient(ApiClientOptions options, std::string host, int port)
-      : options_(std::move(options)), host_(std::move(host)), port_(port) {}
+  struct Server {
+    std::string url;
+    std::string host;
+  };
+  ApiClient(ApiClientOptions options, std::vector<Server> servers)
+      : options_(std::move(options)), servers_(std::move(servers)) {}
 
   ApiResult<Response> Send(const std::string& method, const std::string& path,
                            const std::string& body = "",
@@ -126,8 +137,10 @@ class ApiClient {
                                      const std::string& content_type = "") const;
 
   ApiClientOptions options_;
-  std::string host_;
-  int port_ = 0;
+  std::vector<Server> servers_;  // at least one
+  // The index in servers_ that last answered; shared by copies, read and written by any
+  // thread that sends.
+  std::shared_ptr<std::atomic<size_t>> current_ = std::make_shared<std::atomic<size_t>>(0);
 };
 
 // Percent-encodes a path segment or query value.

@@ -126,6 +126,12 @@ struct ControllerOptions {
   // must be true only when nothing was stored before: with ids handed out (data_dir/job-ids)
   // such a store is refused unless salvage_store, as a lost database is.
   std::function<std::unique_ptr<StateStore>()> open_store;
+  // In a group of controllers on etcd (docs/design/ha.md): this leader's epoch, which every
+  // answer to an agent carries (agents refuse a lower one than they have seen), and whether it
+  // still leads (LeaderLease::Epoch). While it does not, every request but /healthz and
+  // /metrics is answered 503 not_leader. Unset: a single controller.
+  int64_t leader_epoch = 0;
+  std::function<bool()> still_leads;
   // Where the controller reads the time; unset: the real clocks. Tests pass a fake one.
   std::shared_ptr<const util::Clock> clock;
   int max_tasks_per_job = 10000;
@@ -241,6 +247,8 @@ class Controller {
   // Prometheus text exposition.
   std::string MetricsText();
   const std::string& epoch() const { return epoch_; }
+  // Whether this controller may answer (ControllerOptions::still_leads; a single one always).
+  bool Leads() const { return !options_.still_leads || options_.still_leads(); }
 
  private:
   struct NodeEntry {

@@ -717,6 +717,7 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
   // nodeTimeoutMs: after this long without a report the node is lost and its jobs requeued;
   // the agent stops its tasks itself before then (docs/design/live-system.md).
   return protocol::ToJson(protocol::RegisterAnswer{.controller_epoch = epoch_,
+                                                   .leader_epoch = options_.leader_epoch,
                                                    .heartbeat_ms = options_.heartbeat.count(),
                                                    .node_timeout_ms = options_.node_timeout.count(),
                                                    .node_token = issued});
@@ -739,6 +740,7 @@ protocol::PollAnswer Controller::CommandsLocked(std::unique_lock<std::mutex>& lo
       e.channel.Take(lock, after, poll.wait, durable_gen_, stopping_, kMaxCommandBatch);
   --metrics.polls_waiting;
   return protocol::PollAnswer{.controller_epoch = epoch_,
+                              .leader_epoch = options_.leader_epoch,
                               .commands = std::move(commands),
                               .log_interval_ms = LogIntervalMsLocked(e)};
 }
@@ -993,10 +995,17 @@ bool Controller::TakeGoneTasksLocked(std::string_view node_name, const protocol:
 
 Controller::HealthReport Controller::Health() {
   std::lock_guard lock(mu_);
-  if (store_error_.empty()) return {.ok = true, .body = {{"status", "ok"}}};
-  return {.ok = false,
-          .body = {{"status", "degraded"},
-                   {"reason", "the state database cannot be written: " + store_error_}}};
+  HealthReport report{.ok = true, .body = {{"status", "ok"}}};
+  if (!store_error_.empty()) {
+    report = {.ok = false,
+              .body = {{"status", "degraded"},
+                       {"reason", "the state database cannot be written: " + store_error_}}};
+  }
+  if (options_.leader_epoch != 0) {
+    report.body["role"] = "leader";
+    report.body["leaderEpoch"] = options_.leader_epoch;
+  }
+  return report;
 }
 
 // ---------------------------------------------------------------- metrics

@@ -371,6 +371,12 @@ void HttpApi::Routes() {
         // httplib owns the request (it is not const there); the handlers read req.body.
         const_cast<Request&>(req).body = std::move(body);
       }
+      if (!refused && who != Who::kAnyone && !controller_.Leads()) {
+        // A deposed leader (its lease may have lapsed) acts on nothing until it exits.
+        refused = ApiError{503, "not_leader",
+                           "this controller no longer leads the group; ask another controller", "",
+                           json::array()};
+      }
       if (refused) {
         SendError(res, *refused);
       } else {

@@ -97,7 +97,7 @@ ReplicatedStore::ReplicatedStore(EtcdClient etcd, std::unique_ptr<SqliteStore> c
   if (applied_ > 0) {
     // A copy of another log (or of this one before it was wiped) is past its end.
     auto own = etcd_.Range(LogKey(applied_));
-    if (!own.ok()) throw StoreError("reading the state log: " + own.error());
+    if (!own.ok()) throw StoreUnavailable("reading the state log: " + own.error());
     if (own->empty()) {
       throw StoreError("this controller's copy of the state is at log entry " +
                        std::to_string(applied_) + ", which the log in etcd (" + log_prefix_ +
@@ -127,7 +127,7 @@ int64_t ReplicatedStore::CatchUpLocked() {
   int64_t count = 0;
   for (;;) {
     auto page = etcd_.RangeBetween(LogKey(applied_ + 1), PrefixEnd(log_prefix_), kPage);
-    if (!page.ok()) throw StoreError("reading the state log: " + page.error());
+    if (!page.ok()) throw StoreUnavailable("reading the state log: " + page.error());
     for (const EtcdClient::KeyValue& kv : page->kvs) {
       const int64_t seq = applied_ + 1;
       if (kv.key != LogKey(seq)) {

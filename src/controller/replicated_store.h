@@ -40,6 +40,13 @@
 
 namespace gangway::controller {
 
+// etcd could not be read or written (no member answered, or no quorum): worth trying again,
+// unlike the other StoreErrors (a copy of another log, an entry that cannot be applied).
+class StoreUnavailable : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
+
 struct ReplicatedStoreOptions {
   std::string prefix = "/gangway";
   std::string leader_key = "/gangway/leader";

@@ -113,6 +113,7 @@ json ToJson(const RegisterAnswer& m) {
               {"heartbeatMs", m.heartbeat_ms},
               {"nodeTimeoutMs", m.node_timeout_ms}};
   if (!m.node_token.empty()) out["nodeToken"] = m.node_token;
+  if (m.leader_epoch != 0) out["leaderEpoch"] = m.leader_epoch;
   return out;
 }
 
@@ -123,6 +124,7 @@ Parsed<RegisterAnswer> ParseRegisterAnswer(const json& body) {
   r.Integer("heartbeatMs", m.heartbeat_ms);
   r.Integer("nodeTimeoutMs", m.node_timeout_ms);
   r.String("nodeToken", m.node_token);
+  r.Integer("leaderEpoch", m.leader_epoch);
   if (!r.ok()) return r.error();
   return m;
 }
@@ -226,6 +228,7 @@ Parsed<ReportAnswer> ParseReportAnswer(const json& body) {
 
 json ToJson(const PollAnswer& m) {
   json out = {{"controllerEpoch", m.controller_epoch}, {"commands", m.commands}};
+  if (m.leader_epoch != 0) out["leaderEpoch"] = m.leader_epoch;
   if (m.log_interval_ms) out["logIntervalMs"] = *m.log_interval_ms;
   if (m.report) {
     out["ack"] = m.report->ack;
@@ -240,6 +243,7 @@ Parsed<PollAnswer> ParsePollAnswer(const json& body) {
   PollAnswer m;
   r.String("controllerEpoch", m.controller_epoch, /*required=*/true);
   r.Array("commands", [&](const json& v, const std::string&) { m.commands.push_back(v); });
+  r.Integer("leaderEpoch", m.leader_epoch);
   if (const json* ms = r.Find("logIntervalMs")) {
     m.log_interval_ms = r.IntegerOf<int64_t>(*ms, "logIntervalMs");
   }

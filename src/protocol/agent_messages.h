@@ -63,6 +63,10 @@ struct Register {
 
 struct RegisterAnswer {
   std::string controller_epoch;
+  // The leader's epoch in a group of controllers on etcd (docs/design/ha.md); 0 for a single
+  // controller. An agent refuses an answer whose epoch is below the highest it has seen: it
+  // comes from a deposed leader.
+  int64_t leader_epoch = 0;
   int64_t heartbeat_ms = 0;     // 0: the agent keeps its own
   int64_t node_timeout_ms = 0;  // 0: the agent keeps its --controller-loss-timeout
   std::string node_token;       // set when the join token registered the node
@@ -114,6 +118,7 @@ struct ReportAnswer {
 // A commands poll's answer; a poll that carried a heartbeat also answers it.
 struct PollAnswer {
   std::string controller_epoch;
+  int64_t leader_epoch = 0;                // as in RegisterAnswer
   std::vector<nlohmann::json> commands;    // each read with ParseCommand when applied
   std::optional<int64_t> log_interval_ms;  // as in ReportAnswer
   std::optional<ReportAnswer> report;      // ack, logOffsets and logCapped, when it carried one

@@ -47,10 +47,21 @@ TEST(PlanLossStop, TheKillAlwaysComesBeforeTheNodeTimeout) {
         if (!plan.timeout_too_short) {
           EXPECT_GT(plan.signal_after, 2 * heartbeat)
               << timeout.count() << " " << heartbeat.count() << " " << grace.count();
+          EXPECT_GE(plan.signal_after, timeout / 3);
         }
       }
     }
   }
+}
+
+// With short heartbeats the signal waits a third of the timeout: a controller failing over to
+// a standby in a few seconds does not stop the tasks.
+TEST(PlanLossStop, ALossOfLessThanAThirdOfTheTimeoutLeavesTheTasksAlone) {
+  const LossStopPlan plan = PlanLossStop(15s, 200ms, 30s);
+  EXPECT_EQ(plan.signal_after, 5s);
+  EXPECT_EQ(plan.kill_after, 13500ms);
+  EXPECT_EQ(plan.grace, 8500ms);
+  EXPECT_TRUE(plan.grace_shortened);
 }
 
 TEST(PlanLossStop, ATimeoutOfTwoHeartbeatsIsTooShortAndGetsNoGrace) {

@@ -1,0 +1,447 @@
+// End-to-end tests of a group of controllers on etcd (docs/design/ha.md) with real processes:
+// an etcd member, three `gangway server --etcd` controllers and a `gangway agent` with fake
+// GPUs that knows all three, on 127.0.0.1 in a temporary directory. The leader is killed with
+// SIGKILL or stopped with SIGSTOP while a client submits jobs at a steady rate and jobs run.
+// Each test starts every process it needs and stops them all in TearDown.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "client/api_client.h"
+#include "process.h"
+#include "testing/eventually.h"
+
+namespace gangway::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kControllers = 3;
+constexpr const char* kJoinToken = "ha-test-join-token-0123456789";
+constexpr const char* kAdminToken = "ha-test-admin-token-0123456789";
+
+bool Eventually(const std::function<bool()>& done, milliseconds timeout) {
+  return ::gangway::testing::Eventually(done, timeout, milliseconds(25));
+}
+
+// A port nothing listens on now (the process binds it a moment later).
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string Str(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+class HaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists("/usr/bin/etcd"))
+        << "/usr/bin/etcd is missing: scripts/deps.sh installs etcd-server";
+    std::string tmpl = (std::filesystem::temp_directory_path() / "gangway-ha-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    std::filesystem::create_directories(dir_ / "pids");
+    const int client_port = FreePort();
+    const std::string client = "http://127.0.0.1:" + std::to_string(client_port);
+    const std::string peer = "http://127.0.0.1:" + std::to_string(FreePort());
+    etcd_ = std::make_unique<Process>(ProcessOptions{
+        .args = {"/usr/bin/etcd", "--name", "m1", "--data-dir", (dir_ / "etcd").string(),
+                 "--listen-client-urls", client, "--advertise-client-urls", client,
+                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                 "--initial-cluster", "m1=" + peer, "--max-request-bytes", "10485760"},
+        .stderr_path = dir_ / "etcd.err"});
+    etcd_url_ = client;
+    ASSERT_TRUE(Eventually(
+        [&] {
+          httplib::Client http("127.0.0.1", client_port);
+          auto res = http.Post("/v3/kv/range", R"({"key":"eA=="})", "application/json");
+          return res && res->status == 200;
+        },
+        seconds(20)))
+        << ReadWholeFile(dir_ / "etcd.err");
+    std::ofstream(dir_ / "auth.yaml")
+        << "joinToken: " << kJoinToken << "\nusers:\n"
+        << "  - name: admin\n    token: " << kAdminToken << "\n    role: admin\n";
+    std::string all;
+    for (int i = 0; i < kControllers; ++i) {
+      ports_[i] = FreePort();
+      all += (all.empty() ? "" : ",") + Url(i);
+    }
+    all_urls_ = all;
+    auto api = client::ApiClient::Create({.server = all_urls_,
+                                          .token = kAdminToken,
+                                          .connect_timeout = milliseconds(500),
+                                          .read_timeout = seconds(3)});
+    ASSERT_TRUE(api.ok()) << api.error().message;
+    api_.emplace(std::move(api).value());
+  }
+
+  void TearDown() override {
+    if (agent_) agent_->Stop(SIGTERM, seconds(5));
+    for (auto& c : controllers_) {
+      if (c) {
+        c->Signal(SIGCONT);
+        c->Stop(SIGTERM, seconds(5));
+      }
+    }
+    KillLeftoverTasks();
+    if (HasFailure()) DumpLogs();
+    agent_.reset();
+    for (auto& c : controllers_) c.reset();
+    etcd_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::string Url(int i) const { return "http://127.0.0.1:" + std::to_string(ports_[i]); }
+
+  // Starts controller i (again); it stands by until elected.
+  void StartController(int i) {
+    const std::string name = "c" + std::to_string(i + 1);
+    const std::string log = name + "-" + std::to_string(++starts_);
+    controllers_[i] = std::make_unique<Process>(
+        ProcessOptions{.args = {GANGWAY_BINARY,   "server",
+                                "--data",         (dir_ / name).string(),
+                                "--listen",       "127.0.0.1:" + std::to_string(ports_[i]),
+                                "--auth",         (dir_ / "auth.yaml").string(),
+                                "--etcd",         etcd_url_,
+                                "--advertise",    Url(i),
+                                "--lease-ttl",    "2",
+                                "--heartbeat",    "200ms",
+                                "--node-timeout", node_timeout_,
+                                "--batch",        "1ms"},
+                       .cwd = dir_,
+                       .stdout_path = dir_ / (log + ".out"),
+                       .stderr_path = dir_ / (log + ".err")});
+  }
+
+  // What controller i's /healthz says of its role: "leader", "standby", or "" (no answer).
+  std::string Role(int i) const {
+    httplib::Client http("127.0.0.1", ports_[i]);
+    http.set_connection_timeout(0, 300000);
+    http.set_read_timeout(1, 0);
+    auto res = http.Get("/healthz");
+    if (!res) return "";
+    const json body = json::parse(res->body, nullptr, false);
+    return Str(body, "role") == "leader" ? "leader" : Str(body, "status");
+  }
+
+  // The controller that leads, other than `not_this`; -1 if none does within `timeout`.
+  int WaitForLeader(milliseconds timeout, int not_this = -1) const {
+    int leader = -1;
+    Eventually(
+        [&] {
+          for (int i = 0; i < kControllers; ++i) {
+            if (i != not_this && controllers_[i] && Role(i) == "leader") leader = i;
+          }
+          return leader >= 0;
+        },
+        timeout);
+    return leader;
+  }
+
+  void StartAgent() {
+    agent_ = std::make_unique<Process>(ProcessOptions{
+        .args = {GANGWAY_BINARY, "agent", "--server", all_urls_, "--join-token", kJoinToken,
+                 "--name", "n1", "--address", "127.0.0.1", "--fake-gpus", "8xH100-80GB", "--data",
+                 (dir_ / "agent").string(), "--shutdown-grace", "1s"},
+        .cwd = dir_,
+        .stdout_path = dir_ / "agent.out",
+        .stderr_path = dir_ / "agent.err",
+        .parent_death_signal = SIGTERM});
+    ASSERT_TRUE(Eventually(
+        [&] {
+          auto node = api_->GetNode("n1");
+          return node.ok() && Str((*node)["node"], "state") == "ready";
+        },
+        seconds(20)))
+        << ReadWholeFile(dir_ / "agent.err");
+  }
+
+  json Job(uint64_t id) const {
+    auto answer = api_->GetJob(id);
+    return answer.ok() ? (*answer)["job"] : json();
+  }
+
+  // A shell line recording the task's pid under pids/ (TearDown kills what is left).
+  std::string RecordPid(const std::string& tag) const {
+    return "echo $$ > " + (dir_ / "pids").string() + "/" + tag + "\n";
+  }
+
+  void KillLeftoverTasks() const {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_ / "pids", ec)) {
+      pid_t pid = 0;
+      try {
+        pid = std::stoi(ReadWholeFile(entry.path()));
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (pid <= 1) continue;
+      const std::string cmdline = ReadWholeFile("/proc/" + std::to_string(pid) + "/cmdline");
+      if (cmdline.find(dir_.string()) == std::string::npos) continue;
+      if (getpgid(pid) == pid) {
+        killpg(pid, SIGKILL);
+      } else {
+        kill(pid, SIGKILL);
+      }
+    }
+  }
+
+  void DumpLogs() const {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+      const std::string ext = entry.path().extension().string();
+      if (ext != ".out" && ext != ".err") continue;
+      std::string text = ReadWholeFile(entry.path());
+      if (text.empty()) continue;
+      if (text.size() > 3000) text = "..." + text.substr(text.size() - 3000);
+      std::cerr << "---- " << entry.path().filename().string() << "\n" << text << "\n";
+    }
+  }
+
+  // Submits short jobs one after another from its own thread, through a client that knows
+  // every controller, keeping what was acknowledged.
+  class Submitter {
+   public:
+    Submitter(const HaTest& test, std::string ran) : test_(test), ran_(std::move(ran)) {
+      thread_ = std::thread([this] { Loop(); });
+    }
+    ~Submitter() { Stop(); }
+    void Stop() {
+      stop_ = true;
+      if (thread_.joinable()) thread_.join();
+    }
+    size_t acked() const {
+      std::lock_guard lock(mu_);
+      return acked_.size();
+    }
+    std::map<uint64_t, std::string> acked_jobs() const {
+      std::lock_guard lock(mu_);
+      return acked_;
+    }
+
+   private:
+    void Loop() {
+      auto api = client::ApiClient::Create({.server = test_.all_urls_,
+                                            .token = kAdminToken,
+                                            .connect_timeout = milliseconds(500),
+                                            .read_timeout = seconds(3)});
+      for (int n = 0; !stop_; ++n) {
+        const std::string name = "burst-" + std::to_string(n);
+        const json job = {
+            {"name", name},
+            {"gpu", 1},
+            {"command",
+             {"sh", "-c",
+              "echo \"$GANGWAY_JOB_ID $GANGWAY_ATTEMPT $RANK\" >> " + ran_ + "; sleep 0.2"}}};
+        auto answer = api->SubmitJob(job.dump(), "application/json");
+        if (answer.ok()) {
+          std::lock_guard lock(mu_);
+          acked_[(*answer)["job"]["id"].get<uint64_t>()] = name;
+        }
+        std::this_thread::sleep_for(milliseconds(50));
+      }
+    }
+
+    const HaTest& test_;
+    std::string ran_;
+    std::atomic<bool> stop_{false};
+    mutable std::mutex mu_;
+    std::map<uint64_t, std::string> acked_;  // id -> name
+    std::thread thread_;
+  };
+
+  // Every acknowledged job succeeds and exists once (by its unique name); every (job, attempt,
+  // rank) in `ran` ran once, and every acknowledged job ran.
+  void ExpectEachAcknowledgedJobRanOnce(const std::map<uint64_t, std::string>& acked,
+                                        const std::string& ran) {
+    std::set<uint64_t> unfinished;
+    for (const auto& [id, name] : acked) unfinished.insert(id);
+    std::map<uint64_t, json> last;
+    Eventually(
+        [&] {
+          for (auto it = unfinished.begin(); it != unfinished.end();) {
+            last[*it] = Job(*it);
+            it = Str(last[*it], "state") == "succeeded" ? unfinished.erase(it) : std::next(it);
+          }
+          return unfinished.empty();
+        },
+        seconds(60));
+    for (uint64_t id : unfinished) ADD_FAILURE() << "job " << id << ": " << last[id].dump(2);
+
+    auto list = api_->ListJobs({});
+    ASSERT_TRUE(list.ok()) << list.error().message;
+    std::map<std::string, int> by_name;
+    for (const json& j : (*list)["jobs"]) ++by_name[Str(j, "name")];
+    for (const auto& [id, name] : acked) {
+      EXPECT_EQ(by_name[name], 1) << name << " (job " << id << ") exists " << by_name[name]
+                                  << " times";
+    }
+
+    std::map<std::tuple<uint64_t, int, int>, int> runs;
+    std::set<uint64_t> ran_jobs;
+    std::istringstream lines(ReadWholeFile(ran));
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream in(line);
+      uint64_t id = 0;
+      int attempt = -1;
+      int rank = -1;
+      ASSERT_TRUE(in >> id >> attempt >> rank) << line;
+      ++runs[{id, attempt, rank}];
+      ran_jobs.insert(id);
+    }
+    for (const auto& [key, count] : runs) {
+      EXPECT_EQ(count, 1) << "job " << std::get<0>(key) << " attempt " << std::get<1>(key)
+                          << " ran " << count << " times";
+    }
+    for (const auto& [id, name] : acked) {
+      EXPECT_TRUE(ran_jobs.contains(id)) << "job " << id << " never ran";
+    }
+  }
+
+  std::filesystem::path dir_;
+  std::string etcd_url_;
+  std::unique_ptr<Process> etcd_;
+  std::array<int, kControllers> ports_{};
+  std::array<std::unique_ptr<Process>, kControllers> controllers_;
+  int starts_ = 0;
+  // Well past a failover (the lease's 2 s TTL and an election): the agent leaves its tasks
+  // alone for a third of it (contact_loss.h) while it finds the new leader.
+  std::string node_timeout_ = "15s";
+  std::string all_urls_;
+  std::unique_ptr<Process> agent_;
+  std::optional<client::ApiClient> api_;
+};
+
+TEST_F(HaTest, FiveLeadersInARowKilledWithSigkillHandOverWithNothingLostOrRunTwice) {
+  for (int i = 0; i < kControllers; ++i) StartController(i);
+  ASSERT_GE(WaitForLeader(seconds(20)), 0) << "no controller was elected";
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+
+  // A long job that must run through every failover, in its first attempt.
+  const std::string long_ran = (dir_ / "long.txt").string();
+  auto long_job = api_->SubmitJob(
+      json{{"name", "long"},
+           {"gpu", 1},
+           {"command",
+            {"sh", "-c",
+             RecordPid("long") + "echo \"$GANGWAY_ATTEMPT\" >> " + long_ran + "; exec sleep 600"}}}
+          .dump(),
+      "application/json");
+  ASSERT_TRUE(long_job.ok()) << long_job.error().message;
+  const uint64_t long_id = (*long_job)["job"]["id"].get<uint64_t>();
+  ASSERT_TRUE(Eventually([&] { return Str(Job(long_id), "state") == "running"; }, seconds(20)));
+  ASSERT_TRUE(
+      Eventually([&] { return std::filesystem::exists(dir_ / "pids" / "long"); }, seconds(10)));
+  const pid_t long_pid = std::stoi(ReadWholeFile(dir_ / "pids" / "long"));
+
+  const std::string ran = (dir_ / "ran.txt").string();
+  Submitter submitter(*this, ran);
+  std::vector<double> failovers;
+  for (int round = 0; round < 5; ++round) {
+    const size_t before = submitter.acked();
+    ASSERT_TRUE(Eventually([&] { return submitter.acked() >= before + 10; }, seconds(30)))
+        << "round " << round << ": the group acknowledged " << submitter.acked() - before
+        << " jobs";
+    const int leader = WaitForLeader(seconds(5));
+    ASSERT_GE(leader, 0);
+    controllers_[leader]->Stop(SIGKILL, milliseconds(0));
+    const auto killed = Clock::now();
+    std::cerr << "round " << round << ": killed c" << leader + 1 << " at "
+              << std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                     .count()
+              << "\n";
+    const int next = WaitForLeader(seconds(20), leader);
+    ASSERT_GE(next, 0) << "round " << round << ": no standby took over";
+    failovers.push_back(std::chrono::duration<double>(Clock::now() - killed).count());
+    const size_t at_handover = submitter.acked();
+    ASSERT_TRUE(Eventually([&] { return submitter.acked() >= at_handover + 5; }, seconds(30)))
+        << "round " << round << ": the new leader acknowledged nothing";
+    StartController(leader);  // back as a standby
+  }
+  submitter.Stop();
+  std::sort(failovers.begin(), failovers.end());
+  std::cerr << "failover (SIGKILL of the leader -> another answers as leader), seconds:";
+  for (double s : failovers) std::cerr << " " << s;
+  std::cerr << "\n";
+
+  ExpectEachAcknowledgedJobRanOnce(submitter.acked_jobs(), ran);
+  const json long_now = Job(long_id);
+  EXPECT_EQ(Str(long_now, "state"), "running") << long_now.dump(2);
+  EXPECT_EQ(ReadWholeFile(long_ran), "0\n") << "the long job ran again (attempts count from 0)";
+  EXPECT_EQ(kill(long_pid, 0), 0) << "the long job's process is gone";
+}
+
+TEST_F(HaTest, ALeaderStoppedPastItsLeaseIsDeposedAndExitsWhenItResumes) {
+  for (int i = 0; i < kControllers; ++i) StartController(i);
+  const int leader = WaitForLeader(seconds(20));
+  ASSERT_GE(leader, 0);
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  const std::string ran = (dir_ / "ran.txt").string();
+  Submitter submitter(*this, ran);
+  ASSERT_TRUE(Eventually([&] { return submitter.acked() >= 10; }, seconds(30)));
+
+  controllers_[leader]->Signal(SIGSTOP);
+  const int next = WaitForLeader(seconds(20), leader);
+  ASSERT_GE(next, 0) << "no standby took over from the stopped leader";
+  const size_t at_handover = submitter.acked();
+  ASSERT_TRUE(Eventually([&] { return submitter.acked() >= at_handover + 10; }, seconds(30)));
+  controllers_[leader]->Signal(SIGCONT);
+  // It finds its lease lapsed and exits (for its supervisor to start it as a standby) rather
+  // than act on what it held.
+  const std::optional<int> status = controllers_[leader]->Wait(seconds(10));
+  ASSERT_TRUE(status.has_value()) << "the deposed leader still runs";
+  EXPECT_EQ(ExitCode(*status), 75) << controllers_[leader]->Stderr();
+  EXPECT_THAT(controllers_[leader]->Stderr(), ::testing::HasSubstr("lost the leadership"));
+  EXPECT_EQ(Role(next), "leader");
+  const size_t after = submitter.acked();
+  ASSERT_TRUE(Eventually([&] { return submitter.acked() >= after + 5; }, seconds(30)));
+  submitter.Stop();
+  ExpectEachAcknowledgedJobRanOnce(submitter.acked_jobs(), ran);
+}
+
+}  // namespace
+}  // namespace gangway::testing
