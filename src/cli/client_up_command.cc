@@ -10,10 +10,20 @@
 // for its open long polls; when a child exits, the others are stopped, and `up` exits when all
 // have: 0 after a requested stop, 1 when a child failed or stopped on its own. The children get
 // SIGTERM if `up` dies (PDEATHSIG).
+//
+// With --ha N (docs/design/ha.md): N etcd members and N controllers on loopback ports instead
+// of one controller, sharing one auth file (written under <data> unless --auth), and agents
+// and <data>/client.json that know every controller. `up` waits for one to lead before it
+// starts the agents. A member or controller that exits is started again (a deposed leader
+// exits to come back as a standby), so anyone can kill -9 the leader and watch a standby take
+// over. The ports are chosen on the first run and kept in <data>/ha.json: etcd members
+// remember their peers' addresses.
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,6 +68,7 @@ struct UpFlags {
   std::vector<std::string> submit;
   int timeout_s = 30;
   bool verbose = false;
+  int ha = 0;  // controllers (and etcd members) of a group on etcd; 0: one on SQLite
 };
 
 std::atomic<int> g_signal{0};
@@ -76,6 +87,10 @@ struct Child {
   std::string what;  // "controller", "agent"
   pid_t pid = -1;
   std::string log;  // where its output goes; empty: the terminal
+  // Started again when it exits while nothing is stopping (the members of a group on etcd).
+  bool restart = false;
+  std::string exe;
+  std::vector<std::string> args;
   bool running() const { return pid > 0; }
 };
 
@@ -113,7 +128,7 @@ Child Spawn(const std::string& what, const std::string& exe, const std::vector<s
     std::fprintf(stderr, "gangway up: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
     _exit(127);
   }
-  return Child{.what = what, .pid = pid, .log = log};
+  return Child{.what = what, .pid = pid, .log = log, .exe = exe, .args = args};
 }
 
 std::string Tail(const std::string& path, size_t lines) {
@@ -230,6 +245,14 @@ class Supervisor {
         if (c.pid != pid) continue;
         c.pid = -1;
         const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!stopping && c.restart) {
+          std::cerr << "gangway up: the " << c.what << " exited " << Describe(status)
+                    << "; starting it again\n";
+          Child again = Spawn(c.what, c.exe, c.args, c.log);
+          again.restart = true;
+          c = std::move(again);
+          continue;
+        }
         if (!stopping) {
           std::cerr << "gangway up: the " << c.what << " exited " << Describe(status)
                     << (c.log.empty() ? "" : " (see " + c.log + ")") << "; stopping the rest\n";
@@ -255,6 +278,110 @@ std::optional<fs::file_time_type> ModTime(const fs::path& p) {
   auto t = fs::last_write_time(p, ec);
   if (ec) return std::nullopt;
   return t;
+}
+
+// A loopback port nothing listens on now.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string RandomToken() {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  unsigned char bytes[24];
+  if (!in.read(reinterpret_cast<char*>(bytes), sizeof bytes)) {
+    Fail(kExitInternal, "cannot read /dev/urandom");
+  }
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+void WritePrivateFile(const fs::path& path, const std::string& text) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    if (fd >= 0) close(fd);
+    Fail(kExitInternal, "cannot write " + path.string() + ": " + std::strerror(errno));
+  }
+  close(fd);
+}
+
+// The group's ports: chosen on the first run, then read back from <data>/ha.json.
+struct HaPorts {
+  std::vector<int> etcd_client;
+  std::vector<int> etcd_peer;
+  std::vector<int> controllers;
+};
+
+HaPorts LoadOrChooseHaPorts(const fs::path& data, int members, int first_port) {
+  const fs::path file = data / "ha.json";
+  if (fs::exists(file)) {
+    std::ifstream in(file);
+    std::ostringstream text;
+    text << in.rdbuf();
+    const json j = json::parse(text.str(), nullptr, false);
+    HaPorts out;
+    try {
+      out = {j.at("etcdClient").get<std::vector<int>>(), j.at("etcdPeer").get<std::vector<int>>(),
+             j.at("controllers").get<std::vector<int>>()};
+    } catch (const std::exception&) {
+      Fail(kExitBadInput, file.string() + " is not what gangway up --ha wrote; move it aside");
+    }
+    if (static_cast<int>(out.controllers.size()) != members) {
+      Fail(kExitBadInput, data.string() + " holds a group of " +
+                              std::to_string(out.controllers.size()) +
+                              " (ha.json); run --ha with that number, or use another --data");
+    }
+    return out;
+  }
+  HaPorts out;
+  for (int i = 0; i < members; ++i) {
+    out.etcd_client.push_back(FreePort());
+    out.etcd_peer.push_back(FreePort());
+    out.controllers.push_back(first_port == 0 ? FreePort() : first_port + i);
+  }
+  WritePrivateFile(file, json{{"etcdClient", out.etcd_client},
+                              {"etcdPeer", out.etcd_peer},
+                              {"controllers", out.controllers}}
+                                 .dump(2) +
+                             "\n");
+  return out;
+}
+
+// What `up` prints of its controllers (and etcd members).
+std::string ControllerLines(const UpFlags& f, const std::string& urls,
+                            const std::vector<pid_t>& pids, size_t leader, const fs::path& data,
+                            const std::string& logs, const std::string& etcd) {
+  if (f.ha == 0) {
+    return "  Controller  " + urls + "  (pid " + std::to_string(pids.at(0)) + "; state in " +
+           data.string() + (f.verbose ? "" : ", log " + logs) + ")\n";
+  }
+  std::string out;
+  size_t start = 0;
+  for (size_t i = 0; i < pids.size(); ++i) {
+    const size_t comma = urls.find(',', start);
+    const std::string one = urls.substr(start, comma - start);
+    start = comma + 1;
+    out += std::string(i == 0 ? "  Controllers " : "              ") + one + "  (pid " +
+           std::to_string(pids[i]) + (i == leader ? ", leads now" : ", standby") + ")\n";
+  }
+  out += "  etcd        " + etcd + "  (state log; " +
+         (f.verbose ? std::string("logs here") : "logs " + data.string() + "/*.log") + ")\n";
+  return out;
 }
 
 void RunUp(const UpFlags& f) {
@@ -289,17 +416,6 @@ void RunUp(const UpFlags& f) {
     if (f.verbose) return "";
     return (data / (f.nodes == 1 ? "agent.log" : "agent-" + node + ".log")).string();
   };
-  const std::string server_log = f.verbose ? "" : (data / "server.log").string();
-
-  std::vector<std::string> server_args = {"server", "--data", data.string(), "--listen",
-                                          "127.0.0.1:" + std::to_string(f.port)};
-  if (!f.auth.empty()) server_args.insert(server_args.end(), {"--auth", f.auth});
-  if (!f.config.empty()) server_args.insert(server_args.end(), {"--config", f.config});
-  if (!f.policy.empty()) server_args.insert(server_args.end(), {"--policy", f.policy});
-  Child server = Spawn("controller", exe, server_args, server_log);
-  const pid_t server_pid = server.pid;
-  sup.Add(server);
-
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(f.timeout_s);
   auto wait_step = [&](const std::string& waiting_for) {
     sup.CheckStarting();
@@ -313,36 +429,155 @@ void RunUp(const UpFlags& f) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   };
 
-  // The controller is ready once it has written a new client.json and answers /healthz.
-  std::string url;
-  std::string token;
-  while (true) {
-    auto t = ModTime(client_file);
-    if (t && (!previous || *t != *previous)) {
-      std::ifstream in(client_file);
-      std::ostringstream text;
-      text << in.rdbuf();
-      auto parsed = json::parse(text.str(), nullptr, false);
-      if (parsed.is_object() && parsed.contains("server") && parsed["server"].is_string()) {
-        url = parsed["server"].get<std::string>();
-        token = parsed.value("token", "");
-        break;
+  std::string url;    // every controller's, separated by commas
+  std::string token;  // the admin's
+  std::vector<pid_t> server_pids;
+  std::string server_logs;
+  fs::path join_token_file = data / "join.token";
+  std::string etcd_urls;
+  if (f.ha == 0) {
+    std::vector<std::string> server_args = {"server", "--data", data.string(), "--listen",
+                                            "127.0.0.1:" + std::to_string(f.port)};
+    if (!f.auth.empty()) server_args.insert(server_args.end(), {"--auth", f.auth});
+    if (!f.config.empty()) server_args.insert(server_args.end(), {"--config", f.config});
+    if (!f.policy.empty()) server_args.insert(server_args.end(), {"--policy", f.policy});
+    const std::string server_log = f.verbose ? "" : (data / "server.log").string();
+    Child server = Spawn("controller", exe, server_args, server_log);
+    server_pids.push_back(server.pid);
+    server_logs = server_log;
+    sup.Add(server);
+
+    // The controller is ready once it has written a new client.json and answers /healthz.
+    while (true) {
+      auto t = ModTime(client_file);
+      if (t && (!previous || *t != *previous)) {
+        std::ifstream in(client_file);
+        std::ostringstream text;
+        text << in.rdbuf();
+        auto parsed = json::parse(text.str(), nullptr, false);
+        if (parsed.is_object() && parsed.contains("server") && parsed["server"].is_string()) {
+          url = parsed["server"].get<std::string>();
+          token = parsed.value("token", "");
+          break;
+        }
       }
+      wait_step("the controller to write " + client_file.string());
     }
-    wait_step("the controller to write " + client_file.string());
+  } else {
+    if (!fs::exists("/usr/bin/etcd")) {
+      Fail(kExitBadInput, "--ha needs etcd: apt install etcd-server (scripts/deps.sh does)");
+    }
+    const HaPorts ports = LoadOrChooseHaPorts(data, f.ha, f.port);
+    // One auth file for every controller: the tokens are not in etcd.
+    std::string auth = f.auth;
+    if (auth.empty()) {
+      auth = (data / "auth.yaml").string();
+      if (!fs::exists(auth)) {
+        WritePrivateFile(auth,
+                         "# Written by gangway up --ha: the tokens of every controller.\n"
+                         "joinToken: " +
+                             RandomToken() + "\nusers:\n  - name: admin\n    token: " +
+                             RandomToken() + "\n    role: admin\n");
+      }
+      std::ifstream in(auth);
+      for (std::string line; std::getline(in, line);) {
+        if (line.starts_with("joinToken: ")) {
+          WritePrivateFile(join_token_file, line.substr(11) + "\n");
+        } else if (const size_t at = line.find("token: "); at != std::string::npos) {
+          if (token.empty()) token = line.substr(at + 7);
+        }
+      }
+    } else {
+      join_token_file.clear();  // the agents need it: taken from the given file below
+      std::ifstream in(auth);
+      for (std::string line; std::getline(in, line);) {
+        if (line.starts_with("joinToken: ")) {
+          join_token_file = data / "join.token";
+          WritePrivateFile(join_token_file, line.substr(11) + "\n");
+        }
+      }
+      if (join_token_file.empty()) Fail(kExitBadInput, f.auth + ": no joinToken line");
+    }
+    std::string initial;
+    for (int i = 0; i < f.ha; ++i) {
+      const std::string peer = "http://127.0.0.1:" + std::to_string(ports.etcd_peer[i]);
+      initial += (initial.empty() ? "" : ",") + ("m" + std::to_string(i + 1)) + "=" + peer;
+      etcd_urls += std::string(etcd_urls.empty() ? "" : ",") +
+                   "http://127.0.0.1:" + std::to_string(ports.etcd_client[i]);
+    }
+    for (int i = 0; i < f.ha; ++i) {
+      const std::string n = std::to_string(i + 1);
+      const std::string client = "http://127.0.0.1:" + std::to_string(ports.etcd_client[i]);
+      const std::string peer = "http://127.0.0.1:" + std::to_string(ports.etcd_peer[i]);
+      Child member = Spawn("etcd member m" + n, "/usr/bin/etcd",
+                           {"--name", "m" + n, "--data-dir", (data / ("etcd-" + n)).string(),
+                            "--listen-client-urls", client, "--advertise-client-urls", client,
+                            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                            "--initial-cluster", initial, "--initial-cluster-state", "new"},
+                           f.verbose ? "" : (data / ("etcd-" + n + ".log")).string());
+      member.restart = true;
+      sup.Add(member);
+    }
+    for (int i = 0; i < f.ha; ++i) {
+      const std::string n = std::to_string(i + 1);
+      const std::string listen = "127.0.0.1:" + std::to_string(ports.controllers[i]);
+      std::vector<std::string> args = {
+          "server",           "--data", (data / ("controller-" + n)).string(),
+          "--listen",         listen,   "--advertise",
+          "http://" + listen, "--etcd", etcd_urls,
+          "--auth",           auth};
+      if (!f.config.empty()) args.insert(args.end(), {"--config", f.config});
+      if (!f.policy.empty()) args.insert(args.end(), {"--policy", f.policy});
+      const std::string log = f.verbose ? "" : (data / ("controller-" + n + ".log")).string();
+      Child server = Spawn("controller c" + n, exe, args, log);
+      server.restart = true;
+      server_pids.push_back(server.pid);
+      server_logs += (server_logs.empty() ? "" : ", ") + log;
+      sup.Add(server);
+      url += (url.empty() ? "" : ",") + ("http://" + listen);
+    }
+    if (token.empty()) {
+      Fail(kExitBadInput, "--ha: give the CLI a token: the first user's token in " + auth +
+                              " is read for client.json");
+    }
+    WritePrivateFile(client_file, json{{"server", url}, {"token", token}}.dump(2) + "\n");
   }
   auto created = client::ApiClient::Create({.server = url, .token = token});
   if (!created.ok()) Fail(kExitInternal, client_file.string() + ": " + created.error().message);
   const client::ApiClient api = std::move(created).value();
-  while (!api.Health().ok()) wait_step("the controller at " + url + " to answer /healthz");
+  // Every controller of a group answers /healthz; the one that leads says so.
+  std::vector<client::ApiClient> each;
+  for (size_t start = 0; start <= url.size();) {
+    size_t comma = url.find(',', start);
+    if (comma == std::string::npos) comma = url.size();
+    auto one = client::ApiClient::Create({.server = url.substr(start, comma - start)});
+    if (!one.ok()) Fail(kExitInternal, one.error().message);
+    each.push_back(std::move(one).value());
+    start = comma + 1;
+  }
+  size_t leader = 0;
+  auto ready = [&] {
+    for (size_t i = 0; i < each.size(); ++i) {
+      auto health = each[i].Health();
+      if (health.ok() && (f.ha == 0 || health->value("role", "") == "leader")) {
+        leader = i;
+        return true;
+      }
+    }
+    return false;
+  };
+  while (!ready()) {
+    wait_step(f.ha == 0 ? "the controller at " + url + " to answer /healthz"
+                        : "a controller of " + url + " to lead");
+  }
 
   std::vector<pid_t> agent_pids;
   for (const std::string& name : node_names) {
     Child agent = Spawn(
         "agent", exe,
-        {"agent", "--server", api.server(), "--join-token-file", (data / "join.token").string(),
-         "--fake-gpus", f.fake_gpus, "--name", name, "--cpu", f.node_cpu, "--memory", f.node_memory,
-         "--data", (data / ("agent-" + name)).string(), "--private-dir", data.string()},
+        {"agent", "--server", url, "--join-token-file", join_token_file.string(), "--fake-gpus",
+         f.fake_gpus, "--name", name, "--cpu", f.node_cpu, "--memory", f.node_memory, "--data",
+         (data / ("agent-" + name)).string(), "--private-dir", data.string()},
         agent_log(name));
     agent_pids.push_back(agent.pid);
     sup.Add(agent);
@@ -376,9 +611,8 @@ void RunUp(const UpFlags& f) {
   const bool default_data = fs::weakly_canonical(data, ec) ==
                             fs::weakly_canonical(fs::current_path() / "gangway-data", ec);
   std::cout << "\nGangway is running on this machine.\n"
-            << "  Controller  " << api.server() << "  (pid " << server_pid << "; state in "
-            << data.string() << (f.verbose ? "" : ", log " + server_log) << ")\n"
-            << agents << "\n"
+            << ControllerLines(f, url, server_pids, leader, data, server_logs, etcd_urls) << agents
+            << "\n"
             << "  API         " << api.server() << "/v1  (OpenAPI: " << api.server()
             << "/v1/openapi.json)\n\n";
   if (default_data) {
@@ -387,7 +621,7 @@ void RunUp(const UpFlags& f) {
               << client_file.string() << "):\n";
   } else {
     std::cout << "From another terminal:\n"
-              << "  export GANGWAY_SERVER=" << api.server() << "\n"
+              << "  export GANGWAY_SERVER=" << url << "\n"
               << "  export GANGWAY_TOKEN=$(sed -n 's/.*\"token\": *\"\\([^\"]*\\)\".*/\\1/p' "
               << client_file.string() << ")\n";
   }
@@ -397,7 +631,10 @@ void RunUp(const UpFlags& f) {
             << "  gangway describe 1\n"
             << "  gangway logs -f 1\n"
             << "  gangway nodes\n\n"
-            << "Press Ctrl-C to stop " << (f.nodes == 1 ? "both" : "them all") << ".\n"
+            << (f.ha == 0 ? ""
+                          : "To watch a failover: kill -9 the leader's pid (gangway up starts it "
+                            "again as a\nstandby) and run gangway jobs again.\n\n")
+            << "Press Ctrl-C to stop " << (f.nodes == 1 && f.ha == 0 ? "both" : "them all") << ".\n"
             << std::flush;
 
   const int code = sup.Run();
@@ -436,6 +673,11 @@ void AddUpCommand(CLI::App& app) {
       ->default_str("30");
   cmd->add_flag("--verbose,-v", f->verbose,
                 "Show the controller's and agent's logs here instead of in the data directory");
+  cmd->add_option("--ha", f->ha,
+                  "Run this many controllers and etcd members (3 or 5) instead of one controller "
+                  "on SQLite: one leads, the others stand by; kill -9 the leader to watch a "
+                  "failover (docs/design/ha.md)")
+      ->check(CLI::IsMember({0, 3, 5}));
   cmd->callback([f] { RunUp(*f); });
 }
 

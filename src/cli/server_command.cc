@@ -236,8 +236,15 @@ void RunServer(const ServerFlags& f) {
   opts.data_dir = f.data;
   opts.checkpoint_root = f.checkpoint_root;
   opts.heartbeat = ParseMillis("--heartbeat", f.heartbeat);
-  opts.node_timeout =
-      f.node_timeout.empty() ? 3 * opts.heartbeat : ParseMillis("--node-timeout", f.node_timeout);
+  // In a group, an agent leaves its tasks alone for a third of the node timeout after its last
+  // answered report (agent/contact_loss.h), which may be a heartbeat old when the leader dies;
+  // a failover then takes up to the lease's TTL and a renewal period, and the new leader loads
+  // and the agent registers again. So the default covers three times all that.
+  const auto group_default =
+      3 * (opts.heartbeat + std::chrono::seconds(f.lease_ttl) + std::chrono::seconds(2));
+  opts.node_timeout = !f.node_timeout.empty() ? ParseMillis("--node-timeout", f.node_timeout)
+                      : f.etcd.empty()        ? 3 * opts.heartbeat
+                                              : std::chrono::milliseconds(group_default);
   opts.batch = ParseMillis("--batch", f.batch);
   opts.log_report_rate = f.log_report_rate;
   opts.cycle_depth = f.cycle_depth;
@@ -492,7 +499,9 @@ void AddServerCommand(CLI::App& app) {
                   "Where GANGWAY_CHECKPOINT_DIR points, per job (default <data>/checkpoints)");
   cmd->add_option("--heartbeat", f->heartbeat, "How often agents report")->capture_default_str();
   cmd->add_option("--node-timeout", f->node_timeout,
-                  "A node is lost after this long without a report (default 3 heartbeats)");
+                  "A node is lost after this long without a report (default 3 heartbeats; with "
+                  "--etcd, 3 x (heartbeat + lease TTL + 2 s), so that tasks run on through a "
+                  "failover)");
   cmd->add_option("--batch", f->batch, "Wait this long after an event to batch decisions")
       ->capture_default_str();
   cmd->add_option("--job-retention", f->job_retention,

@@ -970,6 +970,60 @@ TEST_F(ClientCommandsTest, UpRunsAControllerAndAnAgentThatRunJobs) {
   EXPECT_EQ(agent_log.find("[warning]"), std::string::npos) << agent_log;
 }
 
+// `up --ha 3`: three etcd members and three controllers; the CLI finds them all through
+// client.json, and when the leader is killed with SIGKILL `up` starts it again, a standby
+// takes over, a job that was running runs on, and a new one runs.
+TEST_F(ClientCommandsTest, UpWithHaRunsAGroupThatOutlivesItsLeaderKilledWithSigkill) {
+  const std::string help = scratch_.Gangway({"--help"}).out;
+  if (help.find("\n  server ") == std::string::npos ||
+      help.find("\n  agent ") == std::string::npos) {
+    GTEST_SKIP() << "this gangway binary has no server or agent part";
+  }
+  if (!std::filesystem::exists("/usr/bin/etcd")) {
+    GTEST_FAIL() << "/usr/bin/etcd is missing: scripts/deps.sh installs etcd-server";
+  }
+  const std::string log = (scratch_.dir() / "up.out").string();
+  const pid_t pid = StartUp(scratch_, {"--ha", "3", "--fake-gpus", "2xH100-80GB"}, log);
+  ASSERT_GE(pid, 0);
+  int status = 0;
+  bool exited = false;
+  const bool ready = WaitUpReady(pid, log, &status, &exited);
+  if (ready) {
+    const std::string out = testing::Slurp(log);
+    std::smatch leads;
+    ASSERT_TRUE(std::regex_search(out, leads, std::regex(R"(\(pid ([0-9]+), leads now\))"))) << out;
+    EXPECT_EQ(std::regex_search(out, std::regex("standby\\)")), true) << out;
+    Outcome sleeper = scratch_.Gangway({"run", "--gpus", "1", "--", "sleep", "100"});
+    EXPECT_EQ(sleeper.exit_code, 0) << Show(sleeper);
+    auto running = [&] {
+      return std::regex_search(scratch_.Gangway({"describe", "1"}).out,
+                               std::regex("State: +running"));
+    };
+    EXPECT_TRUE(::gangway::testing::Eventually(running, std::chrono::seconds(20),
+                                               std::chrono::milliseconds(100)));
+    ASSERT_EQ(kill(std::stoi(leads[1].str()), SIGKILL), 0);
+    // The CLI moves on to the standby that leads next (within the 5 s lease and an election).
+    Outcome after;
+    EXPECT_TRUE(::gangway::testing::Eventually(
+        [&] {
+          after = scratch_.Gangway({"run", "--gpus", "1", "-w", "--", "echo", "after"});
+          return after.exit_code == 0;
+        },
+        std::chrono::seconds(40), std::chrono::milliseconds(200)))
+        << Show(after);
+    EXPECT_EQ(after.out, "after\n");
+    EXPECT_TRUE(running()) << scratch_.Gangway({"describe", "1"}).out;
+    EXPECT_TRUE(::gangway::testing::Eventually(
+        [&] {
+          return testing::Slurp(log + ".err").find("exited on signal Killed; starting it again") !=
+                 std::string::npos;
+        },
+        std::chrono::seconds(10), std::chrono::milliseconds(100)))
+        << testing::Slurp(log + ".err");
+  }
+  StopUpAndExpectACleanExit(pid, ready, exited, status, log);
+}
+
 // `up --nodes 2`: two local agents, so a gang over nodes runs on one machine; `run --nodes 2`
 // gets one task on each, as srun --nodes 2 would.
 TEST_F(ClientCommandsTest, UpWithNodesRunsAGangOverItsLocalNodes) {
