@@ -195,7 +195,9 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
     try {
       if (!out.store) {
         out.store = std::make_unique<controller::ReplicatedStore>(
-            *etcd, std::make_unique<controller::SqliteStore>(copy_path),
+            *etcd,
+            std::make_unique<controller::SqliteStore>(
+                copy_path, controller::StoreOptions{.copy_of_log = true}),
             controller::ReplicatedStoreOptions{.prefix = f.etcd_prefix,
                                                .leader_key = leader_key,
                                                .epoch = [lease] { return lease->Epoch(); }});

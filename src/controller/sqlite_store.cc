@@ -46,7 +46,7 @@ SqliteStore::SqliteStore(const std::string& path, StoreOptions options)
   sqlite3_busy_timeout(db_, 5000);
   CheckIntegrity();
   Exec("PRAGMA journal_mode=WAL");
-  Exec("PRAGMA synchronous=FULL");
+  Exec(options_.copy_of_log ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL");
   Exec("PRAGMA foreign_keys=ON");
   Exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
   sqlite3_stmt* v = Prepare("SELECT value FROM meta WHERE key = 'schema_version'");

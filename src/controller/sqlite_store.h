@@ -1,7 +1,8 @@
 #ifndef GANGWAY_CONTROLLER_SQLITE_STORE_H_
 #define GANGWAY_CONTROLLER_SQLITE_STORE_H_
 
-// The controller's StateStore in one SQLite file (WAL, synchronous=FULL): jobs and nodes as
+// The controller's StateStore in one SQLite file (WAL, synchronous=FULL unless a copy of a
+// replicated log): jobs and nodes as
 // JSON documents keyed by id/name, and an append-only event log. A batch is one transaction
 // (one fsync), on disk when Commit returns. Schema version in `meta`; opening a file of a newer
 // version fails.
@@ -26,6 +27,12 @@ struct StoreOptions {
   // Open a database that fails its integrity check, and load what can still be read, rather
   // than refuse to start. damage() then says what was found.
   bool salvage = false;
+  // The file is a copy of a replicated log (replicated_store.h), which is the durable state: a
+  // commit need not reach the disk before it returns (synchronous=NORMAL, no fsync per
+  // batch). A crash may lose the last batches the copy applied, never its consistency, and
+  // the copy catches up from the log again: it records the entry it got to in the same
+  // transaction.
+  bool copy_of_log = false;
 };
 
 class SqliteStore final : public StateStore {

@@ -52,7 +52,10 @@ class ReplicatedStoreTest : public EtcdMemberTest {
     if (epoch) options.epoch = [epoch] { return *epoch; };
     options.max_entry_bytes = max_entry_bytes;
     return std::make_unique<ReplicatedStore>(
-        etcd(), std::make_unique<SqliteStore>((dir_.path() / (name + ".db")).string()), options);
+        etcd(),
+        std::make_unique<SqliteStore>((dir_.path() / (name + ".db")).string(),
+                                      StoreOptions{.copy_of_log = true}),
+        options);
   }
   // Makes `lease`'s holder the leader; its epoch.
   int64_t Lead(const std::string& who) {

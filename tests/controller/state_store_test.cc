@@ -63,7 +63,9 @@ std::unique_ptr<StateStore> OpenReplicated(const std::filesystem::path& dir) {
   options.epoch = [epoch] { return std::optional<int64_t>(epoch); };
   options.max_entry_bytes = 4 << 20;  // the member takes requests up to 10 MiB
   return std::make_unique<ReplicatedStore>(
-      etcd, std::make_unique<SqliteStore>((dir / "copy.db").string()), options);
+      etcd,
+      std::make_unique<SqliteStore>((dir / "copy.db").string(), StoreOptions{.copy_of_log = true}),
+      options);
 }
 
 // etcd cannot be reached: the member is down (and up again, on its data, for false).
