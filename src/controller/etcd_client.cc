@@ -110,7 +110,10 @@ EtcdClient::EtcdClient(const std::string& endpoints, std::chrono::milliseconds t
 }
 
 EtcdClient::EtcdClient(const EtcdClient& other)
-    : members_(other.members_), current_(other.current_.load()), timeout_(other.timeout_) {}
+    : members_(other.members_),
+      current_(other.current_.load()),
+      timeout_(other.timeout_),
+      connections_(std::make_shared<Connections>()) {}
 
 std::string EtcdClient::endpoint() const {
   std::string out;
@@ -118,18 +121,57 @@ std::string EtcdClient::endpoint() const {
   return out;
 }
 
-EtcdClient::Result<std::string> EtcdClient::PostTo(const Member& member, const std::string& path,
+EtcdClient::Connections::Connections() = default;
+EtcdClient::Connections::~Connections() = default;
+
+std::unique_ptr<httplib::Client> EtcdClient::Connections::Take(const Member& member, size_t at,
+                                                               std::chrono::milliseconds timeout,
+                                                               bool* reused) {
+  if (reused != nullptr) {
+    std::lock_guard lock(mu);
+    auto& list = idle[at];
+    if (!list.empty()) {
+      auto client = std::move(list.back());
+      list.pop_back();
+      *reused = true;
+      return client;
+    }
+  }
+  if (reused != nullptr) *reused = false;
+  auto client = std::make_unique<httplib::Client>(member.host, member.port);
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(timeout - seconds);
+  client->set_connection_timeout(seconds.count(), micros.count());
+  client->set_read_timeout(seconds.count(), micros.count());
+  client->set_write_timeout(seconds.count(), micros.count());
+  client->set_keep_alive(true);
+  client->set_tcp_nodelay(true);
+  return client;
+}
+
+void EtcdClient::Connections::Give(size_t at, std::unique_ptr<httplib::Client> client) {
+  constexpr size_t kIdlePerMember = 4;
+  std::lock_guard lock(mu);
+  auto& list = idle[at];
+  if (list.size() < kIdlePerMember) list.push_back(std::move(client));
+}
+
+EtcdClient::Result<std::string> EtcdClient::PostTo(size_t at, const std::string& path,
                                                    const std::string& body,
                                                    bool* another_may_answer) const {
+  const Member& member = members_[at];
   *another_may_answer = true;
-  httplib::Client http(member.host, member.port);
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout_);
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(timeout_ - seconds);
-  http.set_connection_timeout(seconds.count(), micros.count());
-  http.set_read_timeout(seconds.count(), micros.count());
-  http.set_write_timeout(seconds.count(), micros.count());
-  auto res = http.Post(path, body, "application/json");
+  bool reused = false;
+  auto http = connections_->Take(member, at, timeout_, &reused);
+  auto res = http->Post(path, body, "application/json");
+  if (!res && reused) {
+    // The member closed the kept connection meanwhile (or it broke): once more on a new one.
+    // Every call is safe to repeat (etcd_client.h).
+    http = connections_->Take(member, at, timeout_, nullptr);
+    res = http->Post(path, body, "application/json");
+  }
   if (!res) return Err(member.url + ": " + httplib::to_string(res.error()));
+  connections_->Give(at, std::move(http));
   if (res->status != 200) {
     // A 4xx is the request's own fault: another member would refuse it too.
     *another_may_answer = res->status >= 500;
@@ -146,7 +188,7 @@ EtcdClient::Result<std::string> EtcdClient::Post(const std::string& path,
   for (size_t i = 0; i < members_.size(); ++i) {
     const size_t at = (first + i) % members_.size();
     bool another_may_answer = true;
-    auto answer = PostTo(members_[at], path, body, &another_may_answer);
+    auto answer = PostTo(at, path, body, &another_may_answer);
     if (answer.ok()) {
       current_.store(at);
       return answer;

@@ -22,16 +22,28 @@
 // transactions are idempotent for that). A transport error, an HTTP error or an answer that is
 // not what etcd sends is an error naming the call and the members tried.
 //
-// Thread safety: calls may come from any thread; each makes its own connection.
+// Every call may be sent twice (a kept-alive connection that broke is retried once on a new
+// one, and a timeout on one member is retried on the next): the transactions are written so
+// that a repeat is harmless (an entry created once, a claim read back as its holder's).
+//
+// Thread safety: calls may come from any thread. Connections are kept alive and reused, one
+// per call in flight, under a lock of their own; a copy of a client has its own.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/model/result.h"
+
+namespace httplib {
+class Client;
+}
 
 namespace gangway::controller {
 
@@ -104,12 +116,24 @@ class EtcdClient {
     int port = 0;
   };
   Result<std::string> Post(const std::string& path, const std::string& body) const;
-  Result<std::string> PostTo(const Member& member, const std::string& path, const std::string& body,
+  // Idle kept-alive connections per member index, under their own lock. Take gives an idle
+  // one (reused set) or a new one; with reused null, always a new one.
+  struct Connections {
+    Connections();
+    ~Connections();  // where httplib::Client is complete
+    std::unique_ptr<httplib::Client> Take(const Member& member, size_t at,
+                                          std::chrono::milliseconds timeout, bool* reused);
+    void Give(size_t at, std::unique_ptr<httplib::Client> client);
+    std::mutex mu;
+    std::map<size_t, std::vector<std::unique_ptr<httplib::Client>>> idle;
+  };
+  Result<std::string> PostTo(size_t at, const std::string& path, const std::string& body,
                              bool* another_may_answer) const;
 
   std::vector<Member> members_;
   mutable std::atomic<size_t> current_{0};  // the member that last answered
   std::chrono::milliseconds timeout_;
+  std::shared_ptr<Connections> connections_ = std::make_shared<Connections>();
 };
 
 // The end of the range of every key that starts with `prefix`.
