@@ -28,8 +28,13 @@
 //               else running: the ceiling for `throughput`
 //
 //   gangway_live_load --gangway build/release/gangway --mode throughput --jobs 10000
+//
+// `--etcd URLS` runs the controller as the leader of a group on those etcd members
+// (docs/design/ha.md), with `--standbys N` more controllers standing by beside it, so that every
+// mode measures the group's leader (bench/ha/throughput.py runs both side by side).
 
 #include <httplib.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -83,7 +88,25 @@ struct Flags {
   bool register_again = false;
   std::string data;
   bool keep = false;  // leave the controller's state in --data (e.g. to time a restart)
+  std::string etcd;   // the controller leads a group on these etcd members
+  int standbys = 0;   // with --etcd: controllers started beside it to stand by
 };
+
+// A loopback port nothing listens on now.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
 
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
   const pid_t pid = fork();
@@ -171,6 +194,7 @@ class SmallThread {
 
 struct Cluster {
   pid_t server = -1;
+  std::vector<pid_t> standbys;
   std::vector<pid_t> agents;
   std::string url;
   std::string host;
@@ -180,23 +204,38 @@ struct Cluster {
   ~Cluster() {
     for (pid_t a : agents) Stop(a);
     Stop(server);
+    for (pid_t s : standbys) Stop(s);
   }
 };
 
 bool StartServer(const Flags& f, Cluster& c, const std::vector<std::string>& extra = {}) {
   std::filesystem::create_directories(f.data);
-  std::vector<std::string> argv = {f.gangway,     "server",      "--data", f.data,    "--listen",
-                                   "127.0.0.1:0", "--heartbeat", "5s",     "--batch", "1ms"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  c.server = Spawn(argv, f.data + "/server.log");
+  auto args = [&](const std::string& data, int port) {
+    std::vector<std::string> argv = {
+        f.gangway,     "server", "--data",  data, "--listen", "127.0.0.1:" + std::to_string(port),
+        "--heartbeat", "5s",     "--batch", "1ms"};
+    if (!f.etcd.empty()) {
+      argv.insert(argv.end(), {"--etcd", f.etcd, "--advertise",
+                               "http://127.0.0.1:" + std::to_string(port), "--lease-ttl", "5"});
+    }
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  };
+  c.server = Spawn(args(f.data, f.etcd.empty() ? 0 : FreePort()), f.data + "/server.log");
   const auto client = std::filesystem::path(f.data) / "client.json";
-  for (int i = 0; i < 500 && !std::filesystem::exists(client); ++i) {
+  for (int i = 0; i < 3000 && !std::filesystem::exists(client); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::ifstream in(client);
   if (!in) {
     std::cerr << "the server did not start; see " << f.data << "/server.log\n";
     return false;
+  }
+  // It leads (it wrote client.json): the others stand by.
+  for (int i = 0; i < f.standbys && !f.etcd.empty(); ++i) {
+    const std::string data = f.data + "/standby-" + std::to_string(i + 1);
+    std::filesystem::create_directories(data);
+    c.standbys.push_back(Spawn(args(data, FreePort()), data + ".log"));
   }
   json j = json::parse(in);
   c.url = j["server"];
@@ -955,6 +994,10 @@ int main(int argc, char** argv) {
       f.tls = value();
     else if (a == "--data")
       f.data = value();
+    else if (a == "--etcd")
+      f.etcd = value();
+    else if (a == "--standbys")
+      f.standbys = std::stoi(value());
     else if (a == "--keep")
       f.keep = true;
     else if (a == "--no-long-polls")
@@ -974,7 +1017,7 @@ int main(int argc, char** argv) {
                    " [--seconds T] [--connections per-report|shared|poll] [--tls none|rsa|ecdsa]"
                    " [--no-long-polls] [--running-jobs N] [--report-ms MS] [--log-bytes B]"
                    " [--register-again]"
-                   " [--data DIR] [--keep]\n";
+                   " [--data DIR] [--keep] [--etcd URLS [--standbys N]]\n";
       return 2;
     }
   }

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Failover time of a group of controllers on etcd (docs/design/ha.md, issue 18).
+
+Starts one etcd member, three `gangway server --etcd` controllers and one agent with fake
+GPUs on loopback ports in a temporary directory, then, RUNS times: SIGKILLs the leader,
+submits a job to whichever controller takes it, and measures the time from the kill to the
+job running (the new leader elected, caught up, loaded, the agent re-registered and the job
+placed and started). The killed controller is started again as a standby before the next run.
+Prints every run and p50/p99; nothing is asserted.
+
+  bench/ha/failover.py [--gangway build/release/gangway] [--runs 10] [--lease-ttl 5]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+TOKEN = "bench-admin-token-0123456789abcdef"
+JOIN = "bench-join-token-0123456789abcdef"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(method, url, body=None, timeout=1.0):
+    req = urllib.request.Request(url, method=method, data=body)
+    req.add_header("Authorization", "Bearer " + TOKEN)
+    if body is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as res:
+            return res.status, json.loads(res.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        return e.code, {}
+    except (OSError, ValueError):
+        return 0, {}
+
+
+def wait(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    sys.exit("timed out waiting for " + what)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gangway", default="build/release/gangway")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--lease-ttl", type=int, default=5)
+    args = ap.parse_args()
+    gangway = os.path.abspath(args.gangway)
+    work = tempfile.mkdtemp(prefix="gangway-ha-bench-")
+    procs = []
+    controllers = [None, None, None]
+    try:
+        etcd_port, peer_port = free_port(), free_port()
+        etcd_url = "http://127.0.0.1:%d" % etcd_port
+        peer = "http://127.0.0.1:%d" % peer_port
+        procs.append(subprocess.Popen(
+            ["etcd", "--name", "m1", "--data-dir", work + "/etcd",
+             "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
+             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+             "--initial-cluster", "m1=" + peer],
+            stdout=subprocess.DEVNULL, stderr=open(work + "/etcd.log", "w")))
+        with open(work + "/auth.yaml", "w") as f:
+            f.write("joinToken: %s\nusers:\n  - name: admin\n    token: %s\n    role: admin\n"
+                    % (JOIN, TOKEN))
+        ports = [free_port() for _ in range(3)]
+        urls = ["http://127.0.0.1:%d" % p for p in ports]
+
+        def start(i):
+            log = open("%s/c%d.log" % (work, i + 1), "a")
+            controllers[i] = subprocess.Popen(
+                [gangway, "server", "--data", "%s/c%d" % (work, i + 1),
+                 "--listen", "127.0.0.1:%d" % ports[i], "--advertise", urls[i],
+                 "--auth", work + "/auth.yaml", "--etcd", etcd_url,
+                 "--lease-ttl", str(args.lease_ttl)],
+                stdout=log, stderr=log)
+
+        def leader():
+            for i, url in enumerate(urls):
+                if controllers[i] and controllers[i].poll() is None:
+                    status, body = http("GET", url + "/healthz", timeout=0.5)
+                    if status == 200 and body.get("role") == "leader":
+                        return i + 1  # 1-based, so that 0 is "none"
+            return 0
+
+        for i in range(3):
+            start(i)
+        wait(leader, 30, "a leader")
+        procs.append(subprocess.Popen(
+            [gangway, "agent", "--server", ",".join(urls), "--join-token", JOIN,
+             "--name", "n1", "--fake-gpus", "8xH100-80GB", "--data", work + "/agent"],
+            stdout=subprocess.DEVNULL, stderr=open(work + "/agent.log", "w")))
+        wait(lambda: any(http("GET", u + "/v1/nodes/n1")[0] == 200 for u in urls), 30, "the agent")
+
+        job = json.dumps({"name": "after-failover", "gpu": 1, "command": ["true"]}).encode()
+        times = []
+        for run in range(args.runs):
+            killed = leader() - 1
+            controllers[killed].send_signal(signal.SIGKILL)
+            controllers[killed].wait()
+            t0 = time.monotonic()
+
+            def submitted():
+                for url in urls:
+                    status, body = http("POST", url + "/v1/jobs", job)
+                    if status == 201:
+                        return url, body["job"]["id"]
+                return None
+
+            url, job_id = wait(submitted, 60, "a controller to take the job")
+
+            def started():
+                status, body = http("GET", "%s/v1/jobs/%d" % (url, job_id))
+                return status == 200 and body["job"]["state"] in ("running", "succeeded")
+
+            wait(started, 60, "the job to start")
+            elapsed = time.monotonic() - t0
+            times.append(elapsed)
+            print("run %d: killed c%d; job %d running after %.2f s" %
+                  (run + 1, killed + 1, job_id, elapsed), flush=True)
+            start(killed)
+            # The restarted one stands by before the next kill.
+            wait(lambda: http("GET", urls[killed] + "/healthz")[1].get("status") == "standby",
+                 30, "the restarted controller")
+        times.sort()
+        p99 = times[min(len(times) - 1, int(round(0.99 * (len(times) - 1))))]
+        print("lease TTL %d s, %d runs: p50 %.2f s, p99 %.2f s, min %.2f s, max %.2f s" %
+              (args.lease_ttl, len(times), statistics.median(times), p99, times[0], times[-1]))
+    finally:
+        for p in controllers + procs:
+            if p and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in controllers + procs:
+            if p:
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
