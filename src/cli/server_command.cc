@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -150,6 +151,11 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
   if (f.advertise.empty()) {
     Fail("--etcd needs --advertise: the URL agents and clients reach this controller at");
   }
+  if (f.auth.empty()) {
+    Fail(
+        "--etcd needs --auth: every controller of a group must know the same users, tokens "
+        "and join token (they are not kept in etcd)");
+  }
   if (f.lease_ttl < 2) Fail("--lease-ttl: at least 2 seconds");
   std::optional<controller::EtcdClient> etcd;
   try {
@@ -170,10 +176,16 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
   controller::LeaderLease* lease = out.lease.get();
   const std::string copy_path = (std::filesystem::path(f.data) / "replica.db").string();
   std::atomic<int64_t> applied{0};
+  std::mutex problem_mu;  // guards `problem`: the last error reading the log, "" once it reads
+  std::string problem;
   std::optional<controller::StandbyApi> standby;
   try {
-    standby.emplace([lease] { return lease->leader(); }, [&] { return applied.load(); }, f.tls_cert,
-                    f.tls_key);
+    standby.emplace([lease] { return lease->leader(); }, [&] { return applied.load(); },
+                    [&] {
+                      std::lock_guard lock(problem_mu);
+                      return problem;
+                    },
+                    f.tls_cert, f.tls_key);
   } catch (const std::exception& e) {
     Fail(std::string("--tls-cert/--tls-key: ") + e.what());
   }
@@ -206,6 +218,10 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
         out.store->CatchUp();
       }
       applied = out.store->applied();
+      {
+        std::lock_guard lock(problem_mu);
+        problem.clear();
+      }
       if (std::optional<int64_t> epoch = lease->Epoch()) {
         out.store->CatchUp();  // everything a former leader wrote is in the log by now
         out.epoch = *epoch;
@@ -213,6 +229,8 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
       }
     } catch (const controller::StoreUnavailable& e) {
       say(e.what());
+      std::lock_guard lock(problem_mu);
+      problem = e.what();
     } catch (const std::exception& e) {
       stop_serving();
       Fail(e.what(), kExitInternal);

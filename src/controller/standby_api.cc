@@ -7,8 +7,9 @@
 namespace gangway::controller {
 
 StandbyApi::StandbyApi(std::function<std::string()> leader, std::function<int64_t()> applied,
-                       const std::string& tls_cert, const std::string& tls_key)
-    : leader_(std::move(leader)), applied_(std::move(applied)) {
+                       std::function<std::string()> problem, const std::string& tls_cert,
+                       const std::string& tls_key)
+    : leader_(std::move(leader)), applied_(std::move(applied)), problem_(std::move(problem)) {
   if (tls_cert.empty()) {
     server_ = std::make_unique<httplib::Server>();
   } else {
@@ -29,19 +30,23 @@ StandbyApi::StandbyApi(std::function<std::string()> leader, std::function<int64_
     const std::string who = leader_();
     nlohmann::json body = {{"status", "standby"}, {"applied", applied_()}};
     if (!who.empty()) body["leader"] = who;
+    if (const std::string trouble = problem_(); !trouble.empty()) body["problem"] = trouble;
     res.set_content(body.dump(), "application/json");
   });
   auto not_leader = [this](const httplib::Request&, httplib::Response& res) {
-    const std::string who = leader_();
+    const std::string trouble = problem_();
+    // Without etcd the leader last read may be gone: none is named then.
+    const std::string who = trouble.empty() ? leader_() : "";
     if (!who.empty()) res.set_header("X-Gangway-Leader", who);
     res.status = 503;
+    const std::string message =
+        !trouble.empty() ? "this controller is a standby and cannot reach etcd (" + trouble +
+                               "); no controller can lead until etcd has a quorum again"
+        : who.empty() ? "this controller is a standby and no controller leads right now (an "
+                        "election is under way); try again shortly"
+                      : "this controller is a standby; the leader is " + who;
     const nlohmann::json body = {
-        {"error",
-         {{"code", "not_leader"},
-          {"message", who.empty() ? "this controller is a standby and no controller leads "
-                                    "right now (an election is under way); try again shortly"
-                                  : "this controller is a standby; the leader is " + who},
-          {"leader", who}}}};
+        {"error", {{"code", "not_leader"}, {"message", message}, {"leader", who}}}};
     res.set_content(body.dump(), "application/json");
   };
   server_->Get(".*", not_leader);

@@ -25,8 +25,11 @@ class StandbyApi {
   // the last log entry this standby's copy holds.
   // With `tls_cert` and `tls_key` (PEM files) it serves HTTPS, as the leader does; throws
   // std::runtime_error if they cannot be loaded.
+  // `problem`: why this standby cannot follow the log now (etcd unreachable, no quorum), ""
+  // when it can; while there is one, the leader it names may be stale and 503s say so.
   StandbyApi(std::function<std::string()> leader, std::function<int64_t()> applied,
-             const std::string& tls_cert = "", const std::string& tls_key = "");
+             std::function<std::string()> problem, const std::string& tls_cert = "",
+             const std::string& tls_key = "");
 
   // Binds host:port (0: any free port); the port, or -1.
   int Bind(const std::string& host, int port);
@@ -36,6 +39,7 @@ class StandbyApi {
  private:
   std::function<std::string()> leader_;
   std::function<int64_t()> applied_;
+  std::function<std::string()> problem_;
   std::unique_ptr<httplib::Server> server_;
 };
 

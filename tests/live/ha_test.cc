@@ -83,24 +83,20 @@ class HaTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
     std::filesystem::create_directories(dir_ / "pids");
-    const int client_port = FreePort();
-    const std::string client = "http://127.0.0.1:" + std::to_string(client_port);
-    const std::string peer = "http://127.0.0.1:" + std::to_string(FreePort());
-    etcd_ = std::make_unique<Process>(ProcessOptions{
-        .args = {"/usr/bin/etcd", "--name", "m1", "--data-dir", (dir_ / "etcd").string(),
-                 "--listen-client-urls", client, "--advertise-client-urls", client,
-                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                 "--initial-cluster", "m1=" + peer, "--max-request-bytes", "10485760"},
-        .stderr_path = dir_ / "etcd.err"});
-    etcd_url_ = client;
-    ASSERT_TRUE(Eventually(
-        [&] {
-          httplib::Client http("127.0.0.1", client_port);
-          auto res = http.Post("/v3/kv/range", R"({"key":"eA=="})", "application/json");
-          return res && res->status == 200;
-        },
-        seconds(20)))
-        << ReadWholeFile(dir_ / "etcd.err");
+    std::string initial;
+    for (int i = 0; i < EtcdMembers(); ++i) {
+      etcd_client_ports_.push_back(FreePort());
+      etcd_peers_.push_back("http://127.0.0.1:" + std::to_string(FreePort()));
+      initial +=
+          (initial.empty() ? "" : ",") + ("m" + std::to_string(i + 1)) + "=" + etcd_peers_.back();
+      etcd_url_ += (etcd_url_.empty() ? "" : ",") + std::string("http://127.0.0.1:") +
+                   std::to_string(etcd_client_ports_.back());
+    }
+    etcd_initial_ = initial;
+    etcd_.resize(static_cast<size_t>(EtcdMembers()));
+    for (int i = 0; i < EtcdMembers(); ++i) StartEtcd(i);
+    ASSERT_TRUE(Eventually([&] { return EtcdAnswers(0); }, seconds(20)))
+        << ReadWholeFile(dir_ / "etcd-1.err");
     std::ofstream(dir_ / "auth.yaml")
         << "joinToken: " << kJoinToken << "\nusers:\n"
         << "  - name: admin\n    token: " << kAdminToken << "\n    role: admin\n";
@@ -130,12 +126,51 @@ class HaTest : public ::testing::Test {
     if (HasFailure()) DumpLogs();
     agent_.reset();
     for (auto& c : controllers_) c.reset();
-    etcd_.reset();
+    etcd_.clear();
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
 
   std::string Url(int i) const { return "http://127.0.0.1:" + std::to_string(ports_[i]); }
+
+  virtual int EtcdMembers() const { return 1; }
+
+  // Starts etcd member i (again, on its data).
+  void StartEtcd(int i) {
+    const std::string n = std::to_string(i + 1);
+    const std::string client = "http://127.0.0.1:" + std::to_string(etcd_client_ports_[i]);
+    etcd_[static_cast<size_t>(i)] =
+        std::make_unique<Process>(ProcessOptions{.args = {"/usr/bin/etcd",
+                                                          "--name",
+                                                          "m" + n,
+                                                          "--data-dir",
+                                                          (dir_ / ("etcd-" + n)).string(),
+                                                          "--listen-client-urls",
+                                                          client,
+                                                          "--advertise-client-urls",
+                                                          client,
+                                                          "--listen-peer-urls",
+                                                          etcd_peers_[i],
+                                                          "--initial-advertise-peer-urls",
+                                                          etcd_peers_[i],
+                                                          "--initial-cluster",
+                                                          etcd_initial_,
+                                                          "--initial-cluster-state",
+                                                          "new",
+                                                          "--heartbeat-interval",
+                                                          "100",
+                                                          "--election-timeout",
+                                                          "1000"},
+                                                 .stderr_path = dir_ / ("etcd-" + n + ".err")});
+  }
+
+  // Whether etcd member i answers a (linearizable) read: it is up and has a quorum.
+  bool EtcdAnswers(int i) const {
+    httplib::Client http("127.0.0.1", etcd_client_ports_[static_cast<size_t>(i)]);
+    http.set_read_timeout(2, 0);
+    auto res = http.Post("/v3/kv/range", R"({"key":"eA=="})", "application/json");
+    return res && res->status == 200;
+  }
 
   // Starts controller i (again); it stands by until elected.
   void StartController(int i) {
@@ -343,8 +378,11 @@ class HaTest : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
-  std::string etcd_url_;
-  std::unique_ptr<Process> etcd_;
+  std::string etcd_url_;  // every member's client URL, separated by commas
+  std::vector<int> etcd_client_ports_;
+  std::vector<std::string> etcd_peers_;
+  std::string etcd_initial_;
+  std::vector<std::unique_ptr<Process>> etcd_;
   std::array<int, kControllers> ports_{};
   std::array<std::unique_ptr<Process>, kControllers> controllers_;
   int starts_ = 0;
@@ -441,6 +479,104 @@ TEST_F(HaTest, ALeaderStoppedPastItsLeaseIsDeposedAndExitsWhenItResumes) {
   ASSERT_TRUE(Eventually([&] { return submitter.acked() >= after + 5; }, seconds(30)));
   submitter.Stop();
   ExpectEachAcknowledgedJobRanOnce(submitter.acked_jobs(), ran);
+}
+
+TEST(HaFlagsTest, AGroupMemberNeedsItsAddressAndTheGroupsAuthFile) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gangway-ha-flags";
+  std::filesystem::create_directories(dir);
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        GANGWAY_BINARY, "server",      "--data", (dir / "data").string(),
+        "--listen",     "127.0.0.1:0", "--etcd", "http://127.0.0.1:1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunToCompletion({.args = args, .stdout_path = dir / "out", .stderr_path = dir / "err"},
+                           seconds(20));
+  };
+  std::ofstream(dir / "auth.yaml")
+      << "joinToken: " << kJoinToken << "\nusers:\n"
+      << "  - name: admin\n    token: " << kAdminToken << "\n    role: admin\n";
+  const Completed no_address = run({"--auth", (dir / "auth.yaml").string()});
+  EXPECT_EQ(no_address.exit_code, 2);
+  EXPECT_THAT(no_address.err, ::testing::HasSubstr("--etcd needs --advertise"));
+  const Completed no_auth = run({"--advertise", "http://127.0.0.1:9"});
+  EXPECT_EQ(no_auth.exit_code, 2);
+  EXPECT_THAT(no_auth.err, ::testing::HasSubstr("--etcd needs --auth"));
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+// Three etcd members under the group: one killed changes nothing a user sees; with two down no
+// controller can lead and a submission is refused saying so; with one back the group leads,
+// takes jobs and runs them again, and nothing acknowledged before was lost.
+class HaEtcdMembersTest : public HaTest {
+ protected:
+  int EtcdMembers() const override { return 3; }
+};
+
+TEST_F(HaEtcdMembersTest, OneMemberDownChangesNothingAndTwoDownStopWritesUntilOneReturns) {
+  for (int i = 0; i < kControllers; ++i) StartController(i);
+  ASSERT_GE(WaitForLeader(seconds(20)), 0);
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  auto submit = [&](const std::string& name) -> client::ApiResult<json> {
+    return api_->SubmitJob(json{{"name", name}, {"gpu", 1}, {"command", {"true"}}}.dump(),
+                           "application/json");
+  };
+  auto succeeded = [&](uint64_t id) {
+    return Eventually([&] { return Str(Job(id), "state") == "succeeded"; }, seconds(30));
+  };
+  auto before = submit("before");
+  ASSERT_TRUE(before.ok()) << before.error().message;
+  const uint64_t before_id = (*before)["job"]["id"].get<uint64_t>();
+  EXPECT_TRUE(succeeded(before_id));
+
+  etcd_[0].reset();  // SIGKILL of a member (the first one every client tries)
+  std::optional<client::ApiResult<json>> one_down;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        one_down = submit("one-down");
+        return one_down->ok();
+      },
+      seconds(30)))
+      << one_down->error().message;
+  EXPECT_TRUE(succeeded((*one_down.value())["job"]["id"].get<uint64_t>()));
+
+  etcd_[1].reset();  // no quorum left: the leader cannot renew its lease nor append
+  // Once every controller has noticed (a standby's next read of the log times out, the
+  // leader's lease lapses), a submission is refused saying that etcd is out of reach.
+  std::optional<client::ApiResult<json>> refused;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        refused = submit("no-quorum");
+        return !refused->ok() && refused->error().status == 503 &&
+               refused->error().message.find("cannot reach etcd") != std::string::npos;
+      },
+      seconds(30)))
+      << (refused->ok() ? std::string("accepted") : refused->error().message);
+  // The leader exits once its lease has lapsed; a supervisor starts it again as a standby.
+  for (int i = 0; i < kControllers; ++i) {
+    if (controllers_[i] && !controllers_[i]->Running()) StartController(i);
+  }
+
+  StartEtcd(1);
+  ASSERT_TRUE(Eventually([&] { return EtcdAnswers(1); }, seconds(30)));
+  for (int round = 0; round < 2 && WaitForLeader(seconds(20)) < 0; ++round) {
+    for (int i = 0; i < kControllers; ++i) {
+      if (controllers_[i] && !controllers_[i]->Running()) StartController(i);
+    }
+  }
+  std::optional<client::ApiResult<json>> after;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (int i = 0; i < kControllers; ++i) {
+          if (controllers_[i] && !controllers_[i]->Running()) StartController(i);
+        }
+        after = submit("after");
+        return after->ok();
+      },
+      seconds(40)))
+      << after->error().message;
+  EXPECT_TRUE(succeeded((*after.value())["job"]["id"].get<uint64_t>()));
+  EXPECT_EQ(Str(Job(before_id), "state"), "succeeded") << "a job acknowledged before was lost";
 }
 
 }  // namespace
