@@ -387,8 +387,10 @@ class HaTest : public ::testing::Test {
   std::array<std::unique_ptr<Process>, kControllers> controllers_;
   int starts_ = 0;
   // Well past a failover (the lease's 2 s TTL and an election): the agent leaves its tasks
-  // alone for a third of it (contact_loss.h) while it finds the new leader.
-  std::string node_timeout_ = "15s";
+  // alone for a third of it (contact_loss.h) while it finds the new leader. At 15 s (5 s
+  // untouched) a loaded CI machine once stopped the long job: the last answered report a
+  // heartbeat old, 2.8 s of failover, then the agent's registration.
+  std::string node_timeout_ = "30s";
   std::string all_urls_;
   std::unique_ptr<Process> agent_;
   std::optional<client::ApiClient> api_;
