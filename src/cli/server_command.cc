@@ -63,6 +63,9 @@ struct ServerFlags {
   std::string etcd;       // member URLs, separated by commas; empty: a single controller
   std::string advertise;  // this controller's URL, as agents and clients reach it
   std::string etcd_prefix = "/gangway";
+  std::string etcd_ca;  // https:// members: their CA, and this controller's client certificate
+  std::string etcd_cert;
+  std::string etcd_key;
   int lease_ttl = 5;  // seconds
 };
 
@@ -159,7 +162,9 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
   if (f.lease_ttl < 2) Fail("--lease-ttl: at least 2 seconds");
   std::optional<controller::EtcdClient> etcd;
   try {
-    etcd.emplace(f.etcd, std::chrono::seconds(2));
+    etcd.emplace(f.etcd, std::chrono::seconds(2),
+                 controller::EtcdClient::Tls{
+                     .ca_file = f.etcd_ca, .cert_file = f.etcd_cert, .key_file = f.etcd_key});
   } catch (const std::exception& e) {
     Fail(std::string("--etcd: ") + e.what());
   }
@@ -592,6 +597,16 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--etcd-prefix", f->etcd_prefix,
                   "With --etcd: the keys of this group (the leader key, the state log)")
       ->capture_default_str();
+  cmd->add_option("--etcd-ca", f->etcd_ca,
+                  "With https:// etcd members: the CA that signed their certificates (PEM; "
+                  "default: the system's CAs)")
+      ->type_name("FILE");
+  cmd->add_option("--etcd-cert", f->etcd_cert,
+                  "With https:// etcd members that check clients (--client-cert-auth): this "
+                  "controller's certificate (PEM); needs --etcd-key")
+      ->type_name("FILE");
+  cmd->add_option("--etcd-key", f->etcd_key, "The private key (PEM) of --etcd-cert")
+      ->type_name("FILE");
   cmd->add_option("--lease-ttl", f->lease_ttl,
                   "With --etcd: seconds the leader's lease lasts without renewal; a standby "
                   "leads within about this long after the leader dies")

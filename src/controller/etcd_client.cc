@@ -82,22 +82,26 @@ std::optional<std::string> Base64Decode(const std::string& text) {
   return out;
 }
 
-EtcdClient::EtcdClient(const std::string& endpoints, std::chrono::milliseconds timeout)
-    : timeout_(timeout) {
-  const std::string scheme = "http://";
+EtcdClient::EtcdClient(const std::string& endpoints, std::chrono::milliseconds timeout, Tls tls)
+    : timeout_(timeout), tls_(std::move(tls)) {
+  if (tls_.cert_file.empty() != tls_.key_file.empty()) {
+    throw std::invalid_argument("an etcd client certificate and its key go together");
+  }
   size_t start = 0;
   while (start <= endpoints.size()) {
     size_t comma = endpoints.find(',', start);
     if (comma == std::string::npos) comma = endpoints.size();
     Member m{.url = endpoints.substr(start, comma - start)};
     start = comma + 1;
-    if (!m.url.starts_with(scheme)) {
-      throw std::invalid_argument("etcd endpoint '" + m.url + "': expected http://host:port");
+    m.tls = m.url.starts_with("https://");
+    if (!m.tls && !m.url.starts_with("http://")) {
+      throw std::invalid_argument("etcd endpoint '" + m.url +
+                                  "': expected http://host:port or https://host:port");
     }
-    const std::string rest = m.url.substr(scheme.size());
+    const std::string rest = m.url.substr(m.tls ? 8 : 7);
     const size_t colon = rest.rfind(':');
     if (colon == std::string::npos || colon == 0) {
-      throw std::invalid_argument("etcd endpoint " + m.url + ": expected http://host:port");
+      throw std::invalid_argument("etcd endpoint " + m.url + ": expected a host and a port");
     }
     m.host = rest.substr(0, colon);
     try {
@@ -113,6 +117,7 @@ EtcdClient::EtcdClient(const EtcdClient& other)
     : members_(other.members_),
       current_(other.current_.load()),
       timeout_(other.timeout_),
+      tls_(other.tls_),
       connections_(std::make_shared<Connections>()) {}
 
 std::string EtcdClient::endpoint() const {
@@ -126,7 +131,7 @@ EtcdClient::Connections::~Connections() = default;
 
 std::unique_ptr<httplib::Client> EtcdClient::Connections::Take(const Member& member, size_t at,
                                                                std::chrono::milliseconds timeout,
-                                                               bool* reused) {
+                                                               const Tls& tls, bool* reused) {
   if (reused != nullptr) {
     std::lock_guard lock(mu);
     auto& list = idle[at];
@@ -138,7 +143,16 @@ std::unique_ptr<httplib::Client> EtcdClient::Connections::Take(const Member& mem
     }
   }
   if (reused != nullptr) *reused = false;
-  auto client = std::make_unique<httplib::Client>(member.host, member.port);
+  std::unique_ptr<httplib::Client> client;
+  if (member.tls) {
+    // The universal client speaks TLS for https:// and verifies the member's certificate and
+    // host name.
+    client = std::make_unique<httplib::Client>(member.url, tls.cert_file, tls.key_file);
+    if (!tls.ca_file.empty()) client->set_ca_cert_path(tls.ca_file.c_str());
+    client->enable_server_certificate_verification(true);
+  } else {
+    client = std::make_unique<httplib::Client>(member.host, member.port);
+  }
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout);
   const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(timeout - seconds);
   client->set_connection_timeout(seconds.count(), micros.count());
@@ -162,12 +176,12 @@ EtcdClient::Result<std::string> EtcdClient::PostTo(size_t at, const std::string&
   const Member& member = members_[at];
   *another_may_answer = true;
   bool reused = false;
-  auto http = connections_->Take(member, at, timeout_, &reused);
+  auto http = connections_->Take(member, at, timeout_, tls_, &reused);
   auto res = http->Post(path, body, "application/json");
   if (!res && reused) {
     // The member closed the kept connection meanwhile (or it broke): once more on a new one.
     // Every call is safe to repeat (etcd_client.h).
-    http = connections_->Take(member, at, timeout_, nullptr);
+    http = connections_->Take(member, at, timeout_, tls_, nullptr);
     res = http->Post(path, body, "application/json");
   }
   if (!res) return Err(member.url + ": " + httplib::to_string(res.error()));

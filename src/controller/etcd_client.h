@@ -60,10 +60,19 @@ class EtcdClient {
   template <typename T>
   using Result = core::Result<T, std::string>;
 
-  // `endpoints`: http://host:port of members' client URLs, separated by commas. Throws
-  // std::invalid_argument naming one that is not such a URL.
+  // For https:// members: the CA that signed their certificates (PEM; empty: the system's),
+  // and this client's certificate and key when the members ask for one
+  // (--client-cert-auth). The members' certificates and host names are verified.
+  struct Tls {
+    std::string ca_file;
+    std::string cert_file;
+    std::string key_file;
+  };
+  // `endpoints`: http://host:port or https://host:port of members' client URLs, separated by
+  // commas. Throws std::invalid_argument naming one that is not such a URL, or a certificate
+  // given without its key.
   explicit EtcdClient(const std::string& endpoints,
-                      std::chrono::milliseconds timeout = std::chrono::seconds(5));
+                      std::chrono::milliseconds timeout = std::chrono::seconds(5), Tls tls = {});
   EtcdClient(const EtcdClient& other);
   EtcdClient& operator=(const EtcdClient&) = delete;
 
@@ -114,6 +123,7 @@ class EtcdClient {
     std::string url;
     std::string host;
     int port = 0;
+    bool tls = false;
   };
   Result<std::string> Post(const std::string& path, const std::string& body) const;
   // Idle kept-alive connections per member index, under their own lock. Take gives an idle
@@ -122,7 +132,8 @@ class EtcdClient {
     Connections();
     ~Connections();  // where httplib::Client is complete
     std::unique_ptr<httplib::Client> Take(const Member& member, size_t at,
-                                          std::chrono::milliseconds timeout, bool* reused);
+                                          std::chrono::milliseconds timeout, const Tls& tls,
+                                          bool* reused);
     void Give(size_t at, std::unique_ptr<httplib::Client> client);
     std::mutex mu;
     std::map<size_t, std::vector<std::unique_ptr<httplib::Client>>> idle;
@@ -133,6 +144,7 @@ class EtcdClient {
   std::vector<Member> members_;
   mutable std::atomic<size_t> current_{0};  // the member that last answered
   std::chrono::milliseconds timeout_;
+  Tls tls_;
   std::shared_ptr<Connections> connections_ = std::make_shared<Connections>();
 };
 

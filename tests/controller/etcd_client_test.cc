@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include "controller/etcd_member.h"
 
 namespace gangway::controller::testing {
@@ -157,6 +162,87 @@ TEST(EtcdClusterTest, WithOneMemberDownTheOthersAnswerAndWithTwoDownWritesFailSa
   EXPECT_TRUE(Eventually([&] { return client.Put("k", "4").ok(); }, std::chrono::seconds(20),
                          std::chrono::milliseconds(100)));
   EXPECT_EQ(client.Range("k")->at(0).value, "4");
+}
+
+// An etcd member serving https:// and asking for client certificates, as docs/deploy.md
+// installs one: certificates made by openssl as an operator would (a CA, the member's for
+// 127.0.0.1, a controller's).
+TEST(EtcdTlsTest, OverHttpsTheClientVerifiesTheMemberAndShowsItsOwnCertificate) {
+  // A member that refuses a handshake closes the connection: a write then must fail, not kill
+  // the process (gangway server ignores SIGPIPE too).
+  std::signal(SIGPIPE, SIG_IGN);
+  ::gangway::testing::TempDir dir("gangway_etcd_tls_");
+  auto path = [&](const std::string& name) { return (dir.path() / name).string(); };
+  auto openssl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "/usr/bin/openssl");
+    const auto done = ::gangway::testing::RunToCompletion(
+        {.args = args, .stdout_path = path("openssl.out"), .stderr_path = path("openssl.err")},
+        std::chrono::seconds(30));
+    return done.exit_code == 0 ? std::string() : done.err;
+  };
+  auto make_ca = [&](const std::string& name) {
+    return openssl({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", path(name + ".key"),
+                    "-out", path(name + ".pem"), "-days", "1", "-subj", "/CN=" + name});
+  };
+  auto make_signed = [&](const std::string& name, const std::string& ext) {
+    std::ofstream(path(name + ".ext")) << ext << "\n";
+    std::string err =
+        openssl({"req", "-newkey", "rsa:2048", "-nodes", "-keyout", path(name + ".key"), "-out",
+                 path(name + ".csr"), "-subj", "/CN=" + name});
+    if (!err.empty()) return err;
+    return openssl({"x509", "-req", "-in", path(name + ".csr"), "-CA", path("ca.pem"), "-CAkey",
+                    path("ca.key"), "-CAcreateserial", "-out", path(name + ".pem"), "-days", "1",
+                    "-extfile", path(name + ".ext")});
+  };
+  ASSERT_EQ(make_ca("ca"), "");
+  ASSERT_EQ(make_ca("other-ca"), "");
+  ASSERT_EQ(make_signed("member", "subjectAltName=IP:127.0.0.1"), "");
+  ASSERT_EQ(make_signed("controller", "extendedKeyUsage=clientAuth"), "");
+
+  const std::string client = "https://127.0.0.1:" + std::to_string(FreePort());
+  const std::string peer = "http://127.0.0.1:" + std::to_string(FreePort());
+  Process etcd(ProcessOptions{.args = {"/usr/bin/etcd",
+                                       "--name",
+                                       "m1",
+                                       "--data-dir",
+                                       path("data"),
+                                       "--listen-client-urls",
+                                       client,
+                                       "--advertise-client-urls",
+                                       client,
+                                       "--listen-peer-urls",
+                                       peer,
+                                       "--initial-advertise-peer-urls",
+                                       peer,
+                                       "--initial-cluster",
+                                       "m1=" + peer,
+                                       "--cert-file",
+                                       path("member.pem"),
+                                       "--key-file",
+                                       path("member.key"),
+                                       "--client-cert-auth",
+                                       "--trusted-ca-file",
+                                       path("ca.pem")},
+                              .stderr_path = path("etcd.log")});
+  const EtcdClient::Tls mine{.ca_file = path("ca.pem"),
+                             .cert_file = path("controller.pem"),
+                             .key_file = path("controller.key")};
+  EtcdClient good(client, std::chrono::seconds(2), mine);
+  ASSERT_TRUE(Eventually([&] { return good.Put("k", "over tls").ok(); }, std::chrono::seconds(20),
+                         std::chrono::milliseconds(50)))
+      << ::gangway::testing::ReadWholeFile(path("etcd.log"));
+  EXPECT_EQ(good.Range("k")->at(0).value, "over tls");
+
+  EtcdClient no_certificate(client, std::chrono::seconds(2), {.ca_file = path("ca.pem")});
+  EXPECT_FALSE(no_certificate.Range("k").ok()) << "the member asks for a client certificate";
+  EtcdClient wrong_ca(
+      client, std::chrono::seconds(2),
+      {.ca_file = path("other-ca.pem"), .cert_file = mine.cert_file, .key_file = mine.key_file});
+  auto refused = wrong_ca.Range("k");
+  ASSERT_FALSE(refused.ok()) << "a member whose certificate no trusted CA signed is refused";
+  EXPECT_NE(refused.error().find(client), std::string::npos) << refused.error();
+  EXPECT_THROW(EtcdClient(client, std::chrono::seconds(1), {.cert_file = mine.cert_file}),
+               std::invalid_argument);
 }
 
 TEST(EtcdClientErrorsTest, AnUnreachableMemberAndABadEndpointAreErrorsThatSayWhere) {
