@@ -34,7 +34,6 @@
 // mode measures the group's leader (bench/ha/throughput.py runs both side by side).
 
 #include <httplib.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -59,6 +58,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "util/free_port.h"
 
 extern char** environ;
 
@@ -91,22 +92,6 @@ struct Flags {
   std::string etcd;   // the controller leads a group on these etcd members
   int standbys = 0;   // with --etcd: controllers started beside it to stand by
 };
-
-// A loopback port nothing listens on now.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
   const pid_t pid = fork();
@@ -221,7 +206,8 @@ bool StartServer(const Flags& f, Cluster& c, const std::vector<std::string>& ext
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
   };
-  c.server = Spawn(args(f.data, f.etcd.empty() ? 0 : FreePort()), f.data + "/server.log");
+  c.server = Spawn(args(f.data, f.etcd.empty() ? 0 : gangway::util::FreeLoopbackPort()),
+                   f.data + "/server.log");
   const auto client = std::filesystem::path(f.data) / "client.json";
   for (int i = 0; i < 3000 && !std::filesystem::exists(client); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -235,7 +221,7 @@ bool StartServer(const Flags& f, Cluster& c, const std::vector<std::string>& ext
   for (int i = 0; i < f.standbys && !f.etcd.empty(); ++i) {
     const std::string data = f.data + "/standby-" + std::to_string(i + 1);
     std::filesystem::create_directories(data);
-    c.standbys.push_back(Spawn(args(data, FreePort()), data + ".log"));
+    c.standbys.push_back(Spawn(args(data, gangway::util::FreeLoopbackPort()), data + ".log"));
   }
   json j = json::parse(in);
   c.url = j["server"];

@@ -20,10 +20,8 @@
 // remember their peers' addresses.
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,6 +43,7 @@
 #include "cli/client_common.h"
 #include "cli/data_dir_lock.h"
 #include "cli/plan_command.h"
+#include "util/free_port.h"
 
 namespace gangway::cli {
 namespace {
@@ -280,22 +279,6 @@ std::optional<fs::file_time_type> ModTime(const fs::path& p) {
   return t;
 }
 
-// A loopback port nothing listens on now.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 std::string RandomToken() {
   std::ifstream in("/dev/urandom", std::ios::binary);
   unsigned char bytes[24];
@@ -350,9 +333,9 @@ HaPorts LoadOrChooseHaPorts(const fs::path& data, int members, int first_port) {
   }
   HaPorts out;
   for (int i = 0; i < members; ++i) {
-    out.etcd_client.push_back(FreePort());
-    out.etcd_peer.push_back(FreePort());
-    out.controllers.push_back(first_port == 0 ? FreePort() : first_port + i);
+    out.etcd_client.push_back(util::FreeLoopbackPort());
+    out.etcd_peer.push_back(util::FreeLoopbackPort());
+    out.controllers.push_back(first_port == 0 ? util::FreeLoopbackPort() : first_port + i);
   }
   WritePrivateFile(file, json{{"etcdClient", out.etcd_client},
                               {"etcdPeer", out.etcd_peer},

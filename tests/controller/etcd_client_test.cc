@@ -199,8 +199,8 @@ TEST(EtcdTlsTest, OverHttpsTheClientVerifiesTheMemberAndShowsItsOwnCertificate) 
   ASSERT_EQ(make_signed("member", "subjectAltName=IP:127.0.0.1"), "");
   ASSERT_EQ(make_signed("controller", "extendedKeyUsage=clientAuth"), "");
 
-  const std::string client = "https://127.0.0.1:" + std::to_string(FreePort());
-  const std::string peer = "http://127.0.0.1:" + std::to_string(FreePort());
+  const std::string client = "https://127.0.0.1:" + std::to_string(util::FreeLoopbackPort());
+  const std::string peer = "http://127.0.0.1:" + std::to_string(util::FreeLoopbackPort());
   Process etcd(ProcessOptions{.args = {"/usr/bin/etcd",
                                        "--name",
                                        "m1",
@@ -246,7 +246,7 @@ TEST(EtcdTlsTest, OverHttpsTheClientVerifiesTheMemberAndShowsItsOwnCertificate) 
 }
 
 TEST(EtcdClientErrorsTest, AnUnreachableMemberAndABadEndpointAreErrorsThatSayWhere) {
-  EtcdClient nobody("http://127.0.0.1:" + std::to_string(FreePort()),
+  EtcdClient nobody("http://127.0.0.1:" + std::to_string(util::FreeLoopbackPort()),
                     std::chrono::milliseconds(500));
   auto r = nobody.Put("k", "v");
   ASSERT_FALSE(r.ok());

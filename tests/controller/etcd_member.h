@@ -7,9 +7,6 @@
 // killed with the cluster.
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <memory>
@@ -20,29 +17,13 @@
 #include "live/process.h"
 #include "testing/eventually.h"
 #include "testing/temp_dir.h"
+#include "util/free_port.h"
 
 namespace gangway::controller::testing {
 
 using ::gangway::testing::Eventually;
 using ::gangway::testing::Process;
 using ::gangway::testing::ProcessOptions;
-
-// A port nothing listens on now (the member binds it a moment later).
-inline int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 class EtcdCluster {
  public:
@@ -52,8 +33,8 @@ class EtcdCluster {
     std::string initial;
     for (int i = 0; i < members; ++i) {
       const std::string name = "m" + std::to_string(i + 1);
-      clients_.push_back("http://127.0.0.1:" + std::to_string(FreePort()));
-      peers_.push_back("http://127.0.0.1:" + std::to_string(FreePort()));
+      clients_.push_back("http://127.0.0.1:" + std::to_string(util::FreeLoopbackPort()));
+      peers_.push_back("http://127.0.0.1:" + std::to_string(util::FreeLoopbackPort()));
       initial += (initial.empty() ? "" : ",") + name + "=" + peers_.back();
     }
     initial_cluster_ = initial;

@@ -7,10 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +33,7 @@
 #include "client/api_client.h"
 #include "process.h"
 #include "testing/eventually.h"
+#include "util/free_port.h"
 
 namespace gangway::testing {
 namespace {
@@ -50,22 +49,6 @@ constexpr const char* kAdminToken = "ha-test-admin-token-0123456789";
 
 bool Eventually(const std::function<bool()>& done, milliseconds timeout) {
   return ::gangway::testing::Eventually(done, timeout, milliseconds(25));
-}
-
-// A port nothing listens on now (the process binds it a moment later).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
 }
 
 std::string Str(const json& object, const char* key) {
@@ -85,8 +68,8 @@ class HaTest : public ::testing::Test {
     std::filesystem::create_directories(dir_ / "pids");
     std::string initial;
     for (int i = 0; i < EtcdMembers(); ++i) {
-      etcd_client_ports_.push_back(FreePort());
-      etcd_peers_.push_back("http://127.0.0.1:" + std::to_string(FreePort()));
+      etcd_client_ports_.push_back(util::FreeLoopbackPort());
+      etcd_peers_.push_back("http://127.0.0.1:" + std::to_string(util::FreeLoopbackPort()));
       initial +=
           (initial.empty() ? "" : ",") + ("m" + std::to_string(i + 1)) + "=" + etcd_peers_.back();
       etcd_url_ += (etcd_url_.empty() ? "" : ",") + std::string("http://127.0.0.1:") +
@@ -102,7 +85,7 @@ class HaTest : public ::testing::Test {
         << "  - name: admin\n    token: " << kAdminToken << "\n    role: admin\n";
     std::string all;
     for (int i = 0; i < kControllers; ++i) {
-      ports_[i] = FreePort();
+      ports_[i] = util::FreeLoopbackPort();
       all += (all.empty() ? "" : ",") + Url(i);
     }
     all_urls_ = all;
@@ -245,37 +228,9 @@ class HaTest : public ::testing::Test {
     return "echo $$ > " + (dir_ / "pids").string() + "/" + tag + "\n";
   }
 
-  void KillLeftoverTasks() const {
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(dir_ / "pids", ec)) {
-      pid_t pid = 0;
-      try {
-        pid = std::stoi(ReadWholeFile(entry.path()));
-      } catch (const std::exception&) {
-        continue;
-      }
-      if (pid <= 1) continue;
-      const std::string cmdline = ReadWholeFile("/proc/" + std::to_string(pid) + "/cmdline");
-      if (cmdline.find(dir_.string()) == std::string::npos) continue;
-      if (getpgid(pid) == pid) {
-        killpg(pid, SIGKILL);
-      } else {
-        kill(pid, SIGKILL);
-      }
-    }
-  }
+  void KillLeftoverTasks() const { KillRecordedTasks(dir_ / "pids", dir_); }
 
-  void DumpLogs() const {
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
-      const std::string ext = entry.path().extension().string();
-      if (ext != ".out" && ext != ".err") continue;
-      std::string text = ReadWholeFile(entry.path());
-      if (text.empty()) continue;
-      if (text.size() > 3000) text = "..." + text.substr(text.size() - 3000);
-      std::cerr << "---- " << entry.path().filename().string() << "\n" << text << "\n";
-    }
-  }
+  void DumpLogs() const { DumpLogFiles(dir_, 3000); }
 
   // Submits short jobs one after another from its own thread, through a client that knows
   // every controller, keeping what was acknowledged.

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -187,6 +188,44 @@ inline Completed RunToCompletion(ProcessOptions options, std::chrono::millisecon
   c.out = p.Stdout();
   c.err = p.Stderr();
   return c;
+}
+
+// Kills the process groups of tasks that recorded their pid in a file under `pids` (see the
+// tests' RecordPid): those an agent killed with SIGKILL left behind. A pid counts as the
+// test's only while its command line names `owner` (the test's directory).
+inline void KillRecordedTasks(const std::filesystem::path& pids,
+                              const std::filesystem::path& owner) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(pids, ec)) {
+    pid_t pid = 0;
+    try {
+      pid = std::stoi(ReadWholeFile(entry.path()));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (pid <= 1) continue;
+    const std::string cmdline = ReadWholeFile("/proc/" + std::to_string(pid) + "/cmdline");
+    if (cmdline.find(owner.string()) == std::string::npos) continue;
+    if (getpgid(pid) == pid) {
+      killpg(pid, SIGKILL);
+    } else {
+      kill(pid, SIGKILL);
+    }
+  }
+}
+
+// Prints the last `tail` bytes of every *.out and *.err file in `dir` to stderr (after a
+// failure: the processes' own account).
+inline void DumpLogFiles(const std::filesystem::path& dir, size_t tail) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string ext = entry.path().extension().string();
+    if (ext != ".out" && ext != ".err") continue;
+    std::string text = ReadWholeFile(entry.path());
+    if (text.empty()) continue;
+    if (text.size() > tail) text = "..." + text.substr(text.size() - tail);
+    std::cerr << "---- " << entry.path().filename().string() << "\n" << text << "\n";
+  }
 }
 
 }  // namespace gangway::testing

@@ -272,25 +272,7 @@ class SystemTest : public ::testing::Test {
 
   // Kills the process groups of recorded tasks that still run: those of an agent killed with
   // SIGKILL. A pid counts as ours only while its command line names this test's directory.
-  void KillLeftoverTasks() const {
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(dir_ / "pids", ec)) {
-      pid_t pid = 0;
-      try {
-        pid = std::stoi(ReadWholeFile(entry.path()));
-      } catch (const std::exception&) {
-        continue;
-      }
-      if (pid <= 1) continue;
-      const std::string cmdline = ReadWholeFile("/proc/" + std::to_string(pid) + "/cmdline");
-      if (cmdline.find(dir_.string()) == std::string::npos) continue;
-      if (getpgid(pid) == pid) {
-        killpg(pid, SIGKILL);
-      } else {
-        kill(pid, SIGKILL);
-      }
-    }
-  }
+  void KillLeftoverTasks() const { KillRecordedTasks(dir_ / "pids", dir_); }
 
   void DumpEvents() const {
     if (!api_ || !server_ || !server_->Running()) return;
@@ -304,17 +286,7 @@ class SystemTest : public ::testing::Test {
     std::cerr << "---- controller events\n" << text;
   }
 
-  void DumpLogs() const {
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
-      const std::string ext = entry.path().extension().string();
-      if (ext != ".out" && ext != ".err") continue;
-      std::string text = ReadWholeFile(entry.path());
-      if (text.empty()) continue;
-      if (text.size() > 4000) text = "..." + text.substr(text.size() - 4000);
-      std::cerr << "---- " << entry.path().filename().string() << "\n" << text << "\n";
-    }
-  }
+  void DumpLogs() const { DumpLogFiles(dir_, 4000); }
 
   std::filesystem::path dir_;
   std::filesystem::path data_;
