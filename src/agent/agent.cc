@@ -29,7 +29,6 @@ constexpr milliseconds kFirstBackoff{100};
 // With several controllers: how long past when it is due an answer is waited for before the
 // agent tries another controller.
 constexpr milliseconds kGroupAnswerSlack{3000};
-constexpr milliseconds kGroupMaxBackoff{500};
 constexpr size_t kRememberForgotten = 100000;
 constexpr int kLaunchFailedExitCode = 127;
 constexpr char kNodeTokenFile[] = "node.token";
@@ -209,40 +208,7 @@ Agent::~Agent() { Shutdown(); }
 
 void Agent::Start() {
   // Several controllers (a group on etcd, docs/design/ha.md) are given separated by commas.
-  std::string_view list = options_.server;
-  while (!list.empty()) {
-    const size_t comma = list.find(',');
-    std::string_view url = list.substr(0, comma);
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    Server server;
-    server.url = std::string(url);
-    server.tls = url.starts_with("https://");
-    if (!server.tls && !url.starts_with("http://")) {
-      throw std::runtime_error("--server " + server.url +
-                               ": expected http://host:port or https://host:port");
-    }
-    if (!server.tls && !options_.ca_cert.empty()) {
-      throw std::runtime_error("--ca-cert is for an https:// server, and --server " + server.url +
-                               " is not one");
-    }
-    url.remove_prefix(server.tls ? 8 : 7);
-    while (url.ends_with('/')) url.remove_suffix(1);
-    const size_t colon = url.rfind(':');
-    server.host = std::string(url.substr(0, colon));
-    server.port = server.tls ? 443 : 80;
-    if (colon != std::string_view::npos) {
-      const std::string port(url.substr(colon + 1));
-      char* end = nullptr;
-      const long p = std::strtol(port.c_str(), &end, 10);
-      if (port.empty() || *end != '\0' || p <= 0 || p > 65535) {
-        throw std::runtime_error("--server " + server.url + ": bad port '" + port + "'");
-      }
-      server.port = static_cast<int>(p);
-    }
-    if (server.host.empty()) throw std::runtime_error("--server " + server.url + ": no host");
-    servers_.push_back(std::move(server));
-  }
-  if (servers_.empty()) throw std::runtime_error("--server: no controller address given");
+  servers_.emplace(ControllerAddresses::Parse(options_.server, options_.ca_cert));
   std::error_code ec;
   std::filesystem::create_directories(options_.data_dir / "logs", ec);
   if (ec) {
@@ -321,47 +287,9 @@ void Agent::Shutdown() {
   runner_.reset();
 }
 
-milliseconds Agent::MaxBackoff() const {
-  // In a group of controllers a failed request usually means the leader changed: the next one
-  // leads within seconds, and the agent must find it well within the node timeout.
-  return servers_.size() > 1 ? std::min(options_.max_backoff, kGroupMaxBackoff)
-                             : options_.max_backoff;
-}
-
-size_t Agent::CurrentServer() const {
-  std::lock_guard lock(mu_);
-  return current_server_;
-}
-
-void Agent::TryAnotherServer(size_t failed, const std::string& leader) {
-  if (servers_.size() < 2) return;
-  std::lock_guard lock(mu_);
-  if (current_server_ != failed) return;  // the other thread moved on already
-  size_t next = (failed + 1) % servers_.size();
-  for (size_t i = 0; i < servers_.size(); ++i) {
-    if (!leader.empty() && servers_[i].url == leader) next = i;
-  }
-  if (next != failed) {
-    spdlog::info("trying controller {} ({} did not lead or answer)", servers_[next].url,
-                 servers_[failed].url);
-  }
-  current_server_ = next;
-}
-
-bool Agent::TakeLeaderEpoch(int64_t epoch, size_t at, const char* what) {
-  std::lock_guard lock(mu_);
-  if (epoch < leader_epoch_) {
-    spdlog::warn("{} {}: refused: the answer is of leader epoch {}, and epoch {} has led since",
-                 what, servers_[at].url, epoch, leader_epoch_);
-    return false;
-  }
-  leader_epoch_ = epoch;
-  return true;
-}
-
 std::unique_ptr<httplib::Client> Agent::MakeClient(milliseconds read_timeout, size_t* at) const {
-  *at = CurrentServer();
-  const Server& server = servers_[*at];
+  *at = servers_->current();
+  const ControllerAddresses::Address& server = servers_->at(*at);
   // The universal client speaks TLS for https and verifies the certificate and host name.
   auto client = std::make_unique<httplib::Client>((server.tls ? "https://" : "http://") +
                                                   server.host + ":" + std::to_string(server.port));
@@ -401,7 +329,7 @@ bool Agent::EnsureRegistered(httplib::Client& client, size_t at) {
     spdlog::warn(
         "register at {}: the controller refused node {}'s token; joining with the "
         "join token",
-        servers_[at].url, options_.inventory.name);
+        servers_->at(at).url, options_.inventory.name);
     std::error_code ec;
     std::filesystem::remove(options_.data_dir / kNodeTokenFile, ec);
     {
@@ -412,23 +340,23 @@ bool Agent::EnsureRegistered(httplib::Client& client, size_t at) {
     res = client.Post("/v1/agents/register", body.dump(), "application/json");
   }
   if (!res) {
-    spdlog::warn("register at {}: {}", servers_[at].url, TransportError(res.error()));
-    TryAnotherServer(at, LeaderOf(res));
+    spdlog::warn("register at {}: {}", servers_->at(at).url, TransportError(res.error()));
+    servers_->TryAnother(at, LeaderOf(res));
     return false;
   }
   if (res->status != 200 && res->status != 201) {
-    spdlog::error("register at {}: HTTP {}: {}", servers_[at].url, res->status, res->body);
-    if (res->status == 503) TryAnotherServer(at, LeaderOf(res));
+    spdlog::error("register at {}: HTTP {}: {}", servers_->at(at).url, res->status, res->body);
+    if (res->status == 503) servers_->TryAnother(at, LeaderOf(res));
     return false;
   }
   protocol::Parsed<protocol::RegisterAnswer> answer =
       protocol::ParseRegisterAnswer(json::parse(res->body, nullptr, /*allow_exceptions=*/false));
   if (!answer.ok()) {
-    spdlog::error("register at {}: bad answer: {}", servers_[at].url, answer.ErrorText());
+    spdlog::error("register at {}: bad answer: {}", servers_->at(at).url, answer.ErrorText());
     return false;
   }
-  if (!TakeLeaderEpoch(answer->leader_epoch, at, "register at")) {
-    TryAnotherServer(at, LeaderOf(res));
+  if (!servers_->TakeEpoch(answer->leader_epoch, at, "register at")) {
+    servers_->TryAnother(at, LeaderOf(res));
     return false;
   }
   const std::string& epoch = answer->controller_epoch;
@@ -463,7 +391,7 @@ bool Agent::EnsureRegistered(httplib::Client& client, size_t at) {
   }
   cv_.notify_all();
   spdlog::info("registered node {} at {} (controller epoch {})", options_.inventory.name,
-               servers_[at].url, epoch);
+               servers_->at(at).url, epoch);
   return true;
 }
 
@@ -493,14 +421,14 @@ void Agent::CommandsLoop() {
   milliseconds backoff = kFirstBackoff;
   auto retry = [&] {
     SleepUnless(backoff, commands_stopped_);
-    backoff = std::min(backoff * 2, MaxBackoff());
+    backoff = std::min(backoff * 2, servers_->MaxBackoff(options_.max_backoff));
   };
   for (;;) {
     {
       std::lock_guard lock(mu_);
       if (commands_stopped_) break;
     }
-    if (at != CurrentServer()) {
+    if (at != servers_->current()) {
       auto other = MakeClient(options_.poll_wait + milliseconds(10000), &at);
       std::lock_guard lock(poll_client_mu_);
       poll_client_ = other.get();
@@ -544,7 +472,7 @@ void Agent::CommandsLoop() {
         fmt::format("/v1/agents/{}/commands?epoch={}&after={}&waitMs={}",
                     UrlEncode(options_.inventory.name), UrlEncode(epoch), after, wait.count());
     client->set_bearer_token_auth(Credential());
-    if (servers_.size() > 1) {
+    if (servers_->size() > 1) {
       // A leader that stopped (SIGSTOP, a partition) holds the connection without answering:
       // give up on it soon after the poll should have ended, to find the new one well within
       // the node timeout.
@@ -575,8 +503,8 @@ void Agent::CommandsLoop() {
       cv_.notify_all();
     }
     if (!res) {
-      spdlog::warn("commands from {}: {}", servers_[at].url, TransportError(res.error()));
-      TryAnotherServer(at, LeaderOf(res));
+      spdlog::warn("commands from {}: {}", servers_->at(at).url, TransportError(res.error()));
+      servers_->TryAnother(at, LeaderOf(res));
       retry();
       continue;
     }
@@ -588,21 +516,21 @@ void Agent::CommandsLoop() {
       continue;
     }
     if (res->status != 200) {
-      spdlog::warn("commands from {}: HTTP {}: {}", servers_[at].url, res->status, res->body);
-      if (res->status == 503) TryAnotherServer(at, LeaderOf(res));
+      spdlog::warn("commands from {}: HTTP {}: {}", servers_->at(at).url, res->status, res->body);
+      if (res->status == 503) servers_->TryAnother(at, LeaderOf(res));
       retry();
       continue;
     }
     protocol::Parsed<protocol::PollAnswer> answer =
         protocol::ParsePollAnswer(json::parse(res->body, nullptr, /*allow_exceptions=*/false));
     if (!answer.ok()) {
-      spdlog::warn("commands from {}: bad answer: {}", servers_[at].url, answer.ErrorText());
+      spdlog::warn("commands from {}: bad answer: {}", servers_->at(at).url, answer.ErrorText());
       retry();
       continue;
     }
-    if (!TakeLeaderEpoch(answer->leader_epoch, at, "commands from")) {
+    if (!servers_->TakeEpoch(answer->leader_epoch, at, "commands from")) {
       // A deposed leader's commands and acknowledgements are not acted on.
-      TryAnotherServer(at, LeaderOf(res));
+      servers_->TryAnother(at, LeaderOf(res));
       retry();
       continue;
     }
@@ -842,7 +770,7 @@ void Agent::ContactLoop() {
 void Agent::ReportLoop() {
   // Reports are answered at once; in a group of controllers a leader that stopped without
   // closing its connections is given up on quickly.
-  const milliseconds read_timeout = servers_.size() > 1 ? kGroupAnswerSlack : milliseconds(10000);
+  const milliseconds read_timeout = servers_->size() > 1 ? kGroupAnswerSlack : milliseconds(10000);
   size_t at = 0;
   auto client = MakeClient(read_timeout, &at);
   milliseconds backoff = kFirstBackoff;
@@ -868,11 +796,11 @@ void Agent::ReportLoop() {
       }
       final = stopping_;
     }
-    if (at != CurrentServer()) client = MakeClient(read_timeout, &at);
+    if (at != servers_->current()) client = MakeClient(read_timeout, &at);
     if (!EnsureRegistered(*client, at)) {
       if (final) break;
       SleepUnless(backoff, stopping_);
-      backoff = std::min(backoff * 2, MaxBackoff());
+      backoff = std::min(backoff * 2, servers_->MaxBackoff(options_.max_backoff));
       continue;
     }
     const bool ok = SendReport(*client, at);
@@ -885,7 +813,7 @@ void Agent::ReportLoop() {
         report_due_ = true;  // what it carried is still to be said
       }
       SleepUnless(backoff, stopping_);
-      backoff = std::min(backoff * 2, MaxBackoff());
+      backoff = std::min(backoff * 2, servers_->MaxBackoff(options_.max_backoff));
     }
   }
 }
@@ -1015,8 +943,8 @@ bool Agent::SendReport(httplib::Client& client, size_t at) {
   const auto sent = clock_->SteadyNow();
   auto res = Resend([&] { return client.Post(path, body.dump(), "application/json"); });
   if (!res) {
-    spdlog::warn("report to {}: {}", servers_[at].url, TransportError(res.error()));
-    TryAnotherServer(at, LeaderOf(res));
+    spdlog::warn("report to {}: {}", servers_->at(at).url, TransportError(res.error()));
+    servers_->TryAnother(at, LeaderOf(res));
     return false;
   }
   if (res->status == 404 || res->status == 401) {
@@ -1026,14 +954,14 @@ bool Agent::SendReport(httplib::Client& client, size_t at) {
     return false;
   }
   if (res->status != 200) {
-    spdlog::warn("report to {}: HTTP {}: {}", servers_[at].url, res->status, res->body);
-    if (res->status == 503) TryAnotherServer(at, LeaderOf(res));
+    spdlog::warn("report to {}: HTTP {}: {}", servers_->at(at).url, res->status, res->body);
+    if (res->status == 503) servers_->TryAnother(at, LeaderOf(res));
     return false;
   }
   protocol::Parsed<protocol::ReportAnswer> answer =
       protocol::ParseReportAnswer(json::parse(res->body, nullptr, /*allow_exceptions=*/false));
   if (!answer.ok()) {
-    spdlog::warn("report to {}: bad answer: {}", servers_[at].url, answer.ErrorText());
+    spdlog::warn("report to {}: bad answer: {}", servers_->at(at).url, answer.ErrorText());
     return false;
   }
   std::lock_guard lock(mu_);

@@ -51,12 +51,14 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <unordered_set>
 #include <vector>
 
+#include "agent/controller_addresses.h"
 #include "agent/gpu_source.h"
 #include "agent/inventory.h"
 #include "agent/leftover_tasks.h"
@@ -139,16 +141,6 @@ class Agent {
   // A client of the controller the agent takes to lead now; `at` is set to its index.
   std::unique_ptr<httplib::Client> MakeClient(std::chrono::milliseconds read_timeout,
                                               size_t* at) const;
-  size_t CurrentServer() const;
-  // The longest wait between retries: max_backoff, or shorter with several controllers.
-  std::chrono::milliseconds MaxBackoff() const;
-  // The controller at `failed` did not answer, or answered as a standby (503): the next one is
-  // tried, or `leader` if it is one of them (a standby names the leader in X-Gangway-Leader).
-  // Nothing with one controller.
-  void TryAnotherServer(size_t failed, const std::string& leader);
-  // Takes the leader epoch of an answer from servers_[at]; false (and says so) if it is below
-  // the highest seen: the answer comes from a deposed leader and is not acted on.
-  bool TakeLeaderEpoch(int64_t epoch, size_t at, const char* what);
   bool EnsureRegistered(httplib::Client& client, size_t at);
   void MarkUnregistered(const std::string& why);
   // The node token once the controller issued one, else the join token.
@@ -192,13 +184,8 @@ class Agent {
   std::shared_ptr<const util::Clock> clock_;  // options_.clock, or the real one
   std::unique_ptr<GpuSource> gpus_;
   std::string agent_id_;
-  struct Server {
-    std::string url;
-    std::string host;
-    int port = 0;
-    bool tls = false;
-  };
-  std::vector<Server> servers_;  // from options_.server; set by Start, then read-only
+  // From options_.server; set by Start. Its own lock guards the leader it points at.
+  std::optional<ControllerAddresses> servers_;
   std::unique_ptr<RunningTaskJournal> running_journal_;  // before runner_, which calls it
   std::unique_ptr<TaskRunner> runner_;
 
@@ -209,8 +196,6 @@ class Agent {
   std::string node_token_;  // empty until the controller issued one
   std::string epoch_;
   uint64_t applied_seq_ = 0;
-  size_t current_server_ = 0;  // the index in servers_ of the controller taken to lead
-  int64_t leader_epoch_ = 0;   // the highest leader epoch an answer carried
   std::chrono::milliseconds heartbeat_;
   std::chrono::milliseconds log_interval_;  // what the controller asks for, within bounds
   std::chrono::milliseconds loss_timeout_;  // the controller's node timeout
