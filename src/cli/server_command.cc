@@ -66,7 +66,9 @@ struct ServerFlags {
   std::string etcd_ca;  // https:// members: their CA, and this controller's client certificate
   std::string etcd_cert;
   std::string etcd_key;
-  int lease_ttl = 5;  // seconds
+  int lease_ttl = 5;                    // seconds
+  std::string snapshot_after = "16Mi";  // log bytes between snapshots of the state
+  int64_t snapshot_keep = 1000;         // log entries kept behind a snapshot
 };
 
 // A controller that lost its lease exits with this code, for its supervisor to start it again
@@ -138,6 +140,22 @@ void RaiseOpenFileLimit(size_t max_connections) {
   }
 }
 
+// What the leader's background snapshots of the state log did, one line each.
+void SaySnapshot(const controller::SnapshotReport& r, const std::string& error) {
+  if (!error.empty()) {
+    std::cerr << "gangway server: no snapshot of the state log: " << error << std::endl;
+    return;
+  }
+  if (r.seq == 0) return;
+  std::cout << "gangway server: snapshot of the state at log entry " << r.seq << ": " << r.bytes
+            << " bytes in " << r.parts << " keys (" << r.json_bytes << " bytes of JSON); "
+            << r.deleted << " older keys deleted";
+  if (r.compacted_at > 0) std::cout << ", etcd compacted at revision " << r.compacted_at;
+  for (const std::string& m : r.defragmented) std::cout << ", " << m << " defragmented";
+  std::cout << std::endl;
+  if (!r.problem.empty()) std::cerr << "gangway server: " << r.problem << std::endl;
+}
+
 // A controller of a group on etcd, before it leads.
 struct Leadership {
   std::unique_ptr<controller::LeaderLease> lease;
@@ -170,6 +188,11 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
   }
   const std::string leader_key = f.etcd_prefix + "/leader";
   const auto ttl = std::chrono::seconds(f.lease_ttl);
+  const auto snapshot_after = formats::ParseBytes(f.snapshot_after);
+  if (!snapshot_after.ok() || snapshot_after.value() <= 0) {
+    Fail("--snapshot-after: '" + f.snapshot_after + "' is not a size in bytes (say 16Mi)");
+  }
+  if (f.snapshot_keep < 0) Fail("--snapshot-keep: must be 0 or more");
   Leadership out;
   out.lease = std::make_unique<controller::LeaderLease>(
       *etcd, controller::LeaderLeaseOptions{
@@ -217,7 +240,11 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
                 copy_path, controller::StoreOptions{.copy_of_log = true}),
             controller::ReplicatedStoreOptions{.prefix = f.etcd_prefix,
                                                .leader_key = leader_key,
-                                               .epoch = [lease] { return lease->Epoch(); }});
+                                               .epoch = [lease] { return lease->Epoch(); },
+                                               .snapshot_after_bytes = snapshot_after.value(),
+                                               .keep_entries = f.snapshot_keep,
+                                               .snapshot_in_background = true,
+                                               .on_snapshot = SaySnapshot});
         lease->Start();  // campaigns only with a copy that can catch up
       } else {
         out.store->CatchUp();
@@ -610,6 +637,15 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--lease-ttl", f->lease_ttl,
                   "With --etcd: seconds the leader's lease lasts without renewal; a standby "
                   "leads within about this long after the leader dies")
+      ->capture_default_str();
+  cmd->add_option("--snapshot-after", f->snapshot_after,
+                  "With --etcd: the leader snapshots the state into etcd and truncates the log "
+                  "once the log since the last snapshot holds this many bytes (and a quarter of "
+                  "that snapshot's size); then compacts etcd")
+      ->capture_default_str();
+  cmd->add_option("--snapshot-keep", f->snapshot_keep,
+                  "With --etcd: log entries kept behind a snapshot, so that a standby a little "
+                  "behind reads on from the log rather than load the whole snapshot")
       ->capture_default_str();
   cmd->callback([f] { RunServer(*f); });
 }

@@ -355,4 +355,62 @@ EtcdClient::Result<EtcdClient::FencedCreate> EtcdClient::CreateIfFenced(
   });
 }
 
+EtcdClient::Result<std::optional<EtcdClient::Deleted>> EtcdClient::DeleteIfFenced(
+    const std::string& guard, int64_t epoch,
+    const std::vector<std::pair<std::string, std::string>>& ranges) const {
+  json deletes = json::array();
+  for (const auto& [from, end] : ranges) {
+    deletes.push_back({{"request_delete_range",
+                        {{"key", Base64Encode(from)}, {"range_end", Base64Encode(end)}}}});
+  }
+  const json txn = {{"compare",
+                     {{{"target", "CREATE"},
+                       {"key", Base64Encode(guard)},
+                       {"create_revision", std::to_string(epoch)}}}},
+                    {"success", std::move(deletes)}};
+  return Read<std::optional<Deleted>>(
+      Post("/v3/kv/txn", txn.dump()), "txn", [](const json& a) -> std::optional<Deleted> {
+        if (!a.value("succeeded", false)) return std::nullopt;
+        Deleted out{.revision = Int(a.at("header"), "revision")};
+        for (const json& r : a.value("responses", json::array())) {
+          if (r.contains("response_delete_range")) {
+            out.deleted += Int(r["response_delete_range"], "deleted");
+          }
+        }
+        return out;
+      });
+}
+
+EtcdClient::Result<bool> EtcdClient::Compact(int64_t revision) const {
+  return Read<bool>(Post("/v3/kv/compaction",
+                         json{{"revision", std::to_string(revision)}, {"physical", true}}.dump()),
+                    "compaction", [](const json& a) { return a.contains("header"); });
+}
+
+EtcdClient::Result<EtcdClient::MemberStatus> EtcdClient::Status(size_t member) const {
+  if (member >= members_.size()) return Err("no etcd member " + std::to_string(member));
+  bool another_may_answer = false;
+  return Read<MemberStatus>(PostTo(member, "/v3/maintenance/status", "{}", &another_may_answer),
+                            "status", [](const json& a) {
+                              return MemberStatus{.db_size = Int(a, "dbSize"),
+                                                  .db_size_in_use = Int(a, "dbSizeInUse")};
+                            });
+}
+
+EtcdClient::Result<bool> EtcdClient::Defragment(size_t member,
+                                                std::chrono::milliseconds timeout) const {
+  if (member >= members_.size()) return Err("no etcd member " + std::to_string(member));
+  // A connection of its own with the long timeout, not kept: the kept ones have the short one.
+  auto http = connections_->Take(members_[member], member, timeout, tls_, nullptr);
+  auto res = http->Post("/v3/maintenance/defragment", "{}", "application/json");
+  Result<std::string> body = Err(members_[member].url + ": " + httplib::to_string(res.error()));
+  if (res && res->status == 200) {
+    body = res->body;
+  } else if (res) {
+    body = Err(members_[member].url + ": HTTP " + std::to_string(res->status) + ": " +
+               res->body.substr(0, 200));
+  }
+  return Read<bool>(body, "defragment", [](const json& a) { return a.contains("header"); });
+}
+
 }  // namespace gangway::controller

@@ -15,6 +15,11 @@
 //                             `epoch` (the fence of every write of a leader).
 //   CreateIfFenced            both at once: create `key` only if it does not exist and `guard`
 //                             still has create revision `epoch` (a replicated log's append).
+//   DeleteIfFenced            delete key ranges only while `guard` has create revision `epoch`
+//                             (a replicated log's truncation).
+//   Compact, Status, Defragment
+//                             maintenance: drop the history before a revision; one member's
+//                             database size; give one member's free pages back to the disk.
 //
 // Every call is one HTTP request with the given timeout to one member. Given several members,
 // the client sends to the one that last answered, and on a transport error or an HTTP 5xx
@@ -37,6 +42,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/model/result.h"
@@ -114,6 +120,37 @@ class EtcdClient {
   };
   Result<FencedCreate> CreateIfFenced(const std::string& guard, int64_t epoch,
                                       const std::string& key, const std::string& value) const;
+
+  // Deletes every key in each [from, end) range in one transaction that succeeds only while
+  // `guard` has create revision `epoch`; nullopt when it no longer has, else how many keys
+  // went and the store's revision after the delete.
+  struct Deleted {
+    int64_t deleted = 0;
+    int64_t revision = 0;
+  };
+  Result<std::optional<Deleted>> DeleteIfFenced(
+      const std::string& guard, int64_t epoch,
+      const std::vector<std::pair<std::string, std::string>>& ranges) const;
+
+  // Drops every revision of every key before `revision` but the latest (etcd's compaction):
+  // the pages they held become free for new writes. Compacting at or below a revision already
+  // compacted is refused (the gateway's 400 for it, chunked with gRPC trailers, does not even
+  // read as HTTP here: it comes back as a transport error).
+  Result<bool> Compact(int64_t revision) const;
+  // One member's (0-based, in the order given) database: the file's size and how much of it
+  // holds live data (etcd 3.4 and later; the rest is free pages).
+  struct MemberStatus {
+    int64_t db_size = 0;
+    int64_t db_size_in_use = 0;
+  };
+  Result<MemberStatus> Status(size_t member) const;
+  // Rewrites one member's database without its free pages, waiting up to `timeout`. The
+  // member answers nothing else while it runs (seconds for a large database): defragment one
+  // member at a time.
+  Result<bool> Defragment(size_t member,
+                          std::chrono::milliseconds timeout = std::chrono::minutes(2)) const;
+  size_t members() const { return members_.size(); }
+  const std::string& member(size_t i) const { return members_[i].url; }
 
   // The members, as given, separated by commas.
   std::string endpoint() const;

@@ -1,9 +1,13 @@
 #include "controller/replicated_store.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <utility>
+
+#include "controller/state_snapshot.h"
 
 namespace gangway::controller {
 namespace {
@@ -95,16 +99,30 @@ ReplicatedStore::ReplicatedStore(EtcdClient etcd, std::unique_ptr<SqliteStore> c
   const int64_t caught_up = CatchUpLocked();
   created_ = copy_was_new && caught_up == 0;
   if (applied_ > 0) {
-    // A copy of another log (or of this one before it was wiped) is past its end.
+    // A copy of another log (or of this one before it was wiped) is past its end: its last
+    // entry is neither in the log nor the one the snapshot holds.
     auto own = etcd_.Range(LogKey(applied_));
     if (!own.ok()) throw StoreUnavailable("reading the state log: " + own.error());
     if (own->empty()) {
-      throw StoreError("this controller's copy of the state is at log entry " +
-                       std::to_string(applied_) + ", which the log in etcd (" + log_prefix_ +
-                       ") does not hold: the copy belongs to another cluster or the log was "
-                       "reset; move the copy aside to rebuild it from the log");
+      const std::optional<Manifest> manifest = ReadManifest();
+      if (!manifest || manifest->seq != applied_) {
+        throw StoreError("this controller's copy of the state is at log entry " +
+                         std::to_string(applied_) + ", which the log in etcd (" + log_prefix_ +
+                         ") does not hold: the copy belongs to another cluster or the log was "
+                         "reset; move the copy aside to rebuild it from the log");
+      }
     }
   }
+  if (options_.snapshot_in_background) snapshotter_ = std::thread([this] { SnapshotLoop(); });
+}
+
+ReplicatedStore::~ReplicatedStore() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (snapshotter_.joinable()) snapshotter_.join();
 }
 
 std::string ReplicatedStore::LogKey(int64_t seq) const {
@@ -128,12 +146,26 @@ int64_t ReplicatedStore::CatchUpLocked() {
   for (;;) {
     auto page = etcd_.RangeBetween(LogKey(applied_ + 1), PrefixEnd(log_prefix_), kPage);
     if (!page.ok()) throw StoreUnavailable("reading the state log: " + page.error());
+    const bool gap = !page->kvs.empty() && page->kvs.front().key != LogKey(applied_ + 1);
+    if (gap || page->kvs.empty()) {
+      // The next entry may be gone behind a snapshot (this copy is new, or fell behind).
+      const std::optional<Manifest> manifest = ReadManifest();
+      if (manifest && manifest->seq > applied_) {
+        InstallLocked(*manifest);
+        ++count;
+        continue;
+      }
+      if (gap) {
+        throw StoreError("the state log in etcd goes on at " + page->kvs.front().key + ", not at " +
+                         LogKey(applied_ + 1) + ", and no snapshot covers the entries between");
+      }
+      return count;
+    }
     for (const EtcdClient::KeyValue& kv : page->kvs) {
       const int64_t seq = applied_ + 1;
       if (kv.key != LogKey(seq)) {
         throw StoreError("the state log in etcd goes on at " + kv.key + ", not at " + LogKey(seq) +
-                         ": this copy is behind the log's start and needs a "
-                         "snapshot, which is not built yet");
+                         ": an entry is missing");
       }
       ApplyLocked(seq, kv.value);
       ++count;
@@ -142,9 +174,194 @@ int64_t ReplicatedStore::CatchUpLocked() {
   }
 }
 
+std::optional<ReplicatedStore::Manifest> ReplicatedStore::ReadManifest() const {
+  auto got = etcd_.Range(options_.prefix + "/snapshot");
+  if (!got.ok()) throw StoreUnavailable("reading the snapshot manifest: " + got.error());
+  if (got->empty()) return std::nullopt;
+  const json j = json::parse(got->front().value, nullptr, /*allow_exceptions=*/false);
+  try {
+    return Manifest{.seq = j.at("seq").get<int64_t>(),
+                    .epoch = j.at("epoch").get<int64_t>(),
+                    .parts = j.at("parts").get<size_t>(),
+                    .bytes = j.at("bytes").get<size_t>(),
+                    .json_bytes = j.at("json_bytes").get<size_t>(),
+                    .dir = j.at("dir").get<std::string>()};
+  } catch (const json::exception& e) {
+    throw StoreError("the snapshot manifest " + options_.prefix +
+                     "/snapshot is malformed: " + e.what());
+  }
+}
+
+std::string ReplicatedStore::SnapshotDir(int64_t seq, int64_t epoch) const {
+  char digits[48];
+  std::snprintf(digits, sizeof digits, "%020" PRId64 "-%020" PRId64 "/", seq, epoch);
+  return options_.prefix + "/snap/" + digits;
+}
+
+void ReplicatedStore::InstallLocked(const Manifest& m) {
+  std::string bytes;
+  size_t parts = 0;
+  std::string from = m.dir;
+  for (;;) {
+    // A few parts per request: each is up to max_entry_bytes, a third more in base64.
+    auto page = etcd_.RangeBetween(from, PrefixEnd(m.dir), 4);
+    if (!page.ok()) throw StoreUnavailable("reading snapshot " + m.dir + ": " + page.error());
+    for (const EtcdClient::KeyValue& kv : page->kvs) {
+      bytes += kv.value;
+      ++parts;
+      from = kv.key + '\0';
+    }
+    if (!page->more) break;
+  }
+  if (parts != m.parts || bytes.size() != m.bytes) {
+    // A newer snapshot replaced it while it was read: the next try reads the newer one.
+    throw StoreUnavailable("snapshot " + m.dir + " holds " + std::to_string(parts) + " parts of " +
+                           std::to_string(bytes.size()) + " bytes, not the " +
+                           std::to_string(m.parts) + " of " + std::to_string(m.bytes) +
+                           " its manifest names (replaced while read?)");
+  }
+  StateImage image = DecodeSnapshot(bytes);
+  if (image.log_seq != m.seq) {
+    throw StoreError("snapshot " + m.dir + " holds the state at entry " +
+                     std::to_string(image.log_seq) + ", not at " + std::to_string(m.seq));
+  }
+  copy_->ReplaceWith(image);
+  applied_ = m.seq;
+  snapshot_log_bytes_ = log_bytes_;
+  snapshot_json_bytes_ = m.json_bytes;
+}
+
 void ReplicatedStore::ApplyLocked(int64_t seq, const std::string& entry) {
   copy_->CommitAt(Decode(entry), seq);
   applied_ = seq;
+  log_bytes_ += static_cast<int64_t>(entry.size());
+}
+
+bool ReplicatedStore::SnapshotDueLocked() const {
+  const int64_t since = log_bytes_ - snapshot_log_bytes_;
+  return since >= options_.snapshot_after_bytes &&
+         since >= static_cast<int64_t>(snapshot_json_bytes_ / 4);
+}
+
+void ReplicatedStore::SnapshotLoop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || snapshot_wanted_; });
+    if (stopping_) return;
+    snapshot_wanted_ = false;
+    lock.unlock();
+    SnapshotReport report;
+    std::string error;
+    try {
+      report = Snapshot();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (options_.on_snapshot) options_.on_snapshot(report, error);
+    lock.lock();
+    if (!error.empty()) {
+      // Not again at once: the next commit past the threshold asks once 5 s have passed.
+      wake_.wait_for(lock, std::chrono::seconds(5), [&] { return stopping_; });
+      snapshot_wanted_ = false;
+    }
+  }
+}
+
+SnapshotReport ReplicatedStore::Snapshot() {
+  std::lock_guard one_at_a_time(snapshot_mu_);
+  const std::optional<int64_t> epoch = options_.epoch ? options_.epoch() : std::nullopt;
+  if (!epoch) throw StoreError("this controller does not lead: it takes no snapshot");
+  auto no_longer_leads = [&] {
+    return StoreError("this controller no longer leads (epoch " + std::to_string(*epoch) +
+                      "): its snapshot was not taken");
+  };
+  int64_t log_bytes_before = 0;
+  {
+    std::lock_guard lock(mu_);
+    log_bytes_before = log_bytes_;
+  }
+  SnapshotReport report;
+  const std::optional<Manifest> current = ReadManifest();
+  auto nothing_new = [&](int64_t seq) {
+    if (seq > 0 && !(current && current->seq >= seq)) return false;
+    std::lock_guard lock(mu_);
+    snapshot_log_bytes_ = log_bytes_before;  // not due again until the log grows
+    return true;
+  };
+  if (nothing_new(applied())) return report;
+  const StateImage image = copy_->ReadImage();
+  if (nothing_new(image.log_seq)) return report;
+
+  const EncodedSnapshot encoded = EncodeSnapshot(image);
+  const std::string dir = SnapshotDir(image.log_seq, *epoch);
+  const size_t part_bytes = options_.max_entry_bytes;
+  for (size_t at = 0, i = 0; at < encoded.bytes.size() || i == 0; at += part_bytes, ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "%06zu", i);
+    const std::string part = encoded.bytes.substr(at, part_bytes);
+    auto made = etcd_.CreateIfFenced(options_.leader_key, *epoch, dir + name, part);
+    if (!made.ok()) throw StoreUnavailable("writing snapshot " + dir + ": " + made.error());
+    if (!made->created) {
+      if (made->guard_revision != *epoch) throw no_longer_leads();
+      if (!made->existing || made->existing->value != part) {
+        throw StoreError("snapshot part " + dir + name + " exists with other bytes");
+      }
+    }
+    ++report.parts;
+  }
+  const json manifest = {{"seq", image.log_seq},
+                         {"epoch", *epoch},
+                         {"parts", report.parts},
+                         {"bytes", encoded.bytes.size()},
+                         {"json_bytes", encoded.json_bytes},
+                         {"dir", dir}};
+  auto moved = etcd_.PutIfCreatedAt(options_.leader_key, *epoch, options_.prefix + "/snapshot",
+                                    manifest.dump());
+  if (!moved.ok()) throw StoreUnavailable("writing the snapshot manifest: " + moved.error());
+  if (!*moved) throw no_longer_leads();
+  report.seq = image.log_seq;
+  report.bytes = encoded.bytes.size();
+  report.json_bytes = encoded.json_bytes;
+  {
+    std::lock_guard lock(mu_);
+    snapshot_log_bytes_ = log_bytes_before;
+    snapshot_json_bytes_ = encoded.json_bytes;
+  }
+
+  // The entries it covers (but the last keep_entries) and every other snapshot.
+  const std::string snaps = options_.prefix + "/snap/";
+  std::vector<std::pair<std::string, std::string>> ranges = {{snaps, dir},
+                                                             {PrefixEnd(dir), PrefixEnd(snaps)}};
+  const int64_t last_dropped = image.log_seq - std::max<int64_t>(options_.keep_entries, 0);
+  if (last_dropped > 0) ranges.emplace_back(LogKey(0), LogKey(last_dropped + 1));
+  auto deleted = etcd_.DeleteIfFenced(options_.leader_key, *epoch, ranges);
+  if (!deleted.ok()) {
+    report.problem = "truncating the log: " + deleted.error();
+    return report;
+  }
+  if (!*deleted) throw no_longer_leads();
+  report.deleted = (*deleted)->deleted;
+
+  // The deleted keys' pages are freed only once their history is compacted away.
+  auto compacted = etcd_.Compact((*deleted)->revision);
+  if (!compacted.ok()) {
+    report.problem = "compacting etcd: " + compacted.error();
+    return report;
+  }
+  report.compacted_at = (*deleted)->revision;
+  for (size_t m = 0; m < etcd_.members(); ++m) {
+    auto status = etcd_.Status(m);
+    if (!status.ok()) continue;  // a member that is down is defragmented another time
+    if (status->db_size - status->db_size_in_use < options_.defragment_free_bytes) continue;
+    auto defragmented = etcd_.Defragment(m);
+    if (defragmented.ok()) {
+      report.defragmented.push_back(etcd_.member(m));
+    } else {
+      report.problem += (report.problem.empty() ? "" : "; ") + std::string("defragmenting: ") +
+                        defragmented.error();
+    }
+  }
+  return report;
 }
 
 std::vector<std::string> ReplicatedStore::Split(const std::vector<StateWrite>& batch) const {
@@ -221,6 +438,10 @@ void ReplicatedStore::Commit(const std::vector<StateWrite>& batch) {
       failed(std::string("applying log entry ") + std::to_string(seq) +
              " to the copy: " + e.what());
     }
+  }
+  if (options_.snapshot_in_background && !snapshot_wanted_ && SnapshotDueLocked()) {
+    snapshot_wanted_ = true;
+    wake_.notify_one();
   }
 }
 

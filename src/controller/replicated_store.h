@@ -20,18 +20,30 @@
 // copy. CatchUp applies the entries the copy lacks: a standby calls it to follow the leader,
 // and a controller before it leads. Opening catches up first.
 //
-// Not built yet (docs/design/ha.md): truncating the log behind a snapshot, so a copy that
-// finds the log's start past its own seq is refused (StoreError) rather than rebuilt.
+// Snapshots keep the log short. The leader writes the copy's whole state as of entry S (a
+// StateImage, state_snapshot.h) in parts under <prefix>/snap/<S>-<epoch>/, then points
+// <prefix>/snapshot (the manifest) at it, then deletes the entries up to S - keep_entries and
+// every older snapshot, each write fenced on its epoch; then compacts etcd at the revision of
+// that delete, and defragments, one at a time, the members whose files are mostly free pages.
+// A copy whose next entry is gone (it was behind, or new) is replaced by the snapshot the
+// manifest names and goes on from the entry after it. etcd then holds one snapshot and the
+// entries since (docs/design/ha.md has the sizes).
 //
 // Threads: Commit and CatchUp may come from any thread; mu_ serialises them. Reads go to the
 // copy (SQLite in serialized mode) and may run alongside: they see the copy as far as it got.
+// Snapshot runs beside them (snapshot_mu_ keeps it to one at a time): it reads the copy on a
+// connection of its own, in one read transaction. With snapshot_in_background, a thread of
+// the store's own calls it when Commit has appended enough since the last; it is joined when
+// the store is destroyed.
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "controller/etcd_client.h"
@@ -47,14 +59,42 @@ class StoreUnavailable : public StoreError {
   using StoreError::StoreError;
 };
 
+// What one Snapshot did.
+struct SnapshotReport {
+  int64_t seq = 0;           // the entry the snapshot holds the state at; 0: none was due
+  size_t bytes = 0;          // stored (xz)
+  size_t json_bytes = 0;     // before compression
+  size_t parts = 0;          // keys it was stored in
+  int64_t deleted = 0;       // keys deleted: log entries it covers and older snapshots' parts
+  int64_t compacted_at = 0;  // the etcd revision compacted at; 0 if compaction failed
+  std::vector<std::string> defragmented;  // members defragmented
+  std::string problem;  // compaction or defragmentation failed (the snapshot itself stands)
+};
+
 struct ReplicatedStoreOptions {
   std::string prefix = "/gangway";
   std::string leader_key = "/gangway/leader";
   // This controller's epoch while it leads (LeaderLease::Epoch); nullopt: Commit fails.
   std::function<std::optional<int64_t>()> epoch;
   // An entry's size before base64 (etcd refuses requests over --max-request-bytes, 1.5 MiB
-  // by default; base64 adds a third).
+  // by default; base64 adds a third). A snapshot's parts are of this size too.
   size_t max_entry_bytes = 1000000;
+
+  // Snapshot once the entries applied since the last snapshot hold this many bytes, and at
+  // least a quarter of the last snapshot's (uncompressed) bytes, so that writing snapshots
+  // stays a fraction of the work of writing the log however large the state grows.
+  int64_t snapshot_after_bytes = 16 << 20;
+  // Entries kept before a snapshot's: a standby a little behind goes on from the log instead
+  // of loading the whole snapshot.
+  int64_t keep_entries = 1000;
+  // After compaction, defragment a member whose file has this many bytes of free pages (the
+  // file only shrinks by defragmentation; free pages are reused meanwhile).
+  int64_t defragment_free_bytes = int64_t{256} << 20;
+  // Commit wakes a thread of the store's own that calls Snapshot once the log since the last
+  // one is long enough; it reports each outcome to on_snapshot. Off: only callers of Snapshot.
+  bool snapshot_in_background = false;
+  // Called on the background thread after each snapshot it tried: the report, or the error.
+  std::function<void(const SnapshotReport&, const std::string& error)> on_snapshot;
 };
 
 class ReplicatedStore final : public StateStore {
@@ -63,6 +103,9 @@ class ReplicatedStore final : public StateStore {
   // does not belong to this log (it is past the log's end).
   ReplicatedStore(EtcdClient etcd, std::unique_ptr<SqliteStore> copy,
                   ReplicatedStoreOptions options);
+  ~ReplicatedStore() override;
+  ReplicatedStore(const ReplicatedStore&) = delete;
+  ReplicatedStore& operator=(const ReplicatedStore&) = delete;
 
   void Commit(const std::vector<StateWrite>& batch) override;
   // Applies the log's entries past the copy's; how many. Throws StoreError if etcd cannot be
@@ -70,6 +113,11 @@ class ReplicatedStore final : public StateStore {
   int64_t CatchUp();
   // The last entry applied to the copy.
   int64_t applied() const;
+  // Writes a snapshot of the copy's state, moves the manifest to it, truncates the log and
+  // older snapshots, compacts and defragments etcd (above). Only the leader's succeeds: throws
+  // StoreError when this controller does not lead, StoreUnavailable when etcd cannot be
+  // written. A snapshot at or before the manifest's entry is not taken again (seq 0).
+  SnapshotReport Snapshot();
 
   std::vector<JobRow> LoadJobs() override { return copy_->LoadJobs(); }
   std::vector<std::pair<std::string, std::string>> LoadNodes() override {
@@ -92,8 +140,23 @@ class ReplicatedStore final : public StateStore {
   std::string LogKey(int64_t seq) const;
 
  private:
+  // What <prefix>/snapshot says.
+  struct Manifest {
+    int64_t seq = 0;
+    int64_t epoch = 0;
+    size_t parts = 0;
+    size_t bytes = 0;
+    size_t json_bytes = 0;
+    std::string dir;  // the parts are the keys under it
+  };
+  std::optional<Manifest> ReadManifest() const;
   int64_t CatchUpLocked();
+  // Replaces the copy with the snapshot `m` names.
+  void InstallLocked(const Manifest& m);
   void ApplyLocked(int64_t seq, const std::string& entry);
+  bool SnapshotDueLocked() const;
+  void SnapshotLoop();
+  std::string SnapshotDir(int64_t seq, int64_t epoch) const;
   // The batch as entries of at most max_entry_bytes; throws StoreError for one write larger.
   std::vector<std::string> Split(const std::vector<StateWrite>& batch) const;
 
@@ -108,6 +171,15 @@ class ReplicatedStore final : public StateStore {
   // batch committed again goes on from there.
   std::vector<std::string> failed_parts_;
   size_t failed_done_ = 0;
+  int64_t log_bytes_ = 0;           // bytes of the entries applied by this store
+  int64_t snapshot_log_bytes_ = 0;  // log_bytes_ when the last snapshot was taken or loaded
+  size_t snapshot_json_bytes_ = 0;  // the size of the last snapshot taken or loaded
+  bool stopping_ = false;
+  bool snapshot_wanted_ = false;
+  std::condition_variable wake_;  // the background thread waits on it, with mu_
+
+  std::mutex snapshot_mu_;  // one Snapshot at a time
+  std::thread snapshotter_;
 };
 
 }  // namespace gangway::controller

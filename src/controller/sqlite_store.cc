@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 
 namespace gangway::controller {
@@ -346,6 +347,118 @@ std::vector<StoredEvent> SqliteStore::Events(int64_t after, uint64_t job, int li
 
 std::vector<StoredEvent> SqliteStore::LastEvents(int64_t after, uint64_t job, int limit) {
   return QueryEvents(after, job, limit, /*newest=*/true);
+}
+
+StateImage SqliteStore::ReadImage() {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    throw StoreError("cannot open " + path_ + " to read a snapshot: " + msg);
+  }
+  sqlite3_busy_timeout(db, 5000);
+  auto fail = [&](const std::string& what) {
+    std::string msg = what + " failed on " + path_ + ": " + sqlite3_errmsg(db);
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+    throw StoreError(msg);
+  };
+  // Runs `sql` and calls `row` for each row.
+  auto each = [&](const char* sql, auto row) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK) fail(sql);
+    int rc = SQLITE_OK;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) row(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) fail(sql);
+  };
+  // The first read of a deferred transaction fixes what the whole transaction sees.
+  if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) fail("BEGIN");
+  StateImage image;
+  each("SELECT key, CAST(value AS INTEGER) FROM meta WHERE key IN ('log_seq', 'job_id_floor')",
+       [&](sqlite3_stmt* s) {
+         const std::string key = ColumnText(s, 0);
+         const int64_t value = sqlite3_column_int64(s, 1);
+         if (key == "log_seq") image.log_seq = value;
+         if (key == "job_id_floor") image.job_id_floor = static_cast<uint64_t>(value);
+       });
+  each("SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+       [&](sqlite3_stmt* s) { image.event_seq = sqlite3_column_int64(s, 0); });
+  each("SELECT id, state, user, doc FROM jobs ORDER BY id", [&](sqlite3_stmt* s) {
+    image.jobs.push_back({static_cast<uint64_t>(sqlite3_column_int64(s, 0)), ColumnText(s, 1),
+                          ColumnText(s, 2), ColumnText(s, 3)});
+  });
+  each("SELECT name, doc FROM nodes ORDER BY name",
+       [&](sqlite3_stmt* s) { image.nodes.emplace_back(ColumnText(s, 0), ColumnText(s, 1)); });
+  each("SELECT seq, time, job, type, message FROM events ORDER BY seq", [&](sqlite3_stmt* s) {
+    image.events.push_back({sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
+                            static_cast<uint64_t>(sqlite3_column_int64(s, 2)), ColumnText(s, 3),
+                            ColumnText(s, 4)});
+  });
+  sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  return image;
+}
+
+void SqliteStore::ReplaceWith(const StateImage& image) {
+  // Statements used only here, finalized when it returns.
+  std::vector<std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)>> local;
+  auto prepare = [&](const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) Fail(sql);
+    local.emplace_back(s, &sqlite3_finalize);
+    return s;
+  };
+  auto step = [&](sqlite3_stmt* s, const std::string& what) {
+    Reset r(s);
+    if (sqlite3_step(s) != SQLITE_DONE) Fail(what);
+  };
+  Begin();
+  try {
+    Exec("DELETE FROM jobs");
+    Exec("DELETE FROM nodes");
+    Exec("DELETE FROM events");
+    Exec("DELETE FROM sqlite_sequence WHERE name = 'events'");
+    Exec("DELETE FROM meta WHERE key IN ('job_id_floor', 'log_seq')");
+    for (const StateImage::Job& job : image.jobs) PutJob(job.id, job.state, job.user, job.doc);
+    for (const auto& [name, doc] : image.nodes) PutNode(name, doc);
+    sqlite3_stmt* add =
+        prepare("INSERT INTO events (seq, time, job, type, message) VALUES (?, ?, ?, ?, ?)");
+    for (const StoredEvent& e : image.events) {
+      sqlite3_bind_int64(add, 1, e.seq);
+      sqlite3_bind_int64(add, 2, e.time);
+      sqlite3_bind_int64(add, 3, static_cast<sqlite3_int64>(e.job));
+      BindText(add, 4, e.type);
+      BindText(add, 5, e.message);
+      step(add, "restoring event " + std::to_string(e.seq));
+    }
+    // The next event gets the seq it gets on every other copy: the sequence is set to the
+    // image's, which may be above its highest event (those of forgotten jobs).
+    if (image.event_seq > 0) {
+      sqlite3_stmt* set = prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'");
+      sqlite3_bind_int64(set, 1, image.event_seq);
+      step(set, "restoring the event sequence");
+      if (sqlite3_changes(db_) == 0) {
+        sqlite3_stmt* first =
+            prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('events', ?)");
+        sqlite3_bind_int64(first, 1, image.event_seq);
+        step(first, "restoring the event sequence");
+      }
+    }
+    if (image.job_id_floor > 0) {
+      BindText(raise_id_floor_, 1, std::to_string(image.job_id_floor));
+      step(raise_id_floor_, "restoring the job id floor");
+    }
+    if (image.log_seq > 0) {
+      sqlite3_bind_int64(set_log_seq_, 1, image.log_seq);
+      step(set_log_seq_, "recording the applied log entry");
+    }
+    CommitTransaction();
+  } catch (...) {
+    Rollback();
+    throw;
+  }
 }
 
 }  // namespace gangway::controller

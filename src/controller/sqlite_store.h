@@ -35,6 +35,24 @@ struct StoreOptions {
   bool copy_of_log = false;
 };
 
+// Everything a copy of a replicated log holds, as of one log entry: what a snapshot of the log
+// carries (replicated_store.h). Event seqs are kept, and so is the last one handed out, so a
+// copy rebuilt from an image numbers the events that follow as the others do.
+struct StateImage {
+  struct Job {
+    uint64_t id = 0;
+    std::string state;
+    std::string user;
+    std::string doc;
+  };
+  int64_t log_seq = 0;        // the last log entry the image holds
+  uint64_t job_id_floor = 0;  // the highest forgotten job id (MaxJobId's floor)
+  int64_t event_seq = 0;      // the last event seq handed out
+  std::vector<Job> jobs;      // by id
+  std::vector<std::pair<std::string, std::string>> nodes;  // name, doc; by name
+  std::vector<StoredEvent> events;                         // by seq
+};
+
 class SqliteStore final : public StateStore {
  public:
   static constexpr int kSchemaVersion = 1;
@@ -53,6 +71,12 @@ class SqliteStore final : public StateStore {
   void CommitAt(const std::vector<StateWrite>& batch, int64_t log_seq);
   // The last log entry committed with CommitAt; 0 for none.
   int64_t LogSeq();
+  // The whole state as of one committed transaction, read on a connection of its own inside
+  // one read transaction (WAL), so commits go on meanwhile and are not seen half-done.
+  StateImage ReadImage();
+  // Replaces the whole state with `image`, in one transaction, and records image.log_seq as
+  // the last entry applied. Throws StoreError (and changes nothing) on failure.
+  void ReplaceWith(const StateImage& image);
   // A row SQLite cannot read is an error, or (salvage) noted in damage() and the load goes on
   // with what follows.
   std::vector<JobRow> LoadJobs() override;

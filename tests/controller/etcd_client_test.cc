@@ -2,6 +2,7 @@
 
 #include "controller/etcd_client.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -140,6 +141,45 @@ TEST_F(EtcdClientTest, AFencedCreateNeedsTheEpochAndAFreeKeyAndSaysWhichWasMissi
   EXPECT_EQ(stale->guard_revision, epoch);
   EXPECT_FALSE(stale->existing.has_value());
   EXPECT_TRUE(etcd().Range("log/2")->empty());
+}
+
+TEST_F(EtcdClientTest, AFencedDeleteTakesEveryRangeOnlyUnderTheEpochAndHistoryCanBeCompacted) {
+  auto lease = etcd().LeaseGrant(30);
+  ASSERT_TRUE(lease.ok()) << lease.error();
+  auto claim = etcd().CreateIfAbsent("leader", "a", *lease);
+  ASSERT_TRUE(claim.ok() && claim->created);
+  const int64_t epoch = claim->holder.create_revision;
+  for (const char* key : {"log/1", "log/2", "log/3", "snap/1/0", "snap/2/0"}) {
+    ASSERT_TRUE(etcd().Put(key, "x").ok());
+  }
+  const std::vector<std::pair<std::string, std::string>> ranges = {{"log/1", "log/3"},
+                                                                   {"snap/1/", "snap/1/\xff"}};
+  auto stale = etcd().DeleteIfFenced("leader", epoch - 1, ranges);
+  ASSERT_TRUE(stale.ok()) << stale.error();
+  EXPECT_FALSE(stale->has_value()) << "a deposed leader deletes nothing";
+  EXPECT_EQ(etcd().Range("log/", true)->size(), 3u);
+
+  auto deleted = etcd().DeleteIfFenced("leader", epoch, ranges);
+  ASSERT_TRUE(deleted.ok()) << deleted.error();
+  ASSERT_TRUE(deleted->has_value());
+  EXPECT_EQ((*deleted)->deleted, 3);
+  EXPECT_GT((*deleted)->revision, epoch);
+  std::vector<std::string> left;
+  const std::string every(1, '\0');  // from the first key to the end, in etcd's terms
+  auto all = etcd().RangeBetween(every, every);
+  ASSERT_TRUE(all.ok()) << all.error();
+  for (const auto& kv : all->kvs) left.push_back(kv.key);
+  EXPECT_THAT(left, ::testing::ElementsAre("leader", "log/3", "ready?", "snap/2/0"));
+
+  EXPECT_TRUE(etcd().Compact((*deleted)->revision).ok());
+  EXPECT_FALSE(etcd().Compact((*deleted)->revision - 1).ok()) << "compacted already";
+  auto status = etcd().Status(0);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_GT(status->db_size, 0);
+  EXPECT_GT(status->db_size_in_use, 0);
+  EXPECT_LE(status->db_size_in_use, status->db_size);
+  EXPECT_TRUE(etcd().Defragment(0).ok());
+  EXPECT_FALSE(etcd().Status(1).ok()) << "there is one member";
 }
 
 TEST(EtcdClusterTest, WithOneMemberDownTheOthersAnswerAndWithTwoDownWritesFailSayingWhere) {
