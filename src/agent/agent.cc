@@ -31,6 +31,8 @@ constexpr milliseconds kFirstBackoff{100};
 constexpr milliseconds kGroupAnswerSlack{3000};
 constexpr size_t kRememberForgotten = 100000;
 constexpr int kLaunchFailedExitCode = 127;
+// A task that ended while no agent watched it (leftover_tasks.h): its status is not known.
+constexpr int kUnknownExitCode = 255;
 constexpr char kNodeTokenFile[] = "node.token";
 
 // What went wrong reaching the controller, with what to do about TLS failures.
@@ -231,8 +233,23 @@ void Agent::Start() {
   }
   node_token_ = ReadNodeToken(options_.data_dir / kNodeTokenFile);
   const std::filesystem::path journal = options_.data_dir / "running.journal";
-  for (const std::string& id : KillLeftoverTasks(journal)) {
+  // A task the journal held as running ran under its id: it is reported as ended, and a
+  // launch of that id (a controller that never heard of its start sends it again) is not run
+  // a second time. The controller then counts a new attempt, or fails the job.
+  const LeftoverTasks leftover = KillLeftoverTasks(journal);
+  for (const std::string& id : leftover.killed) {
+    Task& t = tasks_[id];
+    t.exited = true;
+    t.exit = ExitStatus{.exit_code = 128 + SIGKILL, .signal = SIGKILL};
+    t.message = "killed when its agent started again: the agent had died while it ran";
     spdlog::warn("killed task {}, left running by an agent that did not stop cleanly", id);
+  }
+  for (const std::string& id : leftover.ended) {
+    Task& t = tasks_[id];
+    t.exited = true;
+    t.exit = ExitStatus{.exit_code = kUnknownExitCode, .signal = 0};
+    t.message = "ended while its agent was down: how it ended is not known";
+    spdlog::warn("task {} ended while no agent watched it; reported as failed", id);
   }
   running_journal_ = std::make_unique<RunningTaskJournal>(journal);
   std::vector<std::filesystem::path> private_dirs = options_.private_dirs;

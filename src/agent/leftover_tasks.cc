@@ -62,7 +62,7 @@ std::optional<uint64_t> ProcessStartTime(pid_t pid) {
   }
 }
 
-std::vector<std::string> KillLeftoverTasks(const std::filesystem::path& path) {
+LeftoverTasks KillLeftoverTasks(const std::filesystem::path& path) {
   struct Recorded {
     pid_t pid = 0;
     uint64_t start = 0;
@@ -83,16 +83,18 @@ std::vector<std::string> KillLeftoverTasks(const std::filesystem::path& path) {
       running.erase(id);
     }
   }
-  std::vector<std::string> killed;
+  LeftoverTasks out;
   for (const auto& [id, r] : running) {
     if (r.pid > 1 && ProcessStartTime(r.pid) == r.start) {
       ::kill(-r.pid, SIGKILL);
-      killed.push_back(id);
+      out.killed.push_back(id);
+    } else {
+      out.ended.push_back(id);
     }
   }
   std::error_code ec;
   std::filesystem::remove(path, ec);
-  return killed;
+  return out;
 }
 
 RunningTaskJournal::RunningTaskJournal(std::filesystem::path path) : path_(std::move(path)) {

@@ -35,9 +35,16 @@ namespace gangway::agent {
 // The process's start time in clock ticks since boot, or nullopt if it does not exist.
 std::optional<uint64_t> ProcessStartTime(pid_t pid);
 
+// The tasks a journal held as running when its agent died, by id in order.
+struct LeftoverTasks {
+  std::vector<std::string> killed;  // still running, and killed now
+  std::vector<std::string> ended;   // ended while no agent watched: how is not known
+};
+
 // Kills (SIGKILL to the group) every task the journal at `path` holds as running whose process
-// is still the one recorded, removes the journal, and returns the killed tasks' ids in order.
-std::vector<std::string> KillLeftoverTasks(const std::filesystem::path& path);
+// is still the one recorded, and removes the journal. Each task it held as running ran under
+// its id (job, attempt, index): the agent must not start that id again.
+LeftoverTasks KillLeftoverTasks(const std::filesystem::path& path);
 
 // Thread-safe. Writes are best effort: a journal that cannot be written costs only the
 // killing of leftover tasks after a crash.

@@ -7,6 +7,8 @@
 #include <httplib.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/leftover_tasks.h"
 #include "protocol/agent_messages.h"
 #include "protocol/commands.h"
 #include "testing/eventually.h"
@@ -792,6 +795,45 @@ TEST_F(AgentTest, LaunchesThatCannotStartAreReportedExitedWithTheReason) {
   const json malformed = *FakeController::Entry(reports, "16.0.0", "exited");
   EXPECT_EQ(malformed["message"],
             "invalid launch: task.gpus[0].index: expected an integer, got string");
+}
+
+TEST_F(AgentTest, TasksLeftByAnAgentThatDiedAreReportedEndedAndNotRunAgainInTheSameAttempt) {
+  // What an agent killed with SIGKILL leaves: a task still running, and one that ended while
+  // no agent watched it (its pid long gone).
+  const pid_t alive = fork();
+  ASSERT_GE(alive, 0);
+  if (alive == 0) {
+    setpgid(0, 0);
+    execl("/bin/sleep", "sleep", "600", nullptr);
+    _exit(127);
+  }
+  setpgid(alive, alive);
+  ASSERT_TRUE(controller_.WaitUntil([&] { return ProcessStartTime(alive).has_value(); }));
+  std::filesystem::create_directories(dir_ / "data");
+  std::ofstream(dir_ / "data" / "running.journal")
+      << "+ 21.0.0 " << alive << " " << *ProcessStartTime(alive) << "\n"
+      << "+ 22.0.0 999999999 1\n";
+
+  StartAgent();
+  ASSERT_TRUE(HasState("21.0.0", "exited"));
+  ASSERT_TRUE(HasState("22.0.0", "exited"));
+  int status = 0;
+  ASSERT_EQ(waitpid(alive, &status, 0), alive);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the leftover is killed";
+  const auto reports = controller_.Reports();
+  const json killed = *FakeController::Entry(reports, "21.0.0", "exited");
+  EXPECT_EQ(killed["signal"], SIGKILL) << killed.dump();
+  const json unknown = *FakeController::Entry(reports, "22.0.0", "exited");
+  EXPECT_EQ(unknown["exitCode"], 255) << unknown.dump();
+  EXPECT_NE(unknown["message"].get<std::string>().find("not known"), std::string::npos);
+
+  // A controller that never heard the task start sends its launch again: it ran under this
+  // attempt already, so it does not run again.
+  controller_.Launch("22.0.0", {"/bin/sh", "-c", "echo again"});
+  ASSERT_TRUE(controller_.WaitUntil([&] {
+    return !controller_.reports_.empty() && controller_.reports_.back()["appliedSeq"] == 1;
+  }));
+  EXPECT_EQ(controller_.LogOf("22.0.0"), "");
 }
 
 TEST_F(AgentTest, ShutdownStopsTasksWithTheirSignalAndReportsTheExits) {

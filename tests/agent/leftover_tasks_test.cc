@@ -74,7 +74,7 @@ TEST_F(LeftoverTasksTest, KillsTheWholeGroupOfARecordedTaskThatIsStillAlive) {
     journal.Started("7.0.1", pid);
   }  // the agent dies
 
-  EXPECT_EQ(KillLeftoverTasks(journal_), std::vector<std::string>{"7.0.1"});
+  EXPECT_EQ(KillLeftoverTasks(journal_).killed, std::vector<std::string>{"7.0.1"});
   // Both members of the group, the shell and its sleep, end by SIGKILL.
   int killed = 0;
   int status = 0;
@@ -92,7 +92,10 @@ TEST_F(LeftoverTasksTest, LeavesAloneAPidThatNowBelongsToAnotherProcess) {
   // Same pid, another start time: the recorded task ended and the pid was reused.
   std::ofstream(journal_) << "+ 8.0.0 " << pid << " " << (*ProcessStartTime(pid) + 1) << "\n"
                           << "+ 9.0.0 999999999 1\n";  // long gone
-  EXPECT_TRUE(KillLeftoverTasks(journal_).empty());
+  const LeftoverTasks left = KillLeftoverTasks(journal_);
+  EXPECT_TRUE(left.killed.empty());
+  EXPECT_EQ(left.ended, (std::vector<std::string>{"8.0.0", "9.0.0"}))
+      << "they ran, and ended while no agent watched";
   EXPECT_TRUE(GroupAlive(pid));
   EXPECT_FALSE(std::filesystem::exists(journal_)) << "stale records are removed";
 }
@@ -106,7 +109,9 @@ TEST_F(LeftoverTasksTest, EndedTasksAreNotKilled) {
     journal.Started("4.0.0", running);
     journal.Ended("3.1.0");
   }
-  EXPECT_EQ(KillLeftoverTasks(journal_), std::vector<std::string>{"4.0.0"});
+  const LeftoverTasks left = KillLeftoverTasks(journal_);
+  EXPECT_EQ(left.killed, std::vector<std::string>{"4.0.0"});
+  EXPECT_TRUE(left.ended.empty()) << "the agent saw 3.1.0 end";
   EXPECT_TRUE(GroupAlive(ended));
 }
 
@@ -118,14 +123,16 @@ TEST_F(LeftoverTasksTest, AnExitReportedBeforeTheStartLeavesNoRecord) {
     journal.Started("5.0.0", pid);
     EXPECT_EQ(journal.lines(), 0u);
   }
-  EXPECT_TRUE(KillLeftoverTasks(journal_).empty());
+  const LeftoverTasks left = KillLeftoverTasks(journal_);
+  EXPECT_TRUE(left.killed.empty());
+  EXPECT_TRUE(left.ended.empty());
 }
 
 TEST_F(LeftoverTasksTest, ALineTheAgentDiedWhileWritingIsSkipped) {
   const pid_t pid = SpawnGroup();
   std::ofstream(journal_) << "+ 1.0.0 " << pid << " " << *ProcessStartTime(pid) << "\n"
                           << "+ 2.0.0 " << pid;  // torn: no start time
-  EXPECT_EQ(KillLeftoverTasks(journal_), std::vector<std::string>{"1.0.0"});
+  EXPECT_EQ(KillLeftoverTasks(journal_).killed, std::vector<std::string>{"1.0.0"});
   while (::waitpid(-pid, nullptr, 0) > 0) {
   }
   spawned_.clear();
@@ -146,7 +153,7 @@ TEST_F(LeftoverTasksTest, TheJournalIsRewrittenWithTheRunningTasksOnceItGrowsLon
     EXPECT_GT(journal.lines(), 0u);
   }
   EXPECT_LT(std::filesystem::file_size(journal_), 4096u * 20);
-  EXPECT_EQ(KillLeftoverTasks(journal_), std::vector<std::string>{"0.0.0"})
+  EXPECT_EQ(KillLeftoverTasks(journal_).killed, std::vector<std::string>{"0.0.0"})
       << "the running task survives the rewrite, the ended ones do not come back";
   while (::waitpid(-pid, nullptr, 0) > 0) {
   }
