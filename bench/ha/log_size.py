@@ -111,6 +111,10 @@ def main():
                                     int(status.get("dbSize", 0)) / 2**20,
                                     int(status.get("dbSizeInUse", 0)) / 2**20,
                                     servers_rss_mib()))
+                    print("sample: %.0f s, %d log keys, %d snapshot keys, etcd %.1f MiB "
+                          "(%.1f in use), controllers %s MiB" % (
+                              samples[-1][:5] + (" ".join("%.0f" % r for r in samples[-1][5]),)),
+                          file=sys.stderr, flush=True)
                 except OSError as e:
                     print("sample failed: %s" % e, file=sys.stderr)
 

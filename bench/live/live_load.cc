@@ -195,13 +195,20 @@ struct Cluster {
 
 bool StartServer(const Flags& f, Cluster& c, const std::vector<std::string>& extra = {}) {
   std::filesystem::create_directories(f.data);
+  if (!f.etcd.empty()) {
+    // Every controller of a group needs the same users and join token (server --auth).
+    std::ofstream(f.data + "/group-auth.yaml")
+        << "joinToken: load-join-token-0123456789\nusers:\n"
+        << "  - name: load\n    token: load-admin-token-0123456789\n    role: admin\n";
+  }
   auto args = [&](const std::string& data, int port) {
     std::vector<std::string> argv = {
         f.gangway,     "server", "--data",  data, "--listen", "127.0.0.1:" + std::to_string(port),
         "--heartbeat", "5s",     "--batch", "1ms"};
     if (!f.etcd.empty()) {
       argv.insert(argv.end(), {"--etcd", f.etcd, "--advertise",
-                               "http://127.0.0.1:" + std::to_string(port), "--lease-ttl", "5"});
+                               "http://127.0.0.1:" + std::to_string(port), "--lease-ttl", "5",
+                               "--auth", f.data + "/group-auth.yaml"});
     }
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -22,6 +23,7 @@
 #include "controller/auth.h"
 #include "controller/controller.h"
 #include "controller/http_api.h"
+#include "controller/job_mirror.h"
 #include "controller/leader_lease.h"
 #include "controller/replicated_store.h"
 #include "controller/standby_api.h"
@@ -168,7 +170,8 @@ struct Leadership {
 // --data until this controller is elected; nullopt if SIGINT or SIGTERM came first. `signals`
 // are blocked in every thread.
 std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host, int port,
-                                  const sigset_t& signals) {
+                                  const sigset_t& signals, const controller::AuthConfig& auth,
+                                  const std::map<std::string, int32_t>& priority_classes) {
   if (f.advertise.empty()) {
     Fail("--etcd needs --advertise: the URL agents and clients reach this controller at");
   }
@@ -206,14 +209,22 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
   std::atomic<int64_t> applied{0};
   std::mutex problem_mu;  // guards `problem`: the last error reading the log, "" once it reads
   std::string problem;
+  // The copy's jobs, for the job reads a standby answers; set once the copy is open.
+  std::unique_ptr<controller::JobMirror> mirror;
+  std::atomic<const controller::JobMirror*> jobs{nullptr};
   std::optional<controller::StandbyApi> standby;
   try {
-    standby.emplace([lease] { return lease->leader(); }, [&] { return applied.load(); },
-                    [&] {
-                      std::lock_guard lock(problem_mu);
-                      return problem;
-                    },
-                    f.tls_cert, f.tls_key);
+    standby.emplace(controller::StandbyOptions{.leader = [lease] { return lease->leader(); },
+                                               .applied = [&] { return applied.load(); },
+                                               .problem =
+                                                   [&] {
+                                                     std::lock_guard lock(problem_mu);
+                                                     return problem;
+                                                   },
+                                               .jobs = [&] { return jobs.load(); },
+                                               .auth = auth,
+                                               .tls_cert = f.tls_cert,
+                                               .tls_key = f.tls_key});
   } catch (const std::exception& e) {
     Fail(std::string("--tls-cert/--tls-key: ") + e.what());
   }
@@ -223,6 +234,9 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
   auto stop_serving = [&] {
     standby->Stop();
     serving.join();
+    if (out.store) out.store->Observe(nullptr);  // the leader keeps no mirror
+    jobs = nullptr;
+    mirror.reset();
   };
   std::cout << "gangway server: standby on " << host << ":" << out.port << " as " << f.advertise
             << ", following the state log in etcd (" << f.etcd << ")" << std::endl;
@@ -245,6 +259,16 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
                                                .keep_entries = f.snapshot_keep,
                                                .snapshot_in_background = true,
                                                .on_snapshot = SaySnapshot});
+        mirror = std::make_unique<controller::JobMirror>(out.store->copy(), priority_classes);
+        controller::JobMirror* m = mirror.get();
+        out.store->Observe([m](const std::vector<controller::StateWrite>* writes) {
+          if (writes != nullptr) {
+            m->Apply(*writes);
+          } else {
+            m->Reload();  // a snapshot replaced the copy
+          }
+        });
+        jobs = m;
         lease->Start();  // campaigns only with a copy that can catch up
       } else {
         out.store->CatchUp();
@@ -382,7 +406,7 @@ void RunServer(const ServerFlags& f) {
 
   std::optional<Leadership> leadership;
   if (!f.etcd.empty()) {
-    leadership = StandBy(f, host, port, signals);
+    leadership = StandBy(f, host, port, signals, auth, opts.priority_classes);
     if (!leadership) {
       std::cout << "gangway server: stopped" << std::endl;
       return;

@@ -86,6 +86,17 @@ struct Caller {
   bool admin = false;
 };
 
+// Whether `caller` may see and change `job`: an admin, or the job's own user.
+bool CanSee(const Caller& caller, const JobRecord& job);
+// The page of GET /v1/jobs over `jobs`: {"jobs": [...], "next": id}, "next" when the page is
+// full. What Controller::ListJobs answers under its lock, and a standby from its copy
+// (JobMirror).
+nlohmann::json JobsPage(const std::map<uint64_t, JobRecord>& jobs, const Caller& caller,
+                        const JobListQuery& query);
+// The newest events GET /v1/jobs/{id} shows of a job: one restarted many times has more than
+// a view should carry.
+inline constexpr int kEventsInJobView = 1000;
+
 struct ControllerOptions {
   std::filesystem::path data_dir;
   std::filesystem::path checkpoint_root;  // GANGWAY_CHECKPOINT_DIR = root/<job id>
@@ -343,7 +354,6 @@ class Controller {
 
   // A node's facts for its views (views.h), copied under the lock; the JSON is built without.
   NodeFacts NodeFactsLocked(const NodeEntry& node) const;
-  bool Visible(const Caller& caller, const JobRecord& job) const;
   JobRecord* FindJob(uint64_t id);
   // The 404 for a job id that is not in jobs_: never submitted, or forgotten.
   ApiError UnknownJob(uint64_t id) const;

@@ -24,10 +24,6 @@ using Steady = std::chrono::steady_clock;
 
 constexpr size_t kMaxLogChunk = 256 * 1024;
 constexpr size_t kMaxCommandBatch = 1000;
-// A job's view (GET /v1/jobs/{id}, `gangway describe`) carries its newest events, at most this
-// many.
-constexpr int kEventsInJobView = 1000;
-
 ApiError Error(int status, std::string code, std::string message, std::string field = "") {
   return {status, std::move(code), std::move(message), std::move(field), json::array()};
 }
@@ -241,12 +237,12 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
   return json{{"job", view}};
 }
 
-Outcome<json> Controller::ListJobs(const Caller& caller, const JobListQuery& q) {
-  std::lock_guard lock(mu_);
+json JobsPage(const std::map<uint64_t, JobRecord>& jobs, const Caller& caller,
+              const JobListQuery& q) {
   json out = json::array();
   uint64_t last = 0;
-  auto it = q.before == 0 ? jobs_.end() : jobs_.lower_bound(q.before);
-  while (it != jobs_.begin() && static_cast<int>(out.size()) < q.limit) {
+  auto it = q.before == 0 ? jobs.end() : jobs.lower_bound(q.before);
+  while (it != jobs.begin() && static_cast<int>(out.size()) < q.limit) {
     --it;
     const JobRecord& j = it->second;
     if (!q.states.empty() &&
@@ -256,23 +252,28 @@ Outcome<json> Controller::ListJobs(const Caller& caller, const JobListQuery& q) 
     if (!q.user.empty() && j.live.job.user != q.user) continue;
     if (!q.queue.empty() && j.live.job.queue != q.queue) continue;
     if (!q.name.empty() && j.live.job.name != q.name) continue;
-    if (!Visible(caller, j)) continue;
+    if (!CanSee(caller, j)) continue;
     if (!q.all_users && q.user.empty() && !caller.admin && j.live.job.user != caller.user) continue;
     out.push_back(JobView(j));
     last = j.id;
   }
   json answer = {{"jobs", std::move(out)}};
-  if (static_cast<int>(answer["jobs"].size()) >= q.limit && it != jobs_.begin()) {
+  if (static_cast<int>(answer["jobs"].size()) >= q.limit && it != jobs.begin()) {
     answer["next"] = last;
   }
   return answer;
+}
+
+Outcome<json> Controller::ListJobs(const Caller& caller, const JobListQuery& q) {
+  std::lock_guard lock(mu_);
+  return JobsPage(jobs_, caller, q);
 }
 
 Outcome<json> Controller::GetJob(const Caller& caller, uint64_t id) {
   std::lock_guard lock(mu_);
   JobRecord* j = FindJob(id);
   if (!j) return UnknownJob(id);
-  if (!Visible(caller, *j)) {
+  if (!CanSee(caller, *j)) {
     return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
   }
   // The newest: a job restarted many times has more events than a view should carry.
@@ -286,7 +287,7 @@ Outcome<json> Controller::Cancel(const Caller& caller, uint64_t id) {
     std::lock_guard lock(mu_);
     JobRecord* j = FindJob(id);
     if (!j) return UnknownJob(id);
-    if (!Visible(caller, *j)) {
+    if (!CanSee(caller, *j)) {
       return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
     }
     if (Finished(j->state) || j->after_stop == JobState::kCancelled) {
@@ -323,7 +324,7 @@ Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id
     std::lock_guard lock(mu_);
     JobRecord* j = FindJob(id);
     if (!j) return UnknownJob(id);
-    if (!Visible(caller, *j)) {
+    if (!CanSee(caller, *j)) {
       return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
     }
     if (task < 0 || task >= j->TaskCount()) {
@@ -432,7 +433,7 @@ json Controller::Utilization(const Caller& caller, size_t job_rows) {
                  .milli = g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile)});
           }
         }
-        if (!labels.contains(id) && Visible(caller, job)) {
+        if (!labels.contains(id) && CanSee(caller, job)) {
           labels[id] = {.name = job.live.job.name, .queue = job.live.job.queue};
         }
       }
@@ -535,7 +536,7 @@ Outcome<json> Controller::Events(const Caller& caller, const EventQuery& q) {
   std::lock_guard lock(mu_);
   if (q.job != 0) {
     JobRecord* j = FindJob(q.job);
-    if (j == nullptr || !Visible(caller, *j)) {
+    if (j == nullptr || !CanSee(caller, *j)) {
       return Error(404, "not_found", "job " + std::to_string(q.job) + " is unknown");
     }
   }
@@ -545,7 +546,7 @@ Outcome<json> Controller::Events(const Caller& caller, const EventQuery& q) {
   for (const StoredEvent& e : events) {
     if (!caller.admin && e.job != 0) {
       JobRecord* j = FindJob(e.job);
-      if (!j || !Visible(caller, *j)) continue;
+      if (!j || !CanSee(caller, *j)) continue;
     }
     out.push_back({{"seq", e.seq},
                    {"time", FormatTime(e.time)},

@@ -436,37 +436,9 @@ void HttpApi::Routes() {
         });
   route("GET", "/v1/jobs", "list_jobs", Who::kUser,
         [this, caller](const Request& req, Response& res, const Identity& id) {
-          std::vector<JobState> states;
-          if (req.has_param("state")) {
-            std::stringstream ss(req.get_param_value("state"));
-            std::string s;
-            while (std::getline(ss, s, ',')) {
-              if (s.empty()) continue;
-              auto st = ParseJobState(s);
-              if (!st) {
-                SendError(res, {400, "bad_request",
-                                "state: '" + s +
-                                    "' is not a job state (pending, scheduled, running, "
-                                    "succeeded, failed, preempted, cancelled, timeout)",
-                                "state", json::array()});
-                return;
-              }
-              states.push_back(*st);
-            }
+          if (auto query = ReadJobListQuery(req, res)) {
+            Answer(res, controller_.ListJobs(caller(id), *query));
           }
-          // A page at a time: building a page holds the controller's lock.
-          auto limit = IntParam(req, res, "limit", 1000, 1, 10000);
-          if (!limit) return;
-          auto before = IntParam(req, res, "before", 0, 0, INT64_MAX);
-          if (!before) return;
-          Answer(res, controller_.ListJobs(caller(id),
-                                           {.states = std::move(states),
-                                            .user = req.get_param_value("user"),
-                                            .queue = req.get_param_value("queue"),
-                                            .name = req.get_param_value("name"),
-                                            .limit = static_cast<int>(*limit),
-                                            .before = static_cast<uint64_t>(*before),
-                                            .all_users = req.get_param_value("all") == "true"}));
         });
   route("GET", R"(/v1/jobs/(\d+))", "get_job", Who::kUser,
         [this, caller](const Request& req, Response& res, const Identity& id) {
@@ -645,5 +617,56 @@ std::string HttpApi::MetricsText() {
     << "gangway_http_connections_cut_total{reason=\"evicted\"} " << c.evicted << "\n";
   return o.str();
 }
+
+std::optional<JobListQuery> ReadJobListQuery(const httplib::Request& req, httplib::Response& res) {
+  JobListQuery query;
+  if (req.has_param("state")) {
+    std::stringstream ss(req.get_param_value("state"));
+    std::string s;
+    while (std::getline(ss, s, ',')) {
+      if (s.empty()) continue;
+      auto st = ParseJobState(s);
+      if (!st) {
+        SendError(res, {400, "bad_request",
+                        "state: '" + s +
+                            "' is not a job state (pending, scheduled, running, succeeded, "
+                            "failed, preempted, cancelled, timeout)",
+                        "state", json::array()});
+        return std::nullopt;
+      }
+      query.states.push_back(*st);
+    }
+  }
+  // A page at a time: building a page holds the controller's lock.
+  auto limit = IntParam(req, res, "limit", 1000, 1, 10000);
+  if (!limit) return std::nullopt;
+  auto before = IntParam(req, res, "before", 0, 0, INT64_MAX);
+  if (!before) return std::nullopt;
+  query.user = req.get_param_value("user");
+  query.queue = req.get_param_value("queue");
+  query.name = req.get_param_value("name");
+  query.limit = static_cast<int>(*limit);
+  query.before = static_cast<uint64_t>(*before);
+  query.all_users = req.get_param_value("all") == "true";
+  return query;
+}
+
+void SendOutcome(httplib::Response& res, const Outcome<nlohmann::json>& outcome) {
+  Answer(res, outcome);
+}
+
+std::optional<uint64_t> ReadJobId(const httplib::Request& req, httplib::Response& res) {
+  return JobId(req, res);
+}
+
+void SendUnauthorized(httplib::Response& res, bool had_token) {
+  res.set_header("WWW-Authenticate", "Bearer");
+  SendError(res, {401, "unauthorized",
+                  had_token ? "the bearer token is not valid for this endpoint"
+                            : "missing bearer token: send Authorization: Bearer <token>",
+                  "", json::array()});
+}
+
+std::string RequestBearerToken(const httplib::Request& req) { return BearerToken(req); }
 
 }  // namespace gangway::controller

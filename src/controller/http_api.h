@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "controller/auth.h"
@@ -79,6 +80,19 @@ class HttpApi {
 
 // The OpenAPI 3 document of the user and agent APIs.
 const std::string& OpenApiDocument();
+
+// Pieces of the API that a standby (standby_api.h) answers the same way:
+// The query of GET /v1/jobs; nullopt, with the 400 naming the parameter already in `res`, when
+// one is malformed.
+std::optional<JobListQuery> ReadJobListQuery(const httplib::Request& req, httplib::Response& res);
+// The job id of a /v1/jobs/{id} path; nullopt, with the 400 in `res`, when out of range.
+std::optional<uint64_t> ReadJobId(const httplib::Request& req, httplib::Response& res);
+// The value as JSON with 200, or the error as every route sends one.
+void SendOutcome(httplib::Response& res, const Outcome<nlohmann::json>& outcome);
+// The 401 of a request without a valid user token.
+void SendUnauthorized(httplib::Response& res, bool had_token);
+// The token of an "Authorization: Bearer <token>" header, or "".
+std::string RequestBearerToken(const httplib::Request& req);
 
 }  // namespace gangway::controller
 

@@ -243,4 +243,28 @@ std::optional<NodeRecord> NodeFromDoc(const json& doc) {
   }
 }
 
+LoadedJob ReadJobBack(const std::string& doc,
+                      const std::map<std::string, int32_t>& priority_classes) {
+  LoadedJob out;
+  auto rec = JobFromDoc(json::parse(doc, nullptr, false));
+  if (!rec) return out;
+  JobRecord& job = out.job.emplace(std::move(*rec));
+  std::map<std::string, int32_t> classes = priority_classes;
+  if (!job.live.job.priority_class.empty()) {
+    classes.try_emplace(job.live.job.priority_class, job.live.job.priority);
+  }
+  auto parsed = ParseLiveJob(
+      job.spec_text, {.now = core::FromSeconds(job.submitted_at), .priority_classes = &classes});
+  const std::string user = job.live.job.user;
+  if (parsed.ok()) {
+    job.live = std::move(parsed.value());
+    job.live.job.user = user;
+  } else if (!Finished(job.state)) {
+    out.unreadable = parsed.ErrorText();
+  }
+  job.live.job.id = core::JobId{job.id};
+  job.live.job.submit_time = core::FromSeconds(job.submitted_at);
+  return out;
+}
+
 }  // namespace gangway::controller

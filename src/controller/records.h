@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -127,6 +128,15 @@ nlohmann::json GpuDoc(const core::GpuDevice& gpu);
 // Persistence documents. FromDoc returns nullopt for a document it cannot read.
 nlohmann::json JobDoc(const JobRecord& job);
 std::optional<JobRecord> JobFromDoc(const nlohmann::json& doc);
+// A job document read back into a record, its spec parsed again (about 30 us a job) with
+// the configured priority classes. Safe to call concurrently: touches nothing but its
+// arguments.
+struct LoadedJob {
+  std::optional<JobRecord> job;  // empty: the row is not a job document
+  std::string unreadable;        // set when the spec of an unfinished job no longer parses
+};
+LoadedJob ReadJobBack(const std::string& doc,
+                      const std::map<std::string, int32_t>& priority_classes);
 nlohmann::json NodeDoc(const NodeRecord& node);
 std::optional<NodeRecord> NodeFromDoc(const nlohmann::json& doc);
 

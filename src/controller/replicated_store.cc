@@ -199,42 +199,57 @@ std::string ReplicatedStore::SnapshotDir(int64_t seq, int64_t epoch) const {
 }
 
 void ReplicatedStore::InstallLocked(const Manifest& m) {
-  std::string bytes;
+  // The parts are read a few at a time and laid into the copy as they come, in one SQLite
+  // transaction: the state is never held whole, and a failure leaves the copy as it was.
   size_t parts = 0;
-  std::string from = m.dir;
-  for (;;) {
-    // A few parts per request: each is up to max_entry_bytes, a third more in base64.
-    auto page = etcd_.RangeBetween(from, PrefixEnd(m.dir), 4);
-    if (!page.ok()) throw StoreUnavailable("reading snapshot " + m.dir + ": " + page.error());
-    for (const EtcdClient::KeyValue& kv : page->kvs) {
-      bytes += kv.value;
-      ++parts;
-      from = kv.key + '\0';
+  size_t bytes = 0;
+  copy_->ReplaceWith([&](StateRows& rows) {
+    SnapshotReader reader(rows);
+    std::string from = m.dir;
+    for (;;) {
+      // Each part is up to max_entry_bytes, a third more in base64.
+      auto page = etcd_.RangeBetween(from, PrefixEnd(m.dir), 4);
+      if (!page.ok()) throw StoreUnavailable("reading snapshot " + m.dir + ": " + page.error());
+      for (const EtcdClient::KeyValue& kv : page->kvs) {
+        if (parts == m.parts) break;  // more than the manifest names: refused below
+        reader.Feed(kv.value);
+        ++parts;
+        bytes += kv.value.size();
+        from = kv.key + '\0';
+      }
+      if (!page->more || parts == m.parts) break;
     }
-    if (!page->more) break;
-  }
-  if (parts != m.parts || bytes.size() != m.bytes) {
-    // A newer snapshot replaced it while it was read: the next try reads the newer one.
-    throw StoreUnavailable("snapshot " + m.dir + " holds " + std::to_string(parts) + " parts of " +
-                           std::to_string(bytes.size()) + " bytes, not the " +
-                           std::to_string(m.parts) + " of " + std::to_string(m.bytes) +
-                           " its manifest names (replaced while read?)");
-  }
-  StateImage image = DecodeSnapshot(bytes);
-  if (image.log_seq != m.seq) {
-    throw StoreError("snapshot " + m.dir + " holds the state at entry " +
-                     std::to_string(image.log_seq) + ", not at " + std::to_string(m.seq));
-  }
-  copy_->ReplaceWith(image);
+    if (parts != m.parts || bytes != m.bytes) {
+      // A newer snapshot replaced it while it was read: the next try reads the newer one.
+      throw StoreUnavailable("snapshot " + m.dir + " holds " + std::to_string(parts) +
+                             " parts of " + std::to_string(bytes) + " bytes, not the " +
+                             std::to_string(m.parts) + " of " + std::to_string(m.bytes) +
+                             " its manifest names (replaced while read?)");
+    }
+    reader.Finish();
+    if (reader.header().log_seq != m.seq) {
+      throw StoreError("snapshot " + m.dir + " holds the state at entry " +
+                       std::to_string(reader.header().log_seq) + ", not at " +
+                       std::to_string(m.seq));
+    }
+  });
   applied_ = m.seq;
   snapshot_log_bytes_ = log_bytes_;
   snapshot_json_bytes_ = m.json_bytes;
+  if (observer_) observer_(nullptr);
 }
 
 void ReplicatedStore::ApplyLocked(int64_t seq, const std::string& entry) {
-  copy_->CommitAt(Decode(entry), seq);
+  const std::vector<StateWrite> writes = Decode(entry);
+  copy_->CommitAt(writes, seq);
   applied_ = seq;
   log_bytes_ += static_cast<int64_t>(entry.size());
+  if (observer_) observer_(&writes);
+}
+
+void ReplicatedStore::Observe(std::function<void(const std::vector<StateWrite>*)> observer) {
+  std::lock_guard lock(mu_);
+  observer_ = std::move(observer);
 }
 
 bool ReplicatedStore::SnapshotDueLocked() const {
@@ -262,8 +277,10 @@ void ReplicatedStore::SnapshotLoop() {
     if (!error.empty()) {
       // Not again at once: the next commit past the threshold asks once 5 s have passed.
       wake_.wait_for(lock, std::chrono::seconds(5), [&] { return stopping_; });
-      snapshot_wanted_ = false;
     }
+    // Commits during the snapshot asked for another against the counts from before it: ask
+    // again only if the log since this one is long enough.
+    snapshot_wanted_ = SnapshotDueLocked();
   }
 }
 
@@ -289,50 +306,62 @@ SnapshotReport ReplicatedStore::Snapshot() {
     return true;
   };
   if (nothing_new(applied())) return report;
-  const StateImage image = copy_->ReadImage();
-  if (nothing_new(image.log_seq)) return report;
 
-  const EncodedSnapshot encoded = EncodeSnapshot(image);
-  const std::string dir = SnapshotDir(image.log_seq, *epoch);
-  const size_t part_bytes = options_.max_entry_bytes;
-  for (size_t at = 0, i = 0; at < encoded.bytes.size() || i == 0; at += part_bytes, ++i) {
-    char name[16];
-    std::snprintf(name, sizeof name, "%06zu", i);
-    const std::string part = encoded.bytes.substr(at, part_bytes);
-    auto made = etcd_.CreateIfFenced(options_.leader_key, *epoch, dir + name, part);
-    if (!made.ok()) throw StoreUnavailable("writing snapshot " + dir + ": " + made.error());
-    if (!made->created) {
-      if (made->guard_revision != *epoch) throw no_longer_leads();
-      if (!made->existing || made->existing->value != part) {
-        throw StoreError("snapshot part " + dir + name + " exists with other bytes");
-      }
-    }
-    ++report.parts;
+  // The copy's rows, compressed as they are read, each part written to etcd as it fills: the
+  // state is never held whole.
+  struct NothingNew {};
+  int64_t seq = 0;
+  std::string dir;
+  SnapshotWriter writer(
+      options_.max_entry_bytes,
+      [&](const StateRows::Header& h) {
+        if (nothing_new(h.log_seq)) throw NothingNew{};
+        seq = h.log_seq;
+        dir = SnapshotDir(seq, *epoch);
+      },
+      [&](std::string part) {
+        char name[16];
+        std::snprintf(name, sizeof name, "%06zu", writer.parts() - 1);
+        auto made = etcd_.CreateIfFenced(options_.leader_key, *epoch, dir + name, part);
+        if (!made.ok()) throw StoreUnavailable("writing snapshot " + dir + ": " + made.error());
+        if (!made->created) {
+          if (made->guard_revision != *epoch) throw no_longer_leads();
+          if (!made->existing || made->existing->value != part) {
+            throw StoreError("snapshot part " + dir + name + " exists with other bytes");
+          }
+        }
+      });
+  try {
+    copy_->ReadRows(writer);
+  } catch (const NothingNew&) {
+    return report;
   }
-  const json manifest = {{"seq", image.log_seq},
+  writer.Finish();
+  report.parts = writer.parts();
+  const json manifest = {{"seq", seq},
                          {"epoch", *epoch},
-                         {"parts", report.parts},
-                         {"bytes", encoded.bytes.size()},
-                         {"json_bytes", encoded.json_bytes},
+                         {"parts", writer.parts()},
+                         {"bytes", writer.bytes()},
+                         {"json_bytes", writer.json_bytes()},
                          {"dir", dir}};
   auto moved = etcd_.PutIfCreatedAt(options_.leader_key, *epoch, options_.prefix + "/snapshot",
                                     manifest.dump());
   if (!moved.ok()) throw StoreUnavailable("writing the snapshot manifest: " + moved.error());
   if (!*moved) throw no_longer_leads();
-  report.seq = image.log_seq;
-  report.bytes = encoded.bytes.size();
-  report.json_bytes = encoded.json_bytes;
+  report.seq = seq;
+  report.bytes = writer.bytes();
+  report.json_bytes = writer.json_bytes();
   {
     std::lock_guard lock(mu_);
     snapshot_log_bytes_ = log_bytes_before;
-    snapshot_json_bytes_ = encoded.json_bytes;
+    snapshot_json_bytes_ = writer.json_bytes();
   }
 
   // The entries it covers (but the last keep_entries) and every other snapshot.
   const std::string snaps = options_.prefix + "/snap/";
   std::vector<std::pair<std::string, std::string>> ranges = {{snaps, dir},
                                                              {PrefixEnd(dir), PrefixEnd(snaps)}};
-  const int64_t last_dropped = image.log_seq - std::max<int64_t>(options_.keep_entries, 0);
+  const int64_t last_dropped = seq - std::max<int64_t>(options_.keep_entries, 0);
   if (last_dropped > 0) ranges.emplace_back(LogKey(0), LogKey(last_dropped + 1));
   auto deleted = etcd_.DeleteIfFenced(options_.leader_key, *epoch, ranges);
   if (!deleted.ok()) {

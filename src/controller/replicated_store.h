@@ -20,8 +20,8 @@
 // copy. CatchUp applies the entries the copy lacks: a standby calls it to follow the leader,
 // and a controller before it leads. Opening catches up first.
 //
-// Snapshots keep the log short. The leader writes the copy's whole state as of entry S (a
-// StateImage, state_snapshot.h) in parts under <prefix>/snap/<S>-<epoch>/, then points
+// Snapshots keep the log short. The leader writes the copy's whole state as of entry S (its
+// rows, state_snapshot.h) in parts under <prefix>/snap/<S>-<epoch>/, then points
 // <prefix>/snapshot (the manifest) at it, then deletes the entries up to S - keep_entries and
 // every older snapshot, each write fenced on its epoch; then compacts etcd at the revision of
 // that delete, and defragments, one at a time, the members whose files are mostly free pages.
@@ -113,6 +113,12 @@ class ReplicatedStore final : public StateStore {
   int64_t CatchUp();
   // The last entry applied to the copy.
   int64_t applied() const;
+  // Calls `observer`, under the store's lock, with the writes of each entry applied to the
+  // copy from now on, and with nullptr when a snapshot replaced the whole copy (a standby's
+  // JobMirror follows the copy so). An empty function stops the calls.
+  void Observe(std::function<void(const std::vector<StateWrite>*)> observer);
+  // The copy (reads only: it is written through this store).
+  SqliteStore& copy() { return *copy_; }
   // Writes a snapshot of the copy's state, moves the manifest to it, truncates the log and
   // older snapshots, compacts and defragments etcd (above). Only the leader's succeeds: throws
   // StoreError when this controller does not lead, StoreUnavailable when etcd cannot be
@@ -171,6 +177,7 @@ class ReplicatedStore final : public StateStore {
   // batch committed again goes on from there.
   std::vector<std::string> failed_parts_;
   size_t failed_done_ = 0;
+  std::function<void(const std::vector<StateWrite>*)> observer_;
   int64_t log_bytes_ = 0;           // bytes of the entries applied by this store
   int64_t snapshot_log_bytes_ = 0;  // log_bytes_ when the last snapshot was taken or loaded
   size_t snapshot_json_bytes_ = 0;  // the size of the last snapshot taken or loaded

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace gangway::controller {
 namespace {
@@ -349,59 +351,113 @@ std::vector<StoredEvent> SqliteStore::LastEvents(int64_t after, uint64_t job, in
   return QueryEvents(after, job, limit, /*newest=*/true);
 }
 
-StateImage SqliteStore::ReadImage() {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+void SqliteStore::ReadRows(StateRows& rows) {
+  sqlite3* raw = nullptr;
+  if (sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
       SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
+    std::string msg = raw ? sqlite3_errmsg(raw) : "out of memory";
+    sqlite3_close(raw);
     throw StoreError("cannot open " + path_ + " to read a snapshot: " + msg);
   }
-  sqlite3_busy_timeout(db, 5000);
-  auto fail = [&](const std::string& what) {
-    std::string msg = what + " failed on " + path_ + ": " + sqlite3_errmsg(db);
-    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-    throw StoreError(msg);
-  };
-  // Runs `sql` and calls `row` for each row.
+  // Closed however the read ends (a transaction still open is rolled back by the close).
+  std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(raw, &sqlite3_close_v2);
+  sqlite3_busy_timeout(raw, 5000);
+  // Runs `sql` and calls `row` for each row; the statement is finalized whatever happens.
   auto each = [&](const char* sql, auto row) {
     sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK) fail(sql);
+    if (sqlite3_prepare_v2(raw, sql, -1, &s, nullptr) != SQLITE_OK) {
+      throw StoreError(std::string(sql) + " failed on " + path_ + ": " + sqlite3_errmsg(raw));
+    }
+    std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> statement(s, &sqlite3_finalize);
     int rc = SQLITE_OK;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) row(s);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) fail(sql);
+    if (rc != SQLITE_DONE) {
+      throw StoreError(std::string(sql) + " failed on " + path_ + ": " + sqlite3_errmsg(raw));
+    }
   };
   // The first read of a deferred transaction fixes what the whole transaction sees.
-  if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) fail("BEGIN");
-  StateImage image;
+  if (sqlite3_exec(raw, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    throw StoreError("BEGIN failed on " + path_ + ": " + sqlite3_errmsg(raw));
+  }
+  StateRows::Header header;
   each("SELECT key, CAST(value AS INTEGER) FROM meta WHERE key IN ('log_seq', 'job_id_floor')",
        [&](sqlite3_stmt* s) {
          const std::string key = ColumnText(s, 0);
          const int64_t value = sqlite3_column_int64(s, 1);
-         if (key == "log_seq") image.log_seq = value;
-         if (key == "job_id_floor") image.job_id_floor = static_cast<uint64_t>(value);
+         if (key == "log_seq") header.log_seq = value;
+         if (key == "job_id_floor") header.job_id_floor = static_cast<uint64_t>(value);
        });
   each("SELECT seq FROM sqlite_sequence WHERE name = 'events'",
-       [&](sqlite3_stmt* s) { image.event_seq = sqlite3_column_int64(s, 0); });
+       [&](sqlite3_stmt* s) { header.event_seq = sqlite3_column_int64(s, 0); });
+  rows.Begin(header);
   each("SELECT id, state, user, doc FROM jobs ORDER BY id", [&](sqlite3_stmt* s) {
-    image.jobs.push_back({static_cast<uint64_t>(sqlite3_column_int64(s, 0)), ColumnText(s, 1),
-                          ColumnText(s, 2), ColumnText(s, 3)});
+    rows.Job(static_cast<uint64_t>(sqlite3_column_int64(s, 0)), ColumnText(s, 1), ColumnText(s, 2),
+             ColumnText(s, 3));
   });
   each("SELECT name, doc FROM nodes ORDER BY name",
-       [&](sqlite3_stmt* s) { image.nodes.emplace_back(ColumnText(s, 0), ColumnText(s, 1)); });
+       [&](sqlite3_stmt* s) { rows.Node(ColumnText(s, 0), ColumnText(s, 1)); });
   each("SELECT seq, time, job, type, message FROM events ORDER BY seq", [&](sqlite3_stmt* s) {
-    image.events.push_back({sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
-                            static_cast<uint64_t>(sqlite3_column_int64(s, 2)), ColumnText(s, 3),
-                            ColumnText(s, 4)});
+    rows.Event({sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
+                static_cast<uint64_t>(sqlite3_column_int64(s, 2)), ColumnText(s, 3),
+                ColumnText(s, 4)});
   });
-  sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
-  sqlite3_close(db);
-  return image;
+  sqlite3_exec(raw, "COMMIT", nullptr, nullptr, nullptr);
 }
 
-void SqliteStore::ReplaceWith(const StateImage& image) {
+namespace {
+
+// The StateRows ReplaceWith hands out: each row inserted as it comes.
+class RowInserter final : public StateRows {
+ public:
+  using Step = std::function<void(sqlite3_stmt*, const std::string&)>;
+  RowInserter(
+      const std::function<sqlite3_stmt*(const char*)>& prepare, Step step,
+      std::function<void(uint64_t, std::string_view, std::string_view, std::string_view)> put_job,
+      std::function<void(std::string_view, std::string_view)> put_node)
+      : add_event_(
+            prepare("INSERT INTO events (seq, time, job, type, message) VALUES (?, ?, ?, ?, ?)")),
+        step_(std::move(step)),
+        put_job_(std::move(put_job)),
+        put_node_(std::move(put_node)) {}
+
+  void Begin(const Header& header) override {
+    if (header_) throw StoreError("a snapshot's rows begin twice");
+    header_ = header;
+  }
+  void Job(uint64_t id, std::string_view state, std::string_view user,
+           std::string_view doc) override {
+    Started();
+    put_job_(id, state, user, doc);
+  }
+  void Node(std::string_view name, std::string_view doc) override {
+    Started();
+    put_node_(name, doc);
+  }
+  void Event(const StoredEvent& e) override {
+    Started();
+    sqlite3_bind_int64(add_event_, 1, e.seq);
+    sqlite3_bind_int64(add_event_, 2, e.time);
+    sqlite3_bind_int64(add_event_, 3, static_cast<sqlite3_int64>(e.job));
+    BindText(add_event_, 4, e.type);
+    BindText(add_event_, 5, e.message);
+    step_(add_event_, "restoring event " + std::to_string(e.seq));
+  }
+  const std::optional<Header>& header() const { return header_; }
+
+ private:
+  void Started() const {
+    if (!header_) throw StoreError("a snapshot's rows come before its header");
+  }
+  sqlite3_stmt* add_event_;
+  Step step_;
+  std::function<void(uint64_t, std::string_view, std::string_view, std::string_view)> put_job_;
+  std::function<void(std::string_view, std::string_view)> put_node_;
+  std::optional<Header> header_;
+};
+
+}  // namespace
+
+void SqliteStore::ReplaceWith(const std::function<void(StateRows&)>& fill) {
   // Statements used only here, finalized when it returns.
   std::vector<std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)>> local;
   auto prepare = [&](const char* sql) {
@@ -421,37 +477,34 @@ void SqliteStore::ReplaceWith(const StateImage& image) {
     Exec("DELETE FROM events");
     Exec("DELETE FROM sqlite_sequence WHERE name = 'events'");
     Exec("DELETE FROM meta WHERE key IN ('job_id_floor', 'log_seq')");
-    for (const StateImage::Job& job : image.jobs) PutJob(job.id, job.state, job.user, job.doc);
-    for (const auto& [name, doc] : image.nodes) PutNode(name, doc);
-    sqlite3_stmt* add =
-        prepare("INSERT INTO events (seq, time, job, type, message) VALUES (?, ?, ?, ?, ?)");
-    for (const StoredEvent& e : image.events) {
-      sqlite3_bind_int64(add, 1, e.seq);
-      sqlite3_bind_int64(add, 2, e.time);
-      sqlite3_bind_int64(add, 3, static_cast<sqlite3_int64>(e.job));
-      BindText(add, 4, e.type);
-      BindText(add, 5, e.message);
-      step(add, "restoring event " + std::to_string(e.seq));
-    }
+    RowInserter rows(
+        prepare, step,
+        [this](uint64_t id, std::string_view state, std::string_view user, std::string_view doc) {
+          PutJob(id, state, user, doc);
+        },
+        [this](std::string_view name, std::string_view doc) { PutNode(name, doc); });
+    fill(rows);
+    if (!rows.header()) throw StoreError("a snapshot held no rows, not even its header");
+    const StateRows::Header& header = *rows.header();
     // The next event gets the seq it gets on every other copy: the sequence is set to the
-    // image's, which may be above its highest event (those of forgotten jobs).
-    if (image.event_seq > 0) {
+    // header's, which may be above its highest event (those of forgotten jobs).
+    if (header.event_seq > 0) {
       sqlite3_stmt* set = prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'");
-      sqlite3_bind_int64(set, 1, image.event_seq);
+      sqlite3_bind_int64(set, 1, header.event_seq);
       step(set, "restoring the event sequence");
       if (sqlite3_changes(db_) == 0) {
         sqlite3_stmt* first =
             prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('events', ?)");
-        sqlite3_bind_int64(first, 1, image.event_seq);
+        sqlite3_bind_int64(first, 1, header.event_seq);
         step(first, "restoring the event sequence");
       }
     }
-    if (image.job_id_floor > 0) {
-      BindText(raise_id_floor_, 1, std::to_string(image.job_id_floor));
+    if (header.job_id_floor > 0) {
+      BindText(raise_id_floor_, 1, std::to_string(header.job_id_floor));
       step(raise_id_floor_, "restoring the job id floor");
     }
-    if (image.log_seq > 0) {
-      sqlite3_bind_int64(set_log_seq_, 1, image.log_seq);
+    if (header.log_seq > 0) {
+      sqlite3_bind_int64(set_log_seq_, 1, header.log_seq);
       step(set_log_seq_, "recording the applied log entry");
     }
     CommitTransaction();

@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,22 +36,24 @@ struct StoreOptions {
   bool copy_of_log = false;
 };
 
-// Everything a copy of a replicated log holds, as of one log entry: what a snapshot of the log
-// carries (replicated_store.h). Event seqs are kept, and so is the last one handed out, so a
-// copy rebuilt from an image numbers the events that follow as the others do.
-struct StateImage {
-  struct Job {
-    uint64_t id = 0;
-    std::string state;
-    std::string user;
-    std::string doc;
+// Everything a copy of a replicated log holds, as of one log entry, row by row: what a
+// snapshot of the log carries (replicated_store.h, state_snapshot.h). Begin comes once and
+// first, then the jobs by id, the nodes by name, the events by seq. Event seqs are kept, and
+// so is the last one handed out, so a copy rebuilt from the rows numbers the events that
+// follow as the others do. Any method may throw to stop the rows.
+class StateRows {
+ public:
+  struct Header {
+    int64_t log_seq = 0;        // the last log entry the rows hold
+    uint64_t job_id_floor = 0;  // the highest forgotten job id (MaxJobId's floor)
+    int64_t event_seq = 0;      // the last event seq handed out
   };
-  int64_t log_seq = 0;        // the last log entry the image holds
-  uint64_t job_id_floor = 0;  // the highest forgotten job id (MaxJobId's floor)
-  int64_t event_seq = 0;      // the last event seq handed out
-  std::vector<Job> jobs;      // by id
-  std::vector<std::pair<std::string, std::string>> nodes;  // name, doc; by name
-  std::vector<StoredEvent> events;                         // by seq
+  virtual ~StateRows() = default;
+  virtual void Begin(const Header& header) = 0;
+  virtual void Job(uint64_t id, std::string_view state, std::string_view user,
+                   std::string_view doc) = 0;
+  virtual void Node(std::string_view name, std::string_view doc) = 0;
+  virtual void Event(const StoredEvent& event) = 0;
 };
 
 class SqliteStore final : public StateStore {
@@ -71,12 +74,14 @@ class SqliteStore final : public StateStore {
   void CommitAt(const std::vector<StateWrite>& batch, int64_t log_seq);
   // The last log entry committed with CommitAt; 0 for none.
   int64_t LogSeq();
-  // The whole state as of one committed transaction, read on a connection of its own inside
-  // one read transaction (WAL), so commits go on meanwhile and are not seen half-done.
-  StateImage ReadImage();
-  // Replaces the whole state with `image`, in one transaction, and records image.log_seq as
-  // the last entry applied. Throws StoreError (and changes nothing) on failure.
-  void ReplaceWith(const StateImage& image);
+  // The whole state as of one committed transaction, to `rows`, read on a connection of its
+  // own inside one read transaction (WAL), so commits go on meanwhile and are not seen
+  // half-done. What `rows` throws ends the read and comes out of it.
+  void ReadRows(StateRows& rows);
+  // Replaces the whole state, in one transaction, with the rows `fill` gives the StateRows it
+  // is handed, and records their header's log_seq as the last entry applied. Throws
+  // StoreError (and changes nothing) on failure, or what `fill` throws, likewise.
+  void ReplaceWith(const std::function<void(StateRows&)>& fill);
   // A row SQLite cannot read is an error, or (salvage) noted in damage() and the load goes on
   // with what follows.
   std::vector<JobRow> LoadJobs() override;

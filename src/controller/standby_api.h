@@ -3,12 +3,14 @@
 
 // What a standby controller of a group on etcd (docs/design/ha.md) serves on the leader's
 // port while another leads: GET /healthz answers 200 {"status": "standby", "leader": URL,
-// "applied": N}, and every other request 503 {"error": {"code": "not_leader", ...}} naming the
-// leader in the message and in the X-Gangway-Leader header, so that agents and the CLI go
-// there. A standby does not answer reads from its copy yet (the design's aim; see ha.md).
+// "applied": N}; GET /v1/jobs and GET /v1/jobs/{id} are answered from its copy of the state
+// (a JobMirror) for the users of its auth file, as the leader answers them, with the headers
+// X-Gangway-Standby (the log entry the copy holds) and X-Gangway-Leader; every other request
+// gets 503 {"error": {"code": "not_leader", ...}} naming the leader in the message and in the
+// X-Gangway-Leader header, so that agents and the CLI go there.
 //
-// Threads: Serve blocks in the calling thread; Stop from any other. `leader` and `applied`
-// are called from the server's threads.
+// Threads: Serve blocks in the calling thread; Stop from any other. The functions of
+// StandbyOptions are called from the server's threads.
 
 #include <httplib.h>
 
@@ -17,19 +19,33 @@
 #include <memory>
 #include <string>
 
+#include "controller/auth.h"
+#include "controller/controller.h"
+#include "controller/job_mirror.h"
+
 namespace gangway::controller {
+
+struct StandbyOptions {
+  // The leader's URL as the leader key names it ("" while none leads).
+  std::function<std::string()> leader;
+  // The last log entry this standby's copy holds.
+  std::function<int64_t()> applied;
+  // Why this standby cannot follow the log now (etcd unreachable, no quorum), "" when it can;
+  // while there is one, the leader it names may be stale and 503s say so.
+  std::function<std::string()> problem;
+  // The jobs of the copy (null until it is open: job reads get the 503 meanwhile), and who may
+  // read them; no function: job reads always get the 503.
+  std::function<const JobMirror*()> jobs;
+  AuthConfig auth;
+  // Both set: HTTPS with this certificate chain and key (PEM files), as the leader serves.
+  std::string tls_cert;
+  std::string tls_key;
+};
 
 class StandbyApi {
  public:
-  // `leader`: the leader's URL as the leader key names it ("" while none leads); `applied`:
-  // the last log entry this standby's copy holds.
-  // With `tls_cert` and `tls_key` (PEM files) it serves HTTPS, as the leader does; throws
-  // std::runtime_error if they cannot be loaded.
-  // `problem`: why this standby cannot follow the log now (etcd unreachable, no quorum), ""
-  // when it can; while there is one, the leader it names may be stale and 503s say so.
-  StandbyApi(std::function<std::string()> leader, std::function<int64_t()> applied,
-             std::function<std::string()> problem, const std::string& tls_cert = "",
-             const std::string& tls_key = "");
+  // Throws std::runtime_error if the TLS certificate or key cannot be loaded.
+  explicit StandbyApi(StandbyOptions options);
 
   // Binds host:port (0: any free port); the port, or -1.
   int Bind(const std::string& host, int port);
@@ -37,9 +53,14 @@ class StandbyApi {
   void Stop();
 
  private:
-  std::function<std::string()> leader_;
-  std::function<int64_t()> applied_;
-  std::function<std::string()> problem_;
+  // A job read: the 503 while the copy is not open, the 401 without a user's token, else
+  // `answer` with the mirror and the caller.
+  void Read(const httplib::Request& req, httplib::Response& res,
+            const std::function<void(const JobMirror&, const Caller&)>& answer) const;
+  // The 503 naming the leader (or why none can be named).
+  void NotLeader(httplib::Response& res) const;
+
+  StandbyOptions options_;
   std::unique_ptr<httplib::Server> server_;
 };
 

@@ -219,12 +219,17 @@ TEST_F(ReplicatedStoreTest, AStandbyBehindTheTruncationLoadsTheSnapshotAndFollow
   leader->Commit({Job(1, "one"), Event(1, "submitted")});
   auto standby = Open("b");
   EXPECT_EQ(standby->applied(), 1);
+  std::vector<std::string> seen;  // what a JobMirror would be told
+  standby->Observe([&](const std::vector<StateWrite>* writes) {
+    seen.push_back(writes ? std::to_string(writes->size()) + " writes" : "replaced");
+  });
   leader->Commit({Job(1, "one-running"), Event(1, "ran")});
   leader->Commit({Job(2, "two"), Event(2, "submitted")});
   ASSERT_EQ(leader->Snapshot().seq, 3);
   EXPECT_EQ(LogEntries(), 0);
   leader->Commit({Job(3, "three")});
   EXPECT_EQ(standby->CatchUp(), 2) << "the snapshot, then entry 4";
+  EXPECT_THAT(seen, ElementsAre("replaced", "1 writes"));
   EXPECT_EQ(standby->applied(), 4);
   EXPECT_THAT(Docs(*standby), ElementsAre("1=one-running", "2=two", "3=three"));
   EXPECT_EQ(Events(*standby), Events(*leader));

@@ -46,6 +46,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kControllers = 3;
 constexpr const char* kJoinToken = "ha-test-join-token-0123456789";
 constexpr const char* kAdminToken = "ha-test-admin-token-0123456789";
+constexpr const char* kUserToken = "ha-test-user-token-ada-0123456789";
 
 bool Eventually(const std::function<bool()>& done, milliseconds timeout) {
   return ::gangway::testing::Eventually(done, timeout, milliseconds(25));
@@ -82,7 +83,8 @@ class HaTest : public ::testing::Test {
         << ReadWholeFile(dir_ / "etcd-1.err");
     std::ofstream(dir_ / "auth.yaml")
         << "joinToken: " << kJoinToken << "\nusers:\n"
-        << "  - name: admin\n    token: " << kAdminToken << "\n    role: admin\n";
+        << "  - name: admin\n    token: " << kAdminToken << "\n    role: admin\n"
+        << "  - name: ada\n    token: " << kUserToken << "\n    role: user\n";
     std::string all;
     for (int i = 0; i < kControllers; ++i) {
       ports_[i] = util::FreeLoopbackPort();
@@ -192,6 +194,16 @@ class HaTest : public ::testing::Test {
                                                  .cwd = dir_,
                                                  .stdout_path = logs_[i],
                                                  .stderr_path = dir_ / (log + ".err")});
+  }
+
+  // GET `path` from controller i with `token` ("" for none).
+  httplib::Result Get(int i, const std::string& path, const std::string& token) const {
+    httplib::Client http("127.0.0.1", ports_[i]);
+    http.set_connection_timeout(0, 500000);
+    http.set_read_timeout(3, 0);
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    return http.Get(path, headers);
   }
 
   // What controller i's /healthz says of its role: "leader", "standby", or "" (no answer).
@@ -508,6 +520,21 @@ TEST_F(HaTest, AWipedControllerRebuildsFromTheSnapshotAndAKillOfEveryProcessLose
   ASSERT_TRUE(Eventually([&] { return submitter->acked() >= at_wipe + 10; }, seconds(30)));
   ASSERT_TRUE(Eventually([&] { return Role(wiped) == "standby"; }, seconds(20)));
   submitter->Stop();
+  // Its job reads come from the rebuilt copy: every acknowledged job is listed there.
+  const std::map<uint64_t, std::string> acked_by_now = submitter->acked_jobs();
+  std::set<uint64_t> listed;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto res = Get(wiped, "/v1/jobs?limit=10000", kAdminToken);
+        if (!res || res->status != 200) return false;
+        listed.clear();
+        const json page = json::parse(res->body);
+        for (const json& j : page["jobs"]) listed.insert(j["id"].get<uint64_t>());
+        return std::all_of(acked_by_now.begin(), acked_by_now.end(),
+                           [&](const auto& a) { return listed.contains(a.first); });
+      },
+      seconds(20)))
+      << listed.size() << " of " << acked_by_now.size() << " jobs listed by the rebuilt standby";
   // Only the wiped one is left to lead: it must hold everything from the snapshot and the log.
   controllers_[other]->Stop(SIGKILL, milliseconds(0));
   controllers_[leader]->Stop(SIGKILL, milliseconds(0));
@@ -534,6 +561,74 @@ TEST_F(HaTest, AWipedControllerRebuildsFromTheSnapshotAndAKillOfEveryProcessLose
   // which does not run its attempt again: the job's next attempt runs it.
   ExpectEachAcknowledgedJobRanOnce(submitter->acked_jobs(), ran_again);
   ExpectEachAcknowledgedJobRanOnce(first, ran);
+}
+
+// A standby answers job reads from its copy as the leader does, for the users of the group's
+// auth file, saying how far its copy got; everything else goes to the leader.
+TEST_F(HaTest, AStandbyAnswersJobReadsFromItsCopyAndSendsTheRestToTheLeader) {
+  for (int i = 0; i < kControllers; ++i) StartController(i);
+  const int leader = WaitForLeader(seconds(20));
+  ASSERT_GE(leader, 0);
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  auto ada = client::ApiClient::Create({.server = Url(leader), .token = kUserToken});
+  ASSERT_TRUE(ada.ok());
+  auto mine = ada->SubmitJob(json{{"name", "adas"}, {"gpu", 1}, {"command", {"true"}}}.dump(),
+                             "application/json");
+  ASSERT_TRUE(mine.ok()) << mine.error().message;
+  auto theirs = api_->SubmitJob(json{{"name", "admins"}, {"gpu", 1}, {"command", {"true"}}}.dump(),
+                                "application/json");
+  ASSERT_TRUE(theirs.ok()) << theirs.error().message;
+  const uint64_t mine_id = (*mine)["job"]["id"].get<uint64_t>();
+  const uint64_t theirs_id = (*theirs)["job"]["id"].get<uint64_t>();
+  ASSERT_TRUE(Eventually([&] { return Str(Job(mine_id), "state") == "succeeded"; }, seconds(30)));
+  const json on_leader = Job(mine_id);
+
+  const int standby = (leader + 1) % kControllers;
+  const std::string path = "/v1/jobs/" + std::to_string(mine_id);
+  std::string body;
+  std::string standby_header;
+  std::string leader_header;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto read = Get(standby, path, kUserToken);
+        if (!read) return false;
+        body = read->body;
+        standby_header = read->get_header_value("X-Gangway-Standby");
+        leader_header = read->get_header_value("X-Gangway-Leader");
+        return read->status == 200 && Str(json::parse(body)["job"], "state") == "succeeded";
+      },
+      seconds(10)))
+      << body;
+  const json on_standby = json::parse(body)["job"];
+  EXPECT_EQ(on_standby["name"], on_leader["name"]);
+  EXPECT_EQ(on_standby["tasks"], on_leader["tasks"]);
+  EXPECT_FALSE(on_standby["events"].empty());
+  EXPECT_FALSE(standby_header.empty()) << "says it answers from a copy";
+  EXPECT_EQ(leader_header, Url(leader));
+
+  // The leader's rules: ada lists her own jobs only and cannot read the admin's.
+  auto list = Get(standby, "/v1/jobs", kUserToken);
+  ASSERT_TRUE(list && list->status == 200);
+  std::vector<std::string> names;
+  const json page = json::parse(list->body);
+  for (const json& j : page["jobs"]) names.push_back(Str(j, "name"));
+  EXPECT_THAT(names, ::testing::ElementsAre("adas"));
+  auto forbidden = Get(standby, "/v1/jobs/" + std::to_string(theirs_id), kUserToken);
+  ASSERT_TRUE(forbidden);
+  EXPECT_EQ(forbidden->status, 403) << forbidden->body;
+  auto no_token = Get(standby, path, "");
+  ASSERT_TRUE(no_token);
+  EXPECT_EQ(no_token->status, 401);
+  auto bad_query = Get(standby, "/v1/jobs?state=sleeping", kUserToken);
+  ASSERT_TRUE(bad_query);
+  EXPECT_EQ(bad_query->status, 400);
+  EXPECT_THAT(bad_query->body, ::testing::HasSubstr("is not a job state"));
+
+  // Anything else is the leader's.
+  auto nodes = Get(standby, "/v1/nodes", kUserToken);
+  ASSERT_TRUE(nodes);
+  EXPECT_EQ(nodes->status, 503);
+  EXPECT_EQ(nodes->get_header_value("X-Gangway-Leader"), Url(leader));
 }
 
 TEST(HaFlagsTest, AGroupMemberNeedsItsAddressAndTheGroupsAuthFile) {

@@ -1,0 +1,80 @@
+#include "controller/job_mirror.h"
+
+#include <utility>
+
+#include "util/parallel_map.h"
+
+namespace gangway::controller {
+
+using nlohmann::json;
+
+JobMirror::JobMirror(StateStore& copy, std::map<std::string, int32_t> priority_classes)
+    : copy_(copy), priority_classes_(std::move(priority_classes)) {
+  Reload();
+}
+
+void JobMirror::PutLocked(const std::string& doc) {
+  std::optional<JobRecord> record = JobFromDoc(json::parse(doc, nullptr, false));
+  if (!record) return;  // not a job document: the leader skips it too
+  auto it = jobs_.find(record->id);
+  if (it != jobs_.end() && it->second.spec_text == record->spec_text) {
+    // The spec is the one parsed already: only the state changed.
+    record->live = std::move(it->second.live);
+    it->second = std::move(*record);
+    return;
+  }
+  LoadedJob loaded = ReadJobBack(doc, priority_classes_);
+  if (loaded.job) jobs_.insert_or_assign(loaded.job->id, std::move(*loaded.job));
+}
+
+void JobMirror::Apply(const std::vector<StateWrite>& writes) {
+  std::lock_guard lock(mu_);
+  for (const StateWrite& w : writes) {
+    if (w.kind == StateWrite::Kind::kJob) {
+      PutLocked(w.doc);
+    } else if (w.kind == StateWrite::Kind::kForgetJob) {
+      jobs_.erase(w.job);
+    }
+  }
+}
+
+void JobMirror::Reload() {
+  std::vector<StateStore::JobRow> rows = copy_.LoadJobs();
+  // Parsing every spec again is the bulk of it: on every core, as the controller loads.
+  std::vector<LoadedJob> loaded = util::ParallelMap<LoadedJob>(
+      rows.size(), 0, [&](size_t i) { return ReadJobBack(rows[i].doc, priority_classes_); });
+  std::lock_guard lock(mu_);
+  jobs_.clear();
+  for (LoadedJob& l : loaded) {
+    if (l.job) jobs_.insert_or_assign(l.job->id, std::move(*l.job));
+  }
+}
+
+size_t JobMirror::size() const {
+  std::lock_guard lock(mu_);
+  return jobs_.size();
+}
+
+Outcome<json> JobMirror::List(const Caller& caller, const JobListQuery& query) const {
+  std::lock_guard lock(mu_);
+  return JobsPage(jobs_, caller, query);
+}
+
+Outcome<json> JobMirror::Get(const Caller& caller, uint64_t id) const {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    return ApiError{.status = 404,
+                    .code = "not_found",
+                    .message = "job " + std::to_string(id) + " does not exist"};
+  }
+  if (!CanSee(caller, it->second)) {
+    return ApiError{.status = 403,
+                    .code = "forbidden",
+                    .message = "job " + std::to_string(id) + " belongs to another user"};
+  }
+  const std::vector<StoredEvent> events = copy_.LastEvents(0, id, kEventsInJobView);
+  return json{{"job", JobView(it->second, &events)}};
+}
+
+}  // namespace gangway::controller

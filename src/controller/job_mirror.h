@@ -1,0 +1,55 @@
+#ifndef GANGWAY_CONTROLLER_JOB_MIRROR_H_
+#define GANGWAY_CONTROLLER_JOB_MIRROR_H_
+
+// A standby's jobs, in memory, read from its copy of the state log (replicated_store.h), so
+// that a standby answers GET /v1/jobs and GET /v1/jobs/{id} as the leader does
+// (docs/design/ha.md), as of the log entry its copy holds: at most a poll of the log (100 ms)
+// behind the leader while it follows, and further while etcd cannot be read.
+//
+// It is fed what the copy applies: Apply with each entry's writes, Reload when the copy was
+// replaced by a snapshot. A job's spec is parsed once, when the mirror first sees the job
+// (it never changes); later documents of the job only replace its state.
+//
+// Threads: every method may be called from any thread; mu_ guards the jobs. Apply and Reload
+// come from the thread that follows the log, List and Get from the standby's request threads.
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "controller/controller.h"
+#include "controller/records.h"
+#include "controller/state_store.h"
+
+namespace gangway::controller {
+
+class JobMirror {
+ public:
+  // `copy`: the standby's copy, read for Reload and for a job's events; it outlives the
+  // mirror. `priority_classes`: the configured ones, as the controller reads specs back.
+  JobMirror(StateStore& copy, std::map<std::string, int32_t> priority_classes);
+
+  void Apply(const std::vector<StateWrite>& writes);
+  // Every job again, from the copy.
+  void Reload();
+
+  // As Controller::ListJobs and Controller::GetJob answer.
+  Outcome<nlohmann::json> List(const Caller& caller, const JobListQuery& query) const;
+  Outcome<nlohmann::json> Get(const Caller& caller, uint64_t id) const;
+  size_t size() const;
+
+ private:
+  void PutLocked(const std::string& doc);
+
+  StateStore& copy_;
+  const std::map<std::string, int32_t> priority_classes_;
+  mutable std::mutex mu_;  // guards jobs_
+  std::map<uint64_t, JobRecord> jobs_;
+};
+
+}  // namespace gangway::controller
+
+#endif  // GANGWAY_CONTROLLER_JOB_MIRROR_H_
