@@ -116,7 +116,7 @@ class HaTest : public ::testing::Test {
     std::filesystem::remove_all(dir_, ec);
   }
 
-  std::string Url(int i) const { return "http://127.0.0.1:" + std::to_string(ports_[i]); }
+  std::string Url(int i) const { return "http://" + hosts_[i] + ":" + std::to_string(ports_[i]); }
 
   virtual int EtcdMembers() const { return 1; }
 
@@ -124,6 +124,10 @@ class HaTest : public ::testing::Test {
   void StartEtcd(int i) {
     const std::string n = std::to_string(i + 1);
     const std::string client = "http://127.0.0.1:" + std::to_string(etcd_client_ports_[i]);
+    std::string listen = client;
+    if (!etcd_extra_host_.empty()) {
+      listen += ",http://" + etcd_extra_host_ + ":" + std::to_string(etcd_client_ports_[i]);
+    }
     etcd_[static_cast<size_t>(i)] =
         std::make_unique<Process>(ProcessOptions{.args = {"/usr/bin/etcd",
                                                           "--name",
@@ -131,7 +135,7 @@ class HaTest : public ::testing::Test {
                                                           "--data-dir",
                                                           (dir_ / ("etcd-" + n)).string(),
                                                           "--listen-client-urls",
-                                                          client,
+                                                          listen,
                                                           "--advertise-client-urls",
                                                           client,
                                                           "--listen-peer-urls",
@@ -178,16 +182,19 @@ class HaTest : public ::testing::Test {
     const std::string name = "c" + std::to_string(i + 1);
     const std::string log = name + "-" + std::to_string(++starts_);
     logs_[i] = dir_ / (log + ".out");
-    std::vector<std::string> args = {GANGWAY_BINARY,   "server",
-                                     "--data",         (dir_ / name).string(),
-                                     "--listen",       "127.0.0.1:" + std::to_string(ports_[i]),
-                                     "--auth",         (dir_ / "auth.yaml").string(),
-                                     "--etcd",         etcd_url_,
-                                     "--advertise",    Url(i),
-                                     "--lease-ttl",    "2",
-                                     "--heartbeat",    "200ms",
-                                     "--node-timeout", node_timeout_,
-                                     "--batch",        "1ms"};
+    std::vector<std::string> args = launch_prefix_[i];
+    const std::vector<std::string> server = {
+        GANGWAY_BINARY,   "server",
+        "--data",         (dir_ / name).string(),
+        "--listen",       hosts_[i] + ":" + std::to_string(ports_[i]),
+        "--auth",         (dir_ / "auth.yaml").string(),
+        "--etcd",         etcd_urls_[i].empty() ? etcd_url_ : etcd_urls_[i],
+        "--advertise",    Url(i),
+        "--lease-ttl",    "2",
+        "--heartbeat",    "200ms",
+        "--node-timeout", node_timeout_,
+        "--batch",        "1ms"};
+    args.insert(args.end(), server.begin(), server.end());
     args.insert(args.end(), server_args_.begin(), server_args_.end());
     controllers_[i] =
         std::make_unique<Process>(ProcessOptions{.args = std::move(args),
@@ -198,7 +205,7 @@ class HaTest : public ::testing::Test {
 
   // GET `path` from controller i with `token` ("" for none).
   httplib::Result Get(int i, const std::string& path, const std::string& token) const {
-    httplib::Client http("127.0.0.1", ports_[i]);
+    httplib::Client http(hosts_[i], ports_[i]);
     http.set_connection_timeout(0, 500000);
     http.set_read_timeout(3, 0);
     httplib::Headers headers;
@@ -208,7 +215,7 @@ class HaTest : public ::testing::Test {
 
   // What controller i's /healthz says of its role: "leader", "standby", or "" (no answer).
   std::string Role(int i) const {
-    httplib::Client http("127.0.0.1", ports_[i]);
+    httplib::Client http(hosts_[i], ports_[i]);
     http.set_connection_timeout(0, 300000);
     http.set_read_timeout(1, 0);
     auto res = http.Get("/healthz");
@@ -381,8 +388,14 @@ class HaTest : public ::testing::Test {
   std::vector<std::unique_ptr<Process>> etcd_;
   std::array<int, kControllers> ports_{};
   std::array<std::unique_ptr<Process>, kControllers> controllers_;
-  std::array<std::filesystem::path, kControllers>
-      logs_;                              // each one's standard output, as started last
+  // Where each controller listens, how it is started and the etcd URLs it is given ("": every
+  // member's on 127.0.0.1): another network namespace for HaPartitionTest.
+  std::array<std::string, kControllers> hosts_{"127.0.0.1", "127.0.0.1", "127.0.0.1"};
+  std::array<std::vector<std::string>, kControllers> launch_prefix_;
+  std::array<std::string, kControllers> etcd_urls_;
+  std::string etcd_extra_host_;  // etcd members listen there too
+  // Each one's standard output, as started last.
+  std::array<std::filesystem::path, kControllers> logs_;
   std::vector<std::string> server_args_;  // more flags for every controller
   int starts_ = 0;
   // Well past a failover (the lease's 2 s TTL and an election): the agent leaves its tasks
@@ -629,6 +642,119 @@ TEST_F(HaTest, AStandbyAnswersJobReadsFromItsCopyAndSendsTheRestToTheLeader) {
   ASSERT_TRUE(nodes);
   EXPECT_EQ(nodes->status, 503);
   EXPECT_EQ(nodes->get_header_value("X-Gangway-Leader"), Url(leader));
+}
+
+// The leader in a network namespace of its own, joined to this one by a veth pair: taking the
+// pair's link down cuts it off from etcd, the agent and every client at once, as a network
+// partition would. The namespace and its addresses (10.231.N.0/30) are made by the test and
+// removed after it. Needs root (CAP_NET_ADMIN) and iproute2; skipped where either is missing.
+class HaPartitionTest : public HaTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0 || !std::filesystem::exists("/usr/sbin/ip")) {
+      GTEST_SKIP() << "network namespaces need root and /usr/sbin/ip (iproute2)";
+    }
+    const std::string id = std::to_string(getpid() % 100000);
+    const std::string net = "10.231." + std::to_string(getpid() % 250 + 1) + ".";
+    ip_log_ = std::filesystem::temp_directory_path() / ("gangway-ha-ip-" + id);
+    if (!Ip({"netns", "add", "gw-part-" + id})) {
+      GTEST_SKIP() << "cannot make a network namespace here: " << ReadWholeFile(ip_log_);
+    }
+    ns_ = "gw-part-" + id;
+    host_if_ = "gwh" + id;
+    host_ip_ = net + "1";
+    const std::string ns_if = "gwn" + id;
+    ASSERT_TRUE(Ip({"link", "add", host_if_, "type", "veth", "peer", "name", ns_if, "netns", ns_}))
+        << ReadWholeFile(ip_log_);
+    ASSERT_TRUE(Ip({"addr", "add", host_ip_ + "/30", "dev", host_if_}));
+    ASSERT_TRUE(Ip({"link", "set", host_if_, "up"}));
+    ASSERT_TRUE(Ip({"-n", ns_, "addr", "add", net + "2/30", "dev", ns_if}));
+    ASSERT_TRUE(Ip({"-n", ns_, "link", "set", ns_if, "up"}));
+    ASSERT_TRUE(Ip({"-n", ns_, "link", "set", "lo", "up"}));
+    hosts_[0] = net + "2";
+    launch_prefix_[0] = {"/usr/sbin/ip", "netns", "exec", ns_};
+    etcd_extra_host_ = host_ip_;
+    HaTest::SetUp();
+    etcd_urls_[0] = "http://" + host_ip_ + ":" + std::to_string(etcd_client_ports_[0]);
+  }
+  void TearDown() override {
+    if (ns_.empty()) return;  // skipped before anything started
+    HaTest::TearDown();
+    Ip({"link", "del", host_if_});
+    Ip({"netns", "del", ns_});
+    std::error_code ec;
+    std::filesystem::remove(ip_log_, ec);
+  }
+  bool Ip(std::vector<std::string> args) {
+    args.insert(args.begin(), "/usr/sbin/ip");
+    return RunToCompletion({.args = args, .stdout_path = ip_log_, .stderr_path = ip_log_},
+                           seconds(10))
+               .exit_code == 0;
+  }
+  // The leader's namespace loses (and regains) every link to this one.
+  void Cut() { ASSERT_TRUE(Ip({"link", "set", host_if_, "down"})) << ReadWholeFile(ip_log_); }
+  void Heal() { ASSERT_TRUE(Ip({"link", "set", host_if_, "up"})) << ReadWholeFile(ip_log_); }
+
+  std::string ns_;
+  std::string host_if_;
+  std::string host_ip_;
+  std::filesystem::path ip_log_;
+};
+
+TEST_F(HaPartitionTest, ALeaderCutOffByTheNetworkIsReplacedAndNothingIsLostOrRunTwice) {
+  StartController(0);
+  ASSERT_EQ(WaitForLeader(seconds(20)), 0) << "the controller in the namespace did not lead";
+  StartController(1);
+  StartController(2);
+  ASSERT_TRUE(
+      Eventually([&] { return Role(1) == "standby" && Role(2) == "standby"; }, seconds(20)));
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+
+  // A job that must run through the partition, in its first attempt.
+  const std::string long_ran = (dir_ / "long.txt").string();
+  auto long_job = api_->SubmitJob(
+      json{{"name", "long"},
+           {"gpu", 1},
+           {"command",
+            {"sh", "-c",
+             RecordPid("long") + "echo \"$GANGWAY_ATTEMPT\" >> " + long_ran + "; exec sleep 600"}}}
+          .dump(),
+      "application/json");
+  ASSERT_TRUE(long_job.ok()) << long_job.error().message;
+  const uint64_t long_id = (*long_job)["job"]["id"].get<uint64_t>();
+  ASSERT_TRUE(Eventually([&] { return Str(Job(long_id), "state") == "running"; }, seconds(20)));
+  ASSERT_TRUE(Eventually([&] { return !ReadWholeFile(long_ran).empty(); }, seconds(10)));
+  const pid_t long_pid = std::stoi(ReadWholeFile(dir_ / "pids" / "long"));
+
+  const std::string ran = (dir_ / "ran.txt").string();
+  Submitter submitter(*this, ran);
+  ASSERT_TRUE(Eventually([&] { return submitter.acked() >= 10; }, seconds(30)));
+  ASSERT_NO_FATAL_FAILURE(Cut());
+  const auto cut = Clock::now();
+  const int next = WaitForLeader(seconds(20), 0);
+  ASSERT_GE(next, 1) << "no controller on this side of the partition took over";
+  std::cerr << "partition -> another answers as leader: "
+            << std::chrono::duration<double>(Clock::now() - cut).count() << " s\n";
+  const size_t at_handover = submitter.acked();
+  ASSERT_TRUE(Eventually([&] { return submitter.acked() >= at_handover + 10; }, seconds(30)))
+      << "the new leader acknowledged nothing";
+
+  // Cut off from etcd, the old leader could not renew its lease: it stopped acting and exited
+  // for its supervisor to start it again, rather than lead on beside the new one.
+  const std::optional<int> status = controllers_[0]->Wait(seconds(15));
+  ASSERT_TRUE(status.has_value()) << "the leader cut off from etcd still runs";
+  EXPECT_EQ(ExitCode(*status), 75) << controllers_[0]->Stderr();
+  ASSERT_NO_FATAL_FAILURE(Heal());
+  StartController(0);
+  EXPECT_TRUE(Eventually([&] { return Role(0) == "standby"; }, seconds(20)))
+      << "back on the network, it follows the new leader";
+  EXPECT_EQ(Role(next), "leader");
+
+  submitter.Stop();
+  ExpectEachAcknowledgedJobRanOnce(submitter.acked_jobs(), ran);
+  EXPECT_EQ(Str(Job(long_id), "state"), "running");
+  EXPECT_EQ(ReadWholeFile(long_ran), "0\n") << "the long job ran again";
+  EXPECT_EQ(kill(long_pid, 0), 0) << "the long job's process is gone";
 }
 
 TEST(HaFlagsTest, AGroupMemberNeedsItsAddressAndTheGroupsAuthFile) {
