@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,14 +24,10 @@ import time
 import urllib.error
 import urllib.request
 
+import etcd_members
+
 TOKEN = "bench-admin-token-0123456789abcdef"
 JOIN = "bench-join-token-0123456789abcdef"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http(method, url, body=None, timeout=1.0):
@@ -70,19 +65,13 @@ def main():
     procs = []
     controllers = [None, None, None]
     try:
-        etcd_port, peer_port = free_port(), free_port()
-        etcd_url = "http://127.0.0.1:%d" % etcd_port
-        peer = "http://127.0.0.1:%d" % peer_port
-        procs.append(subprocess.Popen(
-            ["etcd", "--name", "m1", "--data-dir", work + "/etcd",
-             "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
-             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-             "--initial-cluster", "m1=" + peer],
-            stdout=subprocess.DEVNULL, stderr=open(work + "/etcd.log", "w")))
+        members, clients = etcd_members.start(work, count=1)
+        procs += members
+        etcd_url = clients[0]
         with open(work + "/auth.yaml", "w") as f:
             f.write("joinToken: %s\nusers:\n  - name: admin\n    token: %s\n    role: admin\n"
                     % (JOIN, TOKEN))
-        ports = [free_port() for _ in range(3)]
+        ports = [etcd_members.free_port() for _ in range(3)]
         urls = ["http://127.0.0.1:%d" % p for p in ports]
 
         def start(i):

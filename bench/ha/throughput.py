@@ -16,19 +16,14 @@ import base64
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
+import etcd_members
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main():
@@ -44,25 +39,7 @@ def main():
     work = tempfile.mkdtemp(prefix="gangway-ha-throughput-")
     members = []
     try:
-        clients = ["http://127.0.0.1:%d" % free_port() for _ in range(3)]
-        peers = ["http://127.0.0.1:%d" % free_port() for _ in range(3)]
-        initial = ",".join("m%d=%s" % (i + 1, p) for i, p in enumerate(peers))
-        for i in range(3):
-            members.append(subprocess.Popen(
-                ["etcd", "--name", "m%d" % (i + 1), "--data-dir", "%s/etcd-%d" % (work, i + 1),
-                 "--listen-client-urls", clients[i], "--advertise-client-urls", clients[i],
-                 "--listen-peer-urls", peers[i], "--initial-advertise-peer-urls", peers[i],
-                 "--initial-cluster", initial],
-                stdout=subprocess.DEVNULL, stderr=open("%s/etcd-%d.log" % (work, i + 1), "w")))
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(clients[0] + "/health", timeout=1)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    sys.exit("etcd did not start; see " + work)
-                time.sleep(0.1)
+        members, clients = etcd_members.start(work)
         etcd = ",".join(clients)
         run = 0
         for mode in args.modes.split(","):
@@ -86,13 +63,7 @@ def main():
                             clients[0] + "/v3/kv/deleterange", data=body.encode(),
                             method="POST"), timeout=10).read()
     finally:
-        for m in members:
-            m.send_signal(signal.SIGTERM)
-        for m in members:
-            try:
-                m.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                m.kill()
+        etcd_members.stop(members)
         shutil.rmtree(work, ignore_errors=True)
 
 
