@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -245,6 +246,45 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
     if (error != last_error) std::cerr << "gangway server: " << error << std::endl;
     last_error = error;
   };
+  // A watch on the log wakes the loop below as soon as the leader appends; while one runs, the
+  // log is read on each change and once a second besides, else every 100 ms.
+  std::mutex watch_mu;  // guards what follows
+  std::condition_variable watch_cv;
+  bool log_changed = false;
+  bool watching = false;
+  bool stop_watching = false;
+  controller::EtcdClient::WatchStop watch_stop;
+  auto changed = [&](bool now_watching) {
+    {
+      std::lock_guard lock(watch_mu);
+      log_changed = true;
+      watching = now_watching;
+    }
+    watch_cv.notify_all();
+  };
+  const std::string log_prefix = f.etcd_prefix + "/log/";
+  std::thread watcher([&] {
+    for (;;) {
+      auto ended = etcd->Watch(
+          log_prefix, controller::PrefixEnd(log_prefix), std::chrono::seconds(10),
+          [&] { changed(true); }, [&] { changed(true); }, watch_stop);
+      changed(false);  // whatever came between the last change and a new watch is read then
+      std::unique_lock lock(watch_mu);
+      // A watch that failed (etcd out of reach) is tried again after a pause.
+      const auto pause = ended.ok() ? std::chrono::milliseconds(0) : std::chrono::milliseconds(500);
+      if (watch_cv.wait_for(lock, pause, [&] { return stop_watching; })) return;
+    }
+  });
+  auto end_watch = [&] {
+    {
+      std::lock_guard lock(watch_mu);
+      stop_watching = true;
+    }
+    watch_stop.Stop();
+    watch_cv.notify_all();
+    watcher.join();
+  };
+  auto last_read = std::chrono::steady_clock::time_point();
   for (;;) {
     try {
       if (!out.store) {
@@ -273,6 +313,7 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
       } else {
         out.store->CatchUp();
       }
+      last_read = std::chrono::steady_clock::now();
       applied = out.store->applied();
       {
         std::lock_guard lock(problem_mu);
@@ -288,18 +329,31 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
       std::lock_guard lock(problem_mu);
       problem = e.what();
     } catch (const std::exception& e) {
+      end_watch();
       stop_serving();
       Fail(e.what(), kExitInternal);
     }
-    const timespec wait{.tv_sec = 0, .tv_nsec = 100'000'000};
-    const int sig = sigtimedwait(&signals, nullptr, &wait);
-    if (sig == SIGINT || sig == SIGTERM) {
-      std::cout << "gangway server: stopping the standby" << std::endl;
-      stop_serving();
-      out.lease->Stop(/*resign=*/true);
-      return std::nullopt;
+    // Signals and the lease are looked at every 100 ms; the log when it changed, or once a
+    // second while a watch runs (every 100 ms while none does).
+    for (;;) {
+      const timespec now{.tv_sec = 0, .tv_nsec = 0};
+      const int sig = sigtimedwait(&signals, nullptr, &now);
+      if (sig == SIGINT || sig == SIGTERM) {
+        std::cout << "gangway server: stopping the standby" << std::endl;
+        end_watch();
+        stop_serving();
+        out.lease->Stop(/*resign=*/true);
+        return std::nullopt;
+      }
+      std::unique_lock lock(watch_mu);
+      watch_cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return log_changed; });
+      const bool read = log_changed || !watching || !out.store ||
+                        std::chrono::steady_clock::now() - last_read >= std::chrono::seconds(1);
+      log_changed = false;
+      if (read || lease->Epoch()) break;
     }
   }
+  end_watch();
   stop_serving();
   std::cout << "gangway server: leads with epoch " << out.epoch << " (state log at entry "
             << out.store->applied() << ")" << std::endl;

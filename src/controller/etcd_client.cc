@@ -413,4 +413,65 @@ EtcdClient::Result<bool> EtcdClient::Defragment(size_t member,
   return Read<bool>(body, "defragment", [](const json& a) { return a.contains("header"); });
 }
 
+void EtcdClient::WatchStop::Stop() {
+  std::lock_guard lock(mu);
+  stopped = true;
+  if (client != nullptr) client->stop();
+}
+
+EtcdClient::Result<bool> EtcdClient::Watch(const std::string& from, const std::string& end,
+                                           std::chrono::milliseconds idle,
+                                           const std::function<void()>& created,
+                                           const std::function<void()>& changed,
+                                           WatchStop& stop) const {
+  const size_t at = current_.load();
+  const Member& member = members_[at];
+  auto http = connections_->Take(member, at, idle, tls_, nullptr);  // not kept: a stream
+  {
+    std::lock_guard lock(stop.mu);
+    if (stop.stopped) return true;
+    stop.client = http.get();
+  }
+  std::string pending;  // what came after the last newline
+  std::string failure;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v3/watch";
+  req.set_header("Content-Type", "application/json");
+  req.body =
+      json{{"create_request", {{"key", Base64Encode(from)}, {"range_end", Base64Encode(end)}}}}
+          .dump();
+  // The gateway streams one JSON message a line: {"result": {...}} or {"error": {...}}.
+  req.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+    pending.append(data, size);
+    for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
+      const json message = json::parse(pending.substr(0, nl), nullptr, false);
+      const json* result =
+          message.is_object() && message.contains("result") ? &message["result"] : nullptr;
+      if (result == nullptr || !result->is_object()) {
+        failure = "watch: unexpected message " + pending.substr(0, std::min<size_t>(nl, 200));
+        return false;
+      }
+      if (result->value("canceled", false)) {
+        failure = "watch: canceled by etcd: " + result->value("cancel_reason", std::string());
+        return false;
+      }
+      if (result->value("created", false)) created();
+      if (result->contains("events")) changed();
+    }
+    return true;
+  };
+  auto res = http->send(req);
+  bool stopped = false;
+  {
+    std::lock_guard lock(stop.mu);
+    stop.client = nullptr;
+    stopped = stop.stopped;
+  }
+  if (stopped) return true;
+  if (!failure.empty()) return Err(member.url + ": " + failure);
+  if (!res) return Err(member.url + ": watch: " + httplib::to_string(res.error()));
+  return Err(member.url + ": watch: the stream ended (HTTP " + std::to_string(res->status) + ")");
+}
+
 }  // namespace gangway::controller

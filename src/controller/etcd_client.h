@@ -37,6 +37,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -151,6 +152,26 @@ class EtcdClient {
                           std::chrono::milliseconds timeout = std::chrono::minutes(2)) const;
   size_t members() const { return members_.size(); }
   const std::string& member(size_t i) const { return members_[i].url; }
+
+  // Ends a Watch from another thread. Reusable: Stop ends the watch running now, and any
+  // started after it at once.
+  class WatchStop {
+   public:
+    void Stop();
+
+   private:
+    friend class EtcdClient;
+    std::mutex mu;
+    httplib::Client* client = nullptr;  // the running watch's connection
+    bool stopped = false;
+  };
+  // Watches every key in [from, end) on the member that last answered, over a connection of
+  // its own: calls `created` once etcd has made the watch, then `changed` after each message
+  // that carries changes, on the calling thread, until `stop` ends it, the stream breaks, or
+  // nothing comes for `idle`. Returns true when stopped, else the error that ended it.
+  Result<bool> Watch(const std::string& from, const std::string& end,
+                     std::chrono::milliseconds idle, const std::function<void()>& created,
+                     const std::function<void()>& changed, WatchStop& stop) const;
 
   // The members, as given, separated by commas.
   std::string endpoint() const;

@@ -3,7 +3,7 @@
 
 // A standby's jobs, in memory, read from its copy of the state log (replicated_store.h), so
 // that a standby answers GET /v1/jobs and GET /v1/jobs/{id} as the leader does
-// (docs/design/ha.md), as of the log entry its copy holds: at most a poll of the log (100 ms)
+// (docs/design/ha.md), as of the log entry its copy holds: a watch event and a read of the log
 // behind the leader while it follows, and further while etcd cannot be read.
 //
 // It is fed what the copy applies: Apply with each entry's writes, Reload when the copy was

@@ -5,9 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <csignal>
 #include <fstream>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "controller/etcd_member.h"
@@ -180,6 +185,57 @@ TEST_F(EtcdClientTest, AFencedDeleteTakesEveryRangeOnlyUnderTheEpochAndHistoryCa
   EXPECT_LE(status->db_size_in_use, status->db_size);
   EXPECT_TRUE(etcd().Defragment(0).ok());
   EXPECT_FALSE(etcd().Status(1).ok()) << "there is one member";
+}
+
+TEST_F(EtcdClientTest, AWatchSaysWhenAKeyInItsRangeChangesAndStopsWhenAsked) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int created = 0;
+  int changes = 0;
+  EtcdClient::WatchStop stop;
+  std::optional<EtcdClient::Result<bool>> ended;
+  std::thread watching([&] {
+    auto r = etcd().Watch(
+        "log/", PrefixEnd("log/"), std::chrono::seconds(30),
+        [&] {
+          std::lock_guard lock(mu);
+          ++created;
+          cv.notify_all();
+        },
+        [&] {
+          std::lock_guard lock(mu);
+          ++changes;
+          cv.notify_all();
+        },
+        stop);
+    std::lock_guard lock(mu);
+    ended = std::move(r);
+    cv.notify_all();
+  });
+  auto wait_for = [&](const std::function<bool()>& done) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(10), done);
+  };
+  EXPECT_TRUE(wait_for([&] { return created == 1; })) << "the watch was not made";
+  ASSERT_TRUE(etcd().Put("other/1", "x").ok());
+  ASSERT_TRUE(etcd().Put("log/1", "x").ok());
+  EXPECT_TRUE(wait_for([&] { return changes >= 1; })) << "a change in the range went unseen";
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(changes, 1) << "a key outside the range woke it";
+  }
+  const auto asked = std::chrono::steady_clock::now();
+  stop.Stop();
+  EXPECT_TRUE(wait_for([&] { return ended.has_value(); }));
+  watching.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(5))
+      << "Stop waited for the idle timeout";
+  ASSERT_TRUE(ended->ok()) << ended->error();
+  EXPECT_TRUE(ended->value()) << "stopped";
+  // A stopped WatchStop ends any later watch at once.
+  auto again = etcd().Watch(
+      "log/", PrefixEnd("log/"), std::chrono::seconds(30), [] {}, [] {}, stop);
+  EXPECT_TRUE(again.ok() && again.value());
 }
 
 TEST(EtcdClusterTest, WithOneMemberDownTheOthersAnswerAndWithTwoDownWritesFailSayingWhere) {
