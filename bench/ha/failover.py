@@ -8,7 +8,12 @@ job running (the new leader elected, caught up, loaded, the agent re-registered 
 placed and started). The killed controller is started again as a standby before the next run.
 Prints every run and p50/p99; nothing is asserted.
 
+With `--standby-reads N` it first measures, N times, how long after the leader acknowledged a
+job a standby's copy answers GET /v1/jobs/{id} (the leader's batch in etcd, the standby's
+watch event, its read of the log and the job mirror), polling the standby every millisecond.
+
   bench/ha/failover.py [--gangway build/release/gangway] [--runs 10] [--lease-ttl 5]
+                       [--standby-reads 0]
 """
 
 import argparse
@@ -59,6 +64,7 @@ def main():
     ap.add_argument("--gangway", default="build/release/gangway")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--lease-ttl", type=int, default=5)
+    ap.add_argument("--standby-reads", type=int, default=0)
     args = ap.parse_args()
     gangway = os.path.abspath(args.gangway)
     work = tempfile.mkdtemp(prefix="gangway-ha-bench-")
@@ -100,6 +106,29 @@ def main():
             stdout=subprocess.DEVNULL, stderr=open(work + "/agent.log", "w")))
         wait(lambda: any(http("GET", u + "/v1/nodes/n1")[0] == 200 for u in urls), 30, "the agent")
 
+        if args.standby_reads:
+            led = leader() - 1
+            standby = urls[(led + 1) % 3]
+            lags = []
+            for _ in range(args.standby_reads):
+                body = json.dumps({"name": "read", "gpu": 1, "command": ["true"]}).encode()
+                status, answer = http("POST", urls[led] + "/v1/jobs", body)
+                t0 = time.monotonic()
+                if status != 201:
+                    sys.exit("the leader refused a job: %s" % answer)
+                path = "%s/v1/jobs/%d" % (standby, answer["job"]["id"])
+                while http("GET", path)[0] != 200:
+                    if time.monotonic() - t0 > 10:
+                        sys.exit("the standby never showed job %d" % answer["job"]["id"])
+                    time.sleep(0.001)
+                lags.append(time.monotonic() - t0)
+            lags.sort()
+            p99 = lags[min(len(lags) - 1, int(round(0.99 * (len(lags) - 1))))]
+            print("a job acknowledged by the leader is read from a standby after: p50 %.1f ms, "
+                  "p99 %.1f ms, max %.1f ms (%d jobs)" %
+                  (1000 * statistics.median(lags), 1000 * p99, 1000 * lags[-1], len(lags)),
+                  flush=True)
+
         job = json.dumps({"name": "after-failover", "gpu": 1, "command": ["true"]}).encode()
         times = []
         for run in range(args.runs):
@@ -130,6 +159,8 @@ def main():
             # The restarted one stands by before the next kill.
             wait(lambda: http("GET", urls[killed] + "/healthz")[1].get("status") == "standby",
                  30, "the restarted controller")
+        if not times:
+            return
         times.sort()
         p99 = times[min(len(times) - 1, int(round(0.99 * (len(times) - 1))))]
         print("lease TTL %d s, %d runs: p50 %.2f s, p99 %.2f s, min %.2f s, max %.2f s" %
