@@ -469,6 +469,9 @@ EtcdClient::Result<bool> EtcdClient::Watch(const std::string& from, const std::s
     stopped = stop.stopped;
   }
   if (stopped) return true;
+  // The next watch goes to the next member: this one may be down, and nothing else moves
+  // this client on if the watch is all it is used for.
+  if (!res && res.error() != httplib::Error::Read) current_.store((at + 1) % members_.size());
   if (!failure.empty()) return Err(member.url + ": " + failure);
   if (!res) return Err(member.url + ": watch: " + httplib::to_string(res.error()));
   return Err(member.url + ": watch: the stream ended (HTTP " + std::to_string(res->status) + ")");

@@ -165,10 +165,11 @@ class EtcdClient {
     httplib::Client* client = nullptr;  // the running watch's connection
     bool stopped = false;
   };
-  // Watches every key in [from, end) on the member that last answered, over a connection of
-  // its own: calls `created` once etcd has made the watch, then `changed` after each message
-  // that carries changes, on the calling thread, until `stop` ends it, the stream breaks, or
-  // nothing comes for `idle`. Returns true when stopped, else the error that ended it.
+  // Watches every key in [from, end) on the member that last answered (after a watch that
+  // could not reach it, the next one), over a connection of its own: calls `created` once etcd has
+  // made the watch, then `changed` after each message that carries changes, on the calling thread,
+  // until `stop` ends it, the stream breaks, or nothing comes for `idle`. Returns true when
+  // stopped, else the error that ended it.
   Result<bool> Watch(const std::string& from, const std::string& end,
                      std::chrono::milliseconds idle, const std::function<void()>& created,
                      const std::function<void()>& changed, WatchStop& stop) const;
