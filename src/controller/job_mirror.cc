@@ -50,11 +50,6 @@ void JobMirror::Reload() {
   }
 }
 
-size_t JobMirror::size() const {
-  std::lock_guard lock(mu_);
-  return jobs_.size();
-}
-
 Outcome<json> JobMirror::List(const Caller& caller, const JobListQuery& query) const {
   std::lock_guard lock(mu_);
   return JobsPage(jobs_, caller, query);

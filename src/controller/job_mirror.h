@@ -39,7 +39,6 @@ class JobMirror {
   // As Controller::ListJobs and Controller::GetJob answer.
   Outcome<nlohmann::json> List(const Caller& caller, const JobListQuery& query) const;
   Outcome<nlohmann::json> Get(const Caller& caller, uint64_t id) const;
-  size_t size() const;
 
  private:
   void PutLocked(const std::string& doc);
