@@ -93,6 +93,23 @@ bool CanSee(const Caller& caller, const JobRecord& job);
 // (JobMirror).
 nlohmann::json JobsPage(const std::map<uint64_t, JobRecord>& jobs, const Caller& caller,
                         const JobListQuery& query);
+// GET /v1/events: events after `after`, oldest first: the first `limit` of them, or with
+// `last` the newest `limit`; of one job unless `job` is 0. Users see those of their own jobs
+// and the cluster's (job 0).
+struct EventQuery {
+  int64_t after = 0;
+  uint64_t job = 0;
+  int limit = 1000;
+  bool last = false;
+};
+// The answer of GET /v1/events: {"events": [...]}, `events` (as the store read them for
+// `query`) less those of jobs the caller may not see; `find` gives a job by id (null: not
+// held). A query of one job the caller may not see is a 404. What Controller::Events answers
+// under its lock, and a standby from its copy (JobMirror).
+Outcome<nlohmann::json> EventsPage(
+    const Caller& caller, const EventQuery& query,
+    const std::function<std::vector<StoredEvent>(const EventQuery&)>& read,
+    const std::function<const JobRecord*(uint64_t)>& find);
 // The newest events GET /v1/jobs/{id} shows of a job: one restarted many times has more than
 // a view should carry.
 inline constexpr int kEventsInJobView = 1000;
@@ -207,15 +224,7 @@ class Controller {
   Outcome<nlohmann::json> NodeAction(const Caller& caller, std::string_view name,
                                      std::string_view action);
   nlohmann::json ListQueues();
-  // Events after `after`, oldest first: the first `limit` of them, or with `last` the newest
-  // `limit`; of one job unless `job` is 0. Users see those of their own jobs and the
-  // cluster's (job 0).
-  struct EventQuery {
-    int64_t after = 0;
-    uint64_t job = 0;
-    int limit = 1000;
-    bool last = false;
-  };
+  // GET /v1/events (EventQuery).
   Outcome<nlohmann::json> Events(const Caller& caller, const EventQuery& query);
 
   // --- agent protocol ---

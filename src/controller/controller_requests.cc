@@ -532,20 +532,19 @@ json Controller::ListQueues() {
   return {{"queues", out}};
 }
 
-Outcome<json> Controller::Events(const Caller& caller, const EventQuery& q) {
-  std::lock_guard lock(mu_);
+Outcome<json> EventsPage(const Caller& caller, const EventQuery& q,
+                         const std::function<std::vector<StoredEvent>(const EventQuery&)>& read,
+                         const std::function<const JobRecord*(uint64_t)>& find) {
   if (q.job != 0) {
-    JobRecord* j = FindJob(q.job);
+    const JobRecord* j = find(q.job);
     if (j == nullptr || !CanSee(caller, *j)) {
       return Error(404, "not_found", "job " + std::to_string(q.job) + " is unknown");
     }
   }
   json out = json::array();
-  const std::vector<StoredEvent> events = q.last ? store_->LastEvents(q.after, q.job, q.limit)
-                                                 : store_->Events(q.after, q.job, q.limit);
-  for (const StoredEvent& e : events) {
+  for (const StoredEvent& e : read(q)) {
     if (!caller.admin && e.job != 0) {
-      JobRecord* j = FindJob(e.job);
+      const JobRecord* j = find(e.job);
       if (!j || !CanSee(caller, *j)) continue;
     }
     out.push_back({{"seq", e.seq},
@@ -555,6 +554,17 @@ Outcome<json> Controller::Events(const Caller& caller, const EventQuery& q) {
                    {"message", e.message}});
   }
   return json{{"events", out}};
+}
+
+Outcome<json> Controller::Events(const Caller& caller, const EventQuery& query) {
+  std::lock_guard lock(mu_);
+  return EventsPage(
+      caller, query,
+      [&](const EventQuery& q) {
+        return q.last ? store_->LastEvents(q.after, q.job, q.limit)
+                      : store_->Events(q.after, q.job, q.limit);
+      },
+      [&](uint64_t id) -> const JobRecord* { return FindJob(id); });
 }
 
 // ---------------------------------------------------------------- agent protocol

@@ -505,19 +505,9 @@ void HttpApi::Routes() {
         });
   route("GET", "/v1/events", "events", Who::kUser,
         [this, caller](const Request& req, Response& res, const Identity& id) {
-          auto after = IntParam(req, res, "after", 0, 0, INT64_MAX);
-          if (!after) return;
-          auto limit = IntParam(req, res, "limit", 1000, 1, 10000);
-          if (!limit) return;
-          auto job = IntParam(req, res, "job", 0, 0, INT64_MAX);
-          if (!job) return;
-          auto last = IntParam(req, res, "last", 0, 1, 10000);
-          if (!last) return;
-          Answer(res, controller_.Events(caller(id),
-                                         {.after = *after,
-                                          .job = static_cast<uint64_t>(*job),
-                                          .limit = static_cast<int>(*last > 0 ? *last : *limit),
-                                          .last = *last > 0}));
+          if (std::optional<EventQuery> query = ReadEventQuery(req, res)) {
+            Answer(res, controller_.Events(caller(id), *query));
+          }
         });
 
   // --- agents ---
@@ -653,6 +643,21 @@ std::optional<JobListQuery> ReadJobListQuery(const httplib::Request& req, httpli
 
 void SendOutcome(httplib::Response& res, const Outcome<nlohmann::json>& outcome) {
   Answer(res, outcome);
+}
+
+std::optional<EventQuery> ReadEventQuery(const httplib::Request& req, httplib::Response& res) {
+  auto after = IntParam(req, res, "after", 0, 0, INT64_MAX);
+  if (!after) return std::nullopt;
+  auto limit = IntParam(req, res, "limit", 1000, 1, 10000);
+  if (!limit) return std::nullopt;
+  auto job = IntParam(req, res, "job", 0, 0, INT64_MAX);
+  if (!job) return std::nullopt;
+  auto last = IntParam(req, res, "last", 0, 1, 10000);
+  if (!last) return std::nullopt;
+  return EventQuery{.after = *after,
+                    .job = static_cast<uint64_t>(*job),
+                    .limit = static_cast<int>(*last > 0 ? *last : *limit),
+                    .last = *last > 0};
 }
 
 std::optional<uint64_t> ReadJobId(const httplib::Request& req, httplib::Response& res) {

@@ -87,6 +87,8 @@ const std::string& OpenApiDocument();
 std::optional<JobListQuery> ReadJobListQuery(const httplib::Request& req, httplib::Response& res);
 // The job id of a /v1/jobs/{id} path; nullopt, with the 400 in `res`, when out of range.
 std::optional<uint64_t> ReadJobId(const httplib::Request& req, httplib::Response& res);
+// The query of GET /v1/events; nullopt, with the 400 in `res`, when a parameter is malformed.
+std::optional<EventQuery> ReadEventQuery(const httplib::Request& req, httplib::Response& res);
 // The value as JSON with 200, or the error as every route sends one.
 void SendOutcome(httplib::Response& res, const Outcome<nlohmann::json>& outcome);
 // The 401 of a request without a valid user token.

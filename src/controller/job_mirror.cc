@@ -72,4 +72,18 @@ Outcome<json> JobMirror::Get(const Caller& caller, uint64_t id) const {
   return json{{"job", JobView(it->second, &events)}};
 }
 
+Outcome<json> JobMirror::Events(const Caller& caller, const EventQuery& query) const {
+  std::lock_guard lock(mu_);
+  return EventsPage(
+      caller, query,
+      [&](const EventQuery& q) {
+        return q.last ? copy_.LastEvents(q.after, q.job, q.limit)
+                      : copy_.Events(q.after, q.job, q.limit);
+      },
+      [&](uint64_t id) -> const JobRecord* {
+        auto it = jobs_.find(id);
+        return it == jobs_.end() ? nullptr : &it->second;
+      });
+}
+
 }  // namespace gangway::controller

@@ -2,7 +2,7 @@
 #define GANGWAY_CONTROLLER_JOB_MIRROR_H_
 
 // A standby's jobs, in memory, read from its copy of the state log (replicated_store.h), so
-// that a standby answers GET /v1/jobs and GET /v1/jobs/{id} as the leader does
+// that a standby answers GET /v1/jobs, GET /v1/jobs/{id} and GET /v1/events as the leader does
 // (docs/design/ha.md), as of the log entry its copy holds: a watch event and a read of the log
 // behind the leader while it follows, and further while etcd cannot be read.
 //
@@ -39,6 +39,9 @@ class JobMirror {
   // As Controller::ListJobs and Controller::GetJob answer.
   Outcome<nlohmann::json> List(const Caller& caller, const JobListQuery& query) const;
   Outcome<nlohmann::json> Get(const Caller& caller, uint64_t id) const;
+  // As Controller::Events answers: the copy's events, those of jobs the caller may not see
+  // left out.
+  Outcome<nlohmann::json> Events(const Caller& caller, const EventQuery& query) const;
 
  private:
   void PutLocked(const std::string& doc);

@@ -50,6 +50,12 @@ StandbyApi::StandbyApi(StandbyOptions options) : options_(std::move(options)) {
           SendOutcome(res, jobs.Get(caller, *id));
       });
     });
+    server_->Get("/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
+      Read(req, res, [&](const JobMirror& jobs, const Caller& caller) {
+        if (std::optional<EventQuery> query = ReadEventQuery(req, res))
+          SendOutcome(res, jobs.Events(caller, *query));
+      });
+    });
   }
   auto not_leader = [this](const httplib::Request&, httplib::Response& res) { NotLeader(res); };
   server_->Get(".*", not_leader);

@@ -3,11 +3,13 @@
 
 // What a standby controller of a group on etcd (docs/design/ha.md) serves on the leader's
 // port while another leads: GET /healthz answers 200 {"status": "standby", "leader": URL,
-// "applied": N}; GET /v1/jobs and GET /v1/jobs/{id} are answered from its copy of the state
-// (a JobMirror) for the users of its auth file, as the leader answers them, with the headers
-// X-Gangway-Standby (the log entry the copy holds) and X-Gangway-Leader; every other request
-// gets 503 {"error": {"code": "not_leader", ...}} naming the leader in the message and in the
-// X-Gangway-Leader header, so that agents and the CLI go there.
+// "applied": N}; GET /v1/jobs, GET /v1/jobs/{id} and GET /v1/events are answered from its
+// copy of the state (a JobMirror) for the users of its auth file, as the leader answers them,
+// with the headers X-Gangway-Standby (the log entry the copy holds) and X-Gangway-Leader.
+// Nodes, queues, logs and the rest describe what the leader holds in memory (heartbeats, GPU
+// use, allocations) or on its disk: every other request gets 503 {"error": {"code": "not_leader",
+// ...}} naming the leader in the message and in the X-Gangway-Leader header, so that agents and the
+// CLI go there.
 //
 // Threads: Serve blocks in the calling thread; Stop from any other. The functions of
 // StandbyOptions are called from the server's threads.

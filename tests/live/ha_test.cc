@@ -591,9 +591,9 @@ TEST_F(HaTest, AWipedControllerRebuildsFromTheSnapshotAndAKillOfEveryProcessLose
   ExpectEachAcknowledgedJobRanOnce(first, ran);
 }
 
-// A standby answers job reads from its copy as the leader does, for the users of the group's
-// auth file, saying how far its copy got; everything else goes to the leader.
-TEST_F(HaTest, AStandbyAnswersJobReadsFromItsCopyAndSendsTheRestToTheLeader) {
+// A standby answers job and event reads from its copy as the leader does, for the users of
+// the group's auth file, saying how far its copy got; everything else goes to the leader.
+TEST_F(HaTest, AStandbyAnswersJobAndEventReadsFromItsCopyAndSendsTheRestToTheLeader) {
   for (int i = 0; i < kControllers; ++i) StartController(i);
   const int leader = WaitForLeader(seconds(20));
   ASSERT_GE(leader, 0);
@@ -651,6 +651,49 @@ TEST_F(HaTest, AStandbyAnswersJobReadsFromItsCopyAndSendsTheRestToTheLeader) {
   ASSERT_TRUE(bad_query);
   EXPECT_EQ(bad_query->status, 400);
   EXPECT_THAT(bad_query->body, ::testing::HasSubstr("is not a job state"));
+
+  // Events likewise: ada's job's events as the leader lists them, none of the admin's job.
+  auto seqs = [](const std::string& text) {
+    std::vector<std::pair<int64_t, uint64_t>> out;  // (seq, job)
+    const json events = json::parse(text);
+    for (const json& e : events["events"]) {
+      out.emplace_back(e["seq"].get<int64_t>(), e["job"].get<uint64_t>());
+    }
+    return out;
+  };
+  const std::string events_path = "/v1/events?job=" + std::to_string(mine_id);
+  std::vector<std::pair<int64_t, uint64_t>> on_leader_events;
+  std::vector<std::pair<int64_t, uint64_t>> on_standby_events;
+  // Eventually: the leader may still add an event of the ended job (its directory removed).
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto at_leader = Get(leader, events_path, kUserToken);
+        auto at_standby = Get(standby, events_path, kUserToken);
+        if (!at_leader || at_leader->status != 200 || !at_standby || at_standby->status != 200) {
+          return false;
+        }
+        on_leader_events = seqs(at_leader->body);
+        on_standby_events = seqs(at_standby->body);
+        return !on_leader_events.empty() && on_standby_events == on_leader_events;
+      },
+      seconds(10)))
+      << on_leader_events.size() << " events on the leader, " << on_standby_events.size()
+      << " on the standby";
+  auto all_events = Get(standby, "/v1/events", kUserToken);
+  ASSERT_TRUE(all_events && all_events->status == 200);
+  bool saw_mine = false;
+  for (const auto& [seq, job] : seqs(all_events->body)) {
+    EXPECT_NE(job, theirs_id) << "ada saw event " << seq << " of the admin's job";
+    saw_mine = saw_mine || job == mine_id;
+  }
+  EXPECT_TRUE(saw_mine) << all_events->body;
+  auto admins_events = Get(standby, "/v1/events?job=" + std::to_string(theirs_id), kUserToken);
+  ASSERT_TRUE(admins_events);
+  EXPECT_EQ(admins_events->status, 404) << admins_events->body;
+  auto bad_events = Get(standby, "/v1/events?limit=0", kUserToken);
+  ASSERT_TRUE(bad_events);
+  EXPECT_EQ(bad_events->status, 400);
+  EXPECT_THAT(bad_events->body, ::testing::HasSubstr("limit"));
 
   // Anything else is the leader's.
   auto nodes = Get(standby, "/v1/nodes", kUserToken);
