@@ -26,6 +26,7 @@
 #include "controller/http_api.h"
 #include "controller/job_mirror.h"
 #include "controller/leader_lease.h"
+#include "controller/log_follower.h"
 #include "controller/replicated_store.h"
 #include "controller/standby_api.h"
 #include "controller/tls.h"
@@ -214,30 +215,60 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
   std::unique_ptr<controller::JobMirror> mirror;
   std::atomic<const controller::JobMirror*> jobs{nullptr};
   std::optional<controller::StandbyApi> standby;
+  const auto cap = formats::ParseBytes(f.max_task_log);  // checked by RunServer
+  const int64_t task_log_cap = cap.ok() ? cap.value() : 0;
   try {
-    standby.emplace(controller::StandbyOptions{.leader = [lease] { return lease->leader(); },
-                                               .applied = [&] { return applied.load(); },
-                                               .problem =
-                                                   [&] {
-                                                     std::lock_guard lock(problem_mu);
-                                                     return problem;
-                                                   },
-                                               .jobs = [&] { return jobs.load(); },
-                                               .auth = auth,
-                                               .tls_cert = f.tls_cert,
-                                               .tls_key = f.tls_key});
+    standby.emplace(
+        controller::StandbyOptions{.leader = [lease] { return lease->leader(); },
+                                   .applied = [&] { return applied.load(); },
+                                   .problem =
+                                       [&] {
+                                         std::lock_guard lock(problem_mu);
+                                         return problem;
+                                       },
+                                   .jobs = [&] { return jobs.load(); },
+                                   .logs = std::make_shared<controller::LogStore>(
+                                       std::filesystem::path(f.data) / "logs", task_log_cap),
+                                   .auth = auth,
+                                   .tls_cert = f.tls_cert,
+                                   .tls_key = f.tls_key});
   } catch (const std::exception& e) {
     Fail(std::string("--tls-cert/--tls-key: ") + e.what());
   }
   out.port = standby->Bind(host, port);
   if (out.port <= 0) Fail("cannot listen on " + host + ":" + std::to_string(port), kExitInternal);
   std::thread serving([&] { standby->Serve(); });
+  // The leader's copies of the tasks' output, as an admin of the auth file.
+  std::string admin_token;
+  for (const auto& [token, id] : auth.tokens) {
+    if (id.admin) {
+      admin_token = token;
+      break;
+    }
+  }
+  std::unique_ptr<controller::LogFollower> log_follower;
+  if (admin_token.empty()) {
+    std::cerr << "gangway server: the auth file names no admin, so this standby cannot copy the "
+                 "tasks' output from the leader: after a failover, output the old leader "
+                 "received shows only there"
+              << std::endl;
+  } else {
+    const bool self_signed =
+        !f.tls_cert.empty() && controller::IsSelfSignedCertificate(f.tls_cert).value_or(false);
+    log_follower = std::make_unique<controller::LogFollower>(
+        controller::LogFollowerOptions{.leader = [lease] { return lease->leader(); },
+                                       .self = f.advertise,
+                                       .token = admin_token,
+                                       .ca_cert = self_signed ? f.tls_cert : "",
+                                       .root = std::filesystem::path(f.data) / "logs"});
+  }
   auto stop_serving = [&] {
     standby->Stop();
     serving.join();
     if (out.store) out.store->Observe(nullptr);  // the leader keeps no mirror
     jobs = nullptr;
     mirror.reset();
+    log_follower.reset();  // the leader's own store writes there from now on
   };
   std::cout << "gangway server: standby on " << host << ":" << out.port << " as " << f.advertise
             << ", following the state log in etcd (" << f.etcd << ")" << std::endl;
@@ -301,9 +332,14 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
                                                .on_snapshot = SaySnapshot});
         mirror = std::make_unique<controller::JobMirror>(out.store->copy(), priority_classes);
         controller::JobMirror* m = mirror.get();
-        out.store->Observe([m](const std::vector<controller::StateWrite>* writes) {
+        controller::LogFollower* logs = log_follower.get();
+        out.store->Observe([m, logs](const std::vector<controller::StateWrite>* writes) {
           if (writes != nullptr) {
             m->Apply(*writes);
+            for (const controller::StateWrite& w : *writes) {
+              // As the leader removes a forgotten job's output, so does its copy.
+              if (logs && w.kind == controller::StateWrite::Kind::kForgetJob) logs->Forget(w.job);
+            }
           } else {
             m->Reload();  // a snapshot replaced the copy
           }

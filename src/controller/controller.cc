@@ -821,6 +821,15 @@ JobRecord* Controller::FindTask(std::string_view task_id, TaskRecord** task) {
   return job;
 }
 
+std::vector<uint64_t> Controller::JobIdsAfter(uint64_t after, size_t limit) {
+  std::lock_guard lock(mu_);
+  std::vector<uint64_t> out;
+  for (auto it = jobs_.upper_bound(after); it != jobs_.end() && out.size() < limit; ++it) {
+    out.push_back(it->first);
+  }
+  return out;
+}
+
 bool CanSee(const Caller& caller, const JobRecord& job) {
   return caller.admin || job.live.job.user == caller.user;
 }

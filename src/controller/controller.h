@@ -110,6 +110,24 @@ Outcome<nlohmann::json> EventsPage(
     const Caller& caller, const EventQuery& query,
     const std::function<std::vector<StoredEvent>(const EventQuery&)>& read,
     const std::function<const JobRecord*(uint64_t)>& find);
+// GET /v1/jobs/{id}/logs: where a task's output is (LocateLog), and a chunk of it read from
+// a LogStore (ReadLogChunk). What the controller answers, and a standby from its copies of
+// the leader's files (log_follower.h).
+struct LogSource {
+  std::string task_id;       // the attempt whose file is shown; "": none (never ran)
+  bool ended = false;        // no more output will come
+  int64_t final_bytes = -1;  // the task's output in all, as its agent reported (-1: unknown)
+  std::string node;          // the node running it, "" when none holds it
+};
+struct LogChunk {
+  std::string data;
+  int64_t next_offset = 0;
+  bool complete = false;  // ended, and every byte of it read
+};
+// The 403 of another user's job, the 400 of a task out of range, else the task's source.
+Outcome<LogSource> LocateLog(const Caller& caller, const JobRecord& job, int task);
+LogChunk ReadLogChunk(const LogStore& logs, uint64_t job, const LogSource& source, int64_t offset,
+                      int64_t limit);
 // The newest events GET /v1/jobs/{id} shows of a job: one restarted many times has more than
 // a view should carry.
 inline constexpr int kEventsInJobView = 1000;
@@ -207,11 +225,8 @@ class Controller {
   Outcome<nlohmann::json> ListJobs(const Caller& caller, const JobListQuery& query);
   Outcome<nlohmann::json> GetJob(const Caller& caller, uint64_t id);
   Outcome<nlohmann::json> Cancel(const Caller& caller, uint64_t id);
-  struct LogChunk {
-    std::string data;
-    int64_t next_offset = 0;
-    bool complete = false;
-  };
+  using LogChunk = controller::LogChunk;
+  // GET /v1/jobs/{id}/logs: LocateLog, then ReadLogChunk.
   Outcome<LogChunk> Logs(const Caller& caller, uint64_t id, int task, int64_t offset,
                          int64_t limit);
   nlohmann::json ListNodes(const NodeListQuery& query = {});
@@ -224,6 +239,10 @@ class Controller {
   Outcome<nlohmann::json> NodeAction(const Caller& caller, std::string_view name,
                                      std::string_view action);
   nlohmann::json ListQueues();
+  // The tasks' output as stored here, and the ids of the jobs held after `after` (at most
+  // `limit`, ascending): what standbys copy (GET /v1/logs/..., log_follower.h).
+  LogStore& logs() { return logs_; }
+  std::vector<uint64_t> JobIdsAfter(uint64_t after, size_t limit);
   // GET /v1/events (EventQuery).
   Outcome<nlohmann::json> Events(const Caller& caller, const EventQuery& query);
 

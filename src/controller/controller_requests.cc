@@ -36,12 +36,6 @@ bool ValidName(std::string_view s) {
   });
 }
 
-int64_t FileSize(const std::filesystem::path& p) {
-  std::error_code ec;
-  auto n = std::filesystem::file_size(p, ec);
-  return ec ? 0 : static_cast<int64_t>(n);
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- views
@@ -315,68 +309,74 @@ Outcome<json> Controller::Cancel(const Caller& caller, uint64_t id) {
   return json{{"job", view}};
 }
 
-Outcome<Controller::LogChunk> Controller::Logs(const Caller& caller, uint64_t id, int task,
-                                               int64_t offset, int64_t limit) {
-  std::filesystem::path path;
-  bool ended = false;
-  int64_t final_bytes = -1;
+Outcome<LogSource> LocateLog(const Caller& caller, const JobRecord& j, int task) {
+  if (!CanSee(caller, j)) {
+    return Error(403, "forbidden", "job " + std::to_string(j.id) + " belongs to another user");
+  }
+  if (task < 0 || task >= j.TaskCount()) {
+    return Error(
+        400, "bad_request",
+        "task: job " + std::to_string(j.id) + " has tasks 0.." + std::to_string(j.TaskCount() - 1),
+        "task");
+  }
+  LogSource out;
+  if (static_cast<size_t>(task) < j.tasks.size()) {
+    const TaskRecord& t = j.tasks[static_cast<size_t>(task)];
+    out.task_id = j.TaskId(task);
+    out.ended = t.state == TaskState::kExited || t.state == TaskState::kLost;
+    out.final_bytes = t.state == TaskState::kLost ? 0 : t.log_bytes;
+    out.node = t.Holds() ? t.node : "";
+  } else if (Finished(j.state)) {
+    out.ended = true;  // never ran
+    out.final_bytes = 0;
+  } else if (j.attempt > 0) {
+    // Requeued: show the previous attempt's output until the next one starts.
+    out.task_id =
+        std::to_string(j.id) + "." + std::to_string(j.attempt - 1) + "." + std::to_string(task);
+  }
+  return out;
+}
+
+LogChunk ReadLogChunk(const LogStore& logs, uint64_t job, const LogSource& source, int64_t offset,
+                      int64_t limit) {
+  LogChunk out;
+  out.next_offset = offset;
+  if (source.task_id.empty()) {
+    out.complete = source.ended;
+    return out;
+  }
+  LogStore::Bytes bytes = logs.Read(job, source.task_id, offset, limit);
+  out.next_offset = offset + static_cast<int64_t>(bytes.data.size());
+  out.data = std::move(bytes.data);
+  out.complete =
+      source.ended && out.next_offset >= bytes.size &&
+      (source.final_bytes < 0 || bytes.size >= source.final_bytes || logs.Capped(bytes.size));
+  return out;
+}
+
+Outcome<LogChunk> Controller::Logs(const Caller& caller, uint64_t id, int task, int64_t offset,
+                                   int64_t limit) {
+  LogSource source;
   {
     std::lock_guard lock(mu_);
     JobRecord* j = FindJob(id);
     if (!j) return UnknownJob(id);
-    if (!CanSee(caller, *j)) {
-      return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
-    }
-    if (task < 0 || task >= j->TaskCount()) {
-      return Error(
-          400, "bad_request",
-          "task: job " + std::to_string(id) + " has tasks 0.." + std::to_string(j->TaskCount() - 1),
-          "task");
-    }
-    if (static_cast<size_t>(task) < j->tasks.size()) {
-      const TaskRecord& t = j->tasks[static_cast<size_t>(task)];
-      if (t.Holds()) {
-        // Someone reads this task's output: its agent ships it at its own pace for a while.
-        if (auto nit = nodes_.find(t.node); nit != nodes_.end()) {
-          NodeEntry& e = nit->second;
-          const auto now = clock_->SteadyNow();
-          if (now >= e.followed_until && LogIntervalMsLocked(e) > 0) {
-            e.channel.WakeWithNews();
-          }
-          e.followed_until = now + kFollowWindow;
+    Outcome<LogSource> found = LocateLog(caller, *j, task);
+    if (!found.ok()) return found.error();
+    source = std::move(found).value();
+    if (!source.node.empty()) {
+      // Someone reads this task's output: its agent ships it at its own pace for a while.
+      if (auto nit = nodes_.find(source.node); nit != nodes_.end()) {
+        NodeEntry& e = nit->second;
+        const auto now = clock_->SteadyNow();
+        if (now >= e.followed_until && LogIntervalMsLocked(e) > 0) {
+          e.channel.WakeWithNews();
         }
+        e.followed_until = now + kFollowWindow;
       }
-      path = logs_.Path(id, j->TaskId(task));
-      ended = t.state == TaskState::kExited || t.state == TaskState::kLost;
-      final_bytes = t.state == TaskState::kLost ? 0 : t.log_bytes;
-    } else if (Finished(j->state)) {
-      ended = true;  // never ran
-      final_bytes = 0;
-    } else if (j->attempt > 0) {
-      // Requeued: show the previous attempt's output until the next one starts.
-      path = logs_.Path(id, std::to_string(id) + "." + std::to_string(j->attempt - 1) + "." +
-                                std::to_string(task));
     }
   }
-  LogChunk out;
-  out.next_offset = offset;
-  if (!path.empty()) {
-    std::ifstream in(path, std::ios::binary);
-    const int64_t size = FileSize(path);
-    if (in && offset < size) {
-      const int64_t n = std::min(limit, size - offset);
-      out.data.resize(static_cast<size_t>(n));
-      in.seekg(offset);
-      in.read(out.data.data(), n);
-      out.data.resize(static_cast<size_t>(in.gcount()));
-      out.next_offset = offset + static_cast<int64_t>(out.data.size());
-    }
-    out.complete = ended && out.next_offset >= size &&
-                   (final_bytes < 0 || size >= final_bytes || logs_.Capped(size));
-  } else {
-    out.complete = ended;
-  }
-  return out;
+  return ReadLogChunk(logs_, id, source, offset, limit);
 }
 
 json Controller::ListNodes(const NodeListQuery& q) {

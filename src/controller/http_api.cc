@@ -452,21 +452,9 @@ void HttpApi::Routes() {
         [this, caller](const Request& req, Response& res, const Identity& id) {
           auto job = JobId(req, res);
           if (!job) return;
-          auto task = IntParam(req, res, "task", 0, 0, 1000000);
-          if (!task) return;
-          auto offset = IntParam(req, res, "offset", 0, 0, INT64_MAX);
-          if (!offset) return;
-          auto limit = IntParam(req, res, "limit", 1 << 20, 1, 16 << 20);
-          if (!limit) return;
-          auto out = controller_.Logs(caller(id), *job, static_cast<int>(*task), *offset, *limit);
-          if (!out.ok()) {
-            SendError(res, out.error());
-            return;
+          if (std::optional<LogQuery> q = ReadLogQuery(req, res)) {
+            SendLogChunk(res, controller_.Logs(caller(id), *job, q->task, q->offset, q->limit));
           }
-          const Controller::LogChunk& chunk = out.value();
-          res.set_header("X-Gangway-Next-Offset", std::to_string(chunk.next_offset));
-          res.set_header("X-Gangway-Log-Complete", chunk.complete ? "true" : "false");
-          res.set_content(chunk.data, "text/plain; charset=utf-8");
         });
   route("GET", "/v1/nodes", "list_nodes", Who::kUser,
         [this](const Request& req, Response& res, const Identity&) {
@@ -508,6 +496,70 @@ void HttpApi::Routes() {
           if (std::optional<EventQuery> query = ReadEventQuery(req, res)) {
             Answer(res, controller_.Events(caller(id), *query));
           }
+        });
+
+  // --- tasks' output, for the standbys of a group (log_follower.h); admins only ---
+  auto admin_only = [](Response& res, const Identity& id) {
+    if (id.admin) return true;
+    SendError(res,
+              {403, "forbidden", "only an admin may read every job's output", "", json::array()});
+    return false;
+  };
+  route("GET", "/v1/logs/changes", "log_changes", Who::kUser,
+        [admin_only, this](const Request& req, Response& res, const Identity& id) {
+          if (!admin_only(res, id)) return;
+          auto after = IntParam(req, res, "after", 0, 0, INT64_MAX);
+          if (!after) return;
+          auto limit = IntParam(req, res, "limit", 10000, 0, 100000);
+          if (!limit) return;
+          const LogStore::Changes c = controller_.logs().ChangesAfter(static_cast<uint64_t>(*after),
+                                                                      static_cast<size_t>(*limit));
+          json changes = json::array();
+          for (const LogStore::Change& x : c.changes) {
+            changes.push_back({{"job", x.job}, {"task", x.task_id}, {"size", x.size}});
+          }
+          SendJson(res, 200,
+                   {{"incarnation", c.incarnation},
+                    {"version", c.version},
+                    {"gap", c.gap},
+                    {"changes", changes}});
+        });
+  route("GET", "/v1/logs/files", "log_files", Who::kUser,
+        [admin_only, this](const Request& req, Response& res, const Identity& id) {
+          if (!admin_only(res, id)) return;
+          auto after = IntParam(req, res, "after", 0, 0, INT64_MAX);
+          if (!after) return;
+          auto limit = IntParam(req, res, "limit", 1000, 1, 10000);
+          if (!limit) return;
+          const std::vector<uint64_t> ids =
+              controller_.JobIdsAfter(static_cast<uint64_t>(*after), static_cast<size_t>(*limit));
+          json files = json::array();
+          for (uint64_t job : ids) {
+            for (const LogStore::File& f : controller_.logs().FilesOf(job)) {
+              files.push_back({{"job", job}, {"task", f.task_id}, {"size", f.size}});
+            }
+          }
+          json body = {{"files", files}};
+          if (ids.size() == static_cast<size_t>(*limit)) body["next"] = ids.back();
+          SendJson(res, 200, body);
+        });
+  route("GET", R"(/v1/logs/(\d+)/([0-9.]+))", "log_file", Who::kUser,
+        [admin_only, this](const Request& req, Response& res, const Identity& id) {
+          if (!admin_only(res, id)) return;
+          auto job = JobId(req, res);
+          if (!job) return;
+          const std::string task = req.matches[2].str();
+          if (!LogStore::ValidTaskId(task)) {
+            SendError(res, {400, "bad_request", "task: not a task id", "task", json::array()});
+            return;
+          }
+          auto offset = IntParam(req, res, "offset", 0, 0, INT64_MAX);
+          if (!offset) return;
+          auto limit = IntParam(req, res, "limit", 1 << 20, 1, 16 << 20);
+          if (!limit) return;
+          LogStore::Bytes bytes = controller_.logs().Read(*job, task, *offset, *limit);
+          res.set_header("X-Gangway-Log-Size", std::to_string(bytes.size));
+          res.set_content(std::move(bytes.data), "application/octet-stream");
         });
 
   // --- agents ---
@@ -658,6 +710,27 @@ std::optional<EventQuery> ReadEventQuery(const httplib::Request& req, httplib::R
                     .job = static_cast<uint64_t>(*job),
                     .limit = static_cast<int>(*last > 0 ? *last : *limit),
                     .last = *last > 0};
+}
+
+std::optional<LogQuery> ReadLogQuery(const httplib::Request& req, httplib::Response& res) {
+  auto task = IntParam(req, res, "task", 0, 0, 1000000);
+  if (!task) return std::nullopt;
+  auto offset = IntParam(req, res, "offset", 0, 0, INT64_MAX);
+  if (!offset) return std::nullopt;
+  auto limit = IntParam(req, res, "limit", 1 << 20, 1, 16 << 20);
+  if (!limit) return std::nullopt;
+  return LogQuery{.task = static_cast<int>(*task), .offset = *offset, .limit = *limit};
+}
+
+void SendLogChunk(httplib::Response& res, const Outcome<LogChunk>& out) {
+  if (!out.ok()) {
+    SendError(res, out.error());
+    return;
+  }
+  const LogChunk& chunk = out.value();
+  res.set_header("X-Gangway-Next-Offset", std::to_string(chunk.next_offset));
+  res.set_header("X-Gangway-Log-Complete", chunk.complete ? "true" : "false");
+  res.set_content(chunk.data, "text/plain; charset=utf-8");
 }
 
 std::optional<uint64_t> ReadJobId(const httplib::Request& req, httplib::Response& res) {

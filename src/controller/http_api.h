@@ -89,6 +89,15 @@ std::optional<JobListQuery> ReadJobListQuery(const httplib::Request& req, httpli
 std::optional<uint64_t> ReadJobId(const httplib::Request& req, httplib::Response& res);
 // The query of GET /v1/events; nullopt, with the 400 in `res`, when a parameter is malformed.
 std::optional<EventQuery> ReadEventQuery(const httplib::Request& req, httplib::Response& res);
+// The query of GET /v1/jobs/{id}/logs; nullopt, with the 400 in `res`, when malformed.
+struct LogQuery {
+  int task = 0;
+  int64_t offset = 0;
+  int64_t limit = 1 << 20;
+};
+std::optional<LogQuery> ReadLogQuery(const httplib::Request& req, httplib::Response& res);
+// The chunk as text with its X-Gangway-Next-Offset and X-Gangway-Log-Complete, or the error.
+void SendLogChunk(httplib::Response& res, const Outcome<LogChunk>& out);
 // The value as JSON with 200, or the error as every route sends one.
 void SendOutcome(httplib::Response& res, const Outcome<nlohmann::json>& outcome);
 // The 401 of a request without a valid user token.

@@ -86,4 +86,22 @@ Outcome<json> JobMirror::Events(const Caller& caller, const EventQuery& query) c
       });
 }
 
+Outcome<LogChunk> JobMirror::Logs(const Caller& caller, uint64_t id, int task, int64_t offset,
+                                  int64_t limit, const LogStore& logs) const {
+  LogSource source;
+  {
+    std::lock_guard lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) {
+      return ApiError{.status = 404,
+                      .code = "not_found",
+                      .message = "job " + std::to_string(id) + " does not exist"};
+    }
+    Outcome<LogSource> found = LocateLog(caller, it->second, task);
+    if (!found.ok()) return found.error();
+    source = std::move(found).value();
+  }
+  return ReadLogChunk(logs, id, source, offset, limit);
+}
+
 }  // namespace gangway::controller

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "controller/controller.h"
+#include "controller/log_store.h"
 #include "controller/records.h"
 #include "controller/state_store.h"
 
@@ -42,6 +43,9 @@ class JobMirror {
   // As Controller::Events answers: the copy's events, those of jobs the caller may not see
   // left out.
   Outcome<nlohmann::json> Events(const Caller& caller, const EventQuery& query) const;
+  // As Controller::Logs answers, from `logs`: the copies of the leader's files.
+  Outcome<LogChunk> Logs(const Caller& caller, uint64_t id, int task, int64_t offset, int64_t limit,
+                         const LogStore& logs) const;
 
  private:
   void PutLocked(const std::string& doc);

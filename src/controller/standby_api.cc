@@ -50,6 +50,18 @@ StandbyApi::StandbyApi(StandbyOptions options) : options_(std::move(options)) {
           SendOutcome(res, jobs.Get(caller, *id));
       });
     });
+    if (options_.logs) {
+      server_->Get(R"(/v1/jobs/(\d+)/logs)", [this](const httplib::Request& req,
+                                                    httplib::Response& res) {
+        Read(req, res, [&](const JobMirror& jobs, const Caller& caller) {
+          std::optional<uint64_t> id = ReadJobId(req, res);
+          if (!id) return;
+          if (std::optional<LogQuery> q = ReadLogQuery(req, res)) {
+            SendLogChunk(res, jobs.Logs(caller, *id, q->task, q->offset, q->limit, *options_.logs));
+          }
+        });
+      });
+    }
     server_->Get("/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
       Read(req, res, [&](const JobMirror& jobs, const Caller& caller) {
         if (std::optional<EventQuery> query = ReadEventQuery(req, res))

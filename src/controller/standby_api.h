@@ -4,12 +4,13 @@
 // What a standby controller of a group on etcd (docs/design/ha.md) serves on the leader's
 // port while another leads: GET /healthz answers 200 {"status": "standby", "leader": URL,
 // "applied": N}; GET /v1/jobs, GET /v1/jobs/{id} and GET /v1/events are answered from its
-// copy of the state (a JobMirror) for the users of its auth file, as the leader answers them,
+// copy of the state (a JobMirror), and GET /v1/jobs/{id}/logs from its copies of the leader's
+// output files (log_follower.h), for the users of its auth file, as the leader answers them,
 // with the headers X-Gangway-Standby (the log entry the copy holds) and X-Gangway-Leader.
-// Nodes, queues, logs and the rest describe what the leader holds in memory (heartbeats, GPU
-// use, allocations) or on its disk: every other request gets 503 {"error": {"code": "not_leader",
-// ...}} naming the leader in the message and in the X-Gangway-Leader header, so that agents and the
-// CLI go there.
+// Nodes, queues and the rest describe what the leader holds in memory (heartbeats, GPU use,
+// allocations): every other request gets 503 {"error": {"code": "not_leader", ...}} naming
+// the leader in the message and in the X-Gangway-Leader header, so that agents and the CLI go
+// there.
 //
 // Threads: Serve blocks in the calling thread; Stop from any other. The functions of
 // StandbyOptions are called from the server's threads.
@@ -24,6 +25,7 @@
 #include "controller/auth.h"
 #include "controller/controller.h"
 #include "controller/job_mirror.h"
+#include "controller/log_store.h"
 
 namespace gangway::controller {
 
@@ -38,6 +40,9 @@ struct StandbyOptions {
   // The jobs of the copy (null until it is open: job reads get the 503 meanwhile), and who may
   // read them; no function: job reads always get the 503.
   std::function<const JobMirror*()> jobs;
+  // The copies of the leader's task output (log_follower.h), read for GET /v1/jobs/{id}/logs
+  // with the controller's --max-task-log; null: those reads get the 503.
+  std::shared_ptr<const LogStore> logs;
   AuthConfig auth;
   // Both set: HTTPS with this certificate chain and key (PEM files), as the leader serves.
   std::string tls_cert;

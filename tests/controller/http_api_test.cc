@@ -44,6 +44,7 @@ TEST_F(HttpApiTest, MetricsHealthAndOpenApi) {
   EXPECT_EQ(openapi["openapi"], "3.0.3");
   EXPECT_TRUE(openapi["paths"].contains("/v1/jobs/{id}/logs"));
   EXPECT_TRUE(openapi["paths"].contains("/v1/utilization"));
+  EXPECT_TRUE(openapi["paths"].contains("/v1/logs/changes")) << "what standbys copy output with";
   auto top = http_->Get("/v1/utilization", As(kAliceToken));
   ASSERT_TRUE(top);
   EXPECT_EQ(top->status, 200) << top->body;

@@ -113,5 +113,57 @@ TEST_F(LogStoreTest, ASettledOrForgottenTaskIsReadFromItsFileAgain) {
   EXPECT_EQ(logs.Size(4, "4.0.0"), 7);
 }
 
+// The feed standbys follow: each append that stored bytes, with the file's size after it;
+// a reader behind the feed, or ahead of it (another store's version), is told to list.
+TEST_F(LogStoreTest, TheFeedListsEachStoringAppendAndSaysWhenAReaderFellBehind) {
+  LogStore logs(dir_.path(), 0);
+  EXPECT_EQ(logs.ChangesAfter(0, 10).version, 0u);
+  EXPECT_FALSE(logs.ChangesAfter(0, 10).gap);
+  logs.Append(1, "1.0.0", 0, "abc", 256);
+  logs.Append(1, "1.0.0", 1, "bc", 256);  // stores nothing: no change
+  logs.Append(2, "2.0.1", 0, "xy", 256);
+  logs.Append(1, "1.0.0", 3, "d", 256);
+  LogStore::Changes c = logs.ChangesAfter(0, 10);
+  EXPECT_FALSE(c.gap);
+  EXPECT_EQ(c.version, 3u);
+  ASSERT_EQ(c.changes.size(), 3u);
+  EXPECT_EQ(c.changes[0].task_id, "1.0.0");
+  EXPECT_EQ(c.changes[0].size, 3);
+  EXPECT_EQ(c.changes[1].job, 2u);
+  EXPECT_EQ(c.changes[1].size, 2);
+  EXPECT_EQ(c.changes[2].version, 3u);
+  EXPECT_EQ(c.changes[2].size, 4);
+  c = logs.ChangesAfter(1, 1);
+  ASSERT_EQ(c.changes.size(), 1u) << "at most the limit";
+  EXPECT_EQ(c.changes[0].version, 2u);
+  EXPECT_TRUE(logs.ChangesAfter(3, 10).changes.empty());
+  EXPECT_TRUE(logs.ChangesAfter(4, 10).gap) << "a version this store never gave";
+  LogStore other(dir_.path(), 0);
+  EXPECT_NE(other.ChangesAfter(0, 10).incarnation, c.incarnation);
+
+  // Past kFeedEntries appends, the oldest are gone: a reader at version 1 must list.
+  for (size_t i = 0; i < LogStore::kFeedEntries; ++i) {
+    logs.Append(3, "3.0.0", static_cast<int64_t>(i), "z", 256);
+  }
+  EXPECT_TRUE(logs.ChangesAfter(1, 10).gap);
+  EXPECT_FALSE(logs.ChangesAfter(3, 10).gap) << "versions 4.. are all still held";
+  EXPECT_EQ(logs.ChangesAfter(3, 10).changes.front().version, 4u);
+
+  // What a lister and a copier read.
+  const std::vector<LogStore::File> files = logs.FilesOf(1);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].task_id, "1.0.0");
+  EXPECT_EQ(files[0].size, 4);
+  EXPECT_TRUE(logs.FilesOf(99).empty());
+  const LogStore::Bytes b = logs.Read(1, "1.0.0", 1, 2);
+  EXPECT_EQ(b.data, "bc");
+  EXPECT_EQ(b.size, 4);
+  EXPECT_EQ(logs.Read(1, "1.0.0", 4, 10).data, "");
+  EXPECT_EQ(logs.Read(9, "9.0.0", 0, 10).size, 0);
+  EXPECT_TRUE(LogStore::ValidTaskId("12.3.4"));
+  EXPECT_FALSE(LogStore::ValidTaskId("../etc"));
+  EXPECT_FALSE(LogStore::ValidTaskId(""));
+}
+
 }  // namespace
 }  // namespace gangway::controller

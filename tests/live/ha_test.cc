@@ -702,6 +702,83 @@ TEST_F(HaTest, AStandbyAnswersJobAndEventReadsFromItsCopyAndSendsTheRestToTheLea
   EXPECT_EQ(nodes->get_header_value("X-Gangway-Leader"), Url(leader));
 }
 
+// Agents send output to the leader only and forget it once delivered; the standbys copy it
+// (log_follower.h) and answer for it, so that after a SIGKILL of the leader the new one shows
+// a finished job's whole output, and a running job's output goes on from where it was.
+TEST_F(HaTest, TaskOutputTheLeaderReceivedIsStillThereAfterItIsKilled) {
+  for (int i = 0; i < kControllers; ++i) StartController(i);
+  const int leader = WaitForLeader(seconds(20));
+  ASSERT_GE(leader, 0);
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  // 20,000 numbered lines (108,894 bytes), then the job ends.
+  auto done = api_->SubmitJob(
+      json{{"name", "counts"}, {"gpu", 1}, {"command", {"seq", "1", "20000"}}}.dump(),
+      "application/json");
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  const uint64_t done_id = (*done)["job"]["id"].get<uint64_t>();
+  // A running one that says "before" now and "after" once the test makes a file.
+  const std::string go = (dir_ / "go").string();
+  auto running = api_->SubmitJob(json{{"name", "talks"},
+                                      {"gpu", 1},
+                                      {"command",
+                                       {"sh", "-c",
+                                        RecordPid("talks") + "echo before; while [ ! -e " + go +
+                                            " ]; do sleep 0.05; done; echo after; exec sleep 600"}}}
+                                     .dump(),
+                                 "application/json");
+  ASSERT_TRUE(running.ok()) << running.error().message;
+  const uint64_t running_id = (*running)["job"]["id"].get<uint64_t>();
+  std::string expected;
+  for (int i = 1; i <= 20000; ++i) expected += std::to_string(i) + "\n";
+
+  auto output = [&](uint64_t id) -> std::optional<std::string> {
+    std::string all;
+    for (uint64_t offset = 0;;) {
+      auto chunk = api_->GetLogs(id, 0, offset);
+      if (!chunk.ok()) return std::nullopt;
+      all += chunk->data;
+      if (chunk->data.empty() || chunk->next_offset <= offset) return all;
+      offset = chunk->next_offset;
+    }
+  };
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Str(Job(done_id), "state") == "succeeded" && output(done_id) == expected &&
+               output(running_id) == "before\n";
+      },
+      seconds(30)))
+      << ReadWholeFile(dir_ / "agent.err");
+  // Both standbys hold copies before the kill (whichever leads next needs them).
+  auto copy = [&](int i, uint64_t id) {
+    return ReadWholeFile(dir_ / ("c" + std::to_string(i + 1)) / "logs" / std::to_string(id) /
+                         (std::to_string(id) + ".0.0.log"));
+  };
+  for (int i = 0; i < kControllers; ++i) {
+    if (i == leader) continue;
+    EXPECT_TRUE(Eventually(
+        [&] { return copy(i, done_id) == expected && copy(i, running_id) == "before\n"; },
+        seconds(10)))
+        << "controller " << i << " holds " << copy(i, done_id).size() << " bytes";
+    // And answers for it as the leader would, saying it answers from a copy.
+    auto read = Get(i, "/v1/jobs/" + std::to_string(done_id) + "/logs?limit=1000000", kAdminToken);
+    ASSERT_TRUE(read);
+    EXPECT_EQ(read->status, 200) << read->body.substr(0, 300);
+    EXPECT_TRUE(read->body == expected) << read->body.size() << " bytes";
+    EXPECT_EQ(read->get_header_value("X-Gangway-Log-Complete"), "true");
+    EXPECT_FALSE(read->get_header_value("X-Gangway-Standby").empty());
+  }
+
+  controllers_[leader]->Stop(SIGKILL, milliseconds(0));
+  ASSERT_GE(WaitForLeader(seconds(20), leader), 0);
+  std::ofstream(go).close();
+  EXPECT_TRUE(Eventually([&] { return output(done_id) == expected; }, seconds(20)))
+      << "the new leader has " << output(done_id).value_or("(no answer)").size() << " bytes";
+  EXPECT_TRUE(Eventually([&] { return output(running_id) == "before\nafter\n"; }, seconds(20)))
+      << output(running_id).value_or("(no answer)");
+  EXPECT_EQ(Str(Job(running_id), "state"), "running");
+  KillLeftoverTasks();
+}
+
 // The leader in a network namespace of its own, joined to this one by a veth pair: taking the
 // pair's link down cuts it off from etcd, the agent and every client at once, as a network
 // partition would. The namespace and its addresses (10.231.N.0/30) are made by the test and
