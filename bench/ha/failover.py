@@ -12,8 +12,13 @@ With `--standby-reads N` it first measures, N times, how long after the leader a
 job a standby's copy answers GET /v1/jobs/{id} (the leader's batch in etcd, the standby's
 watch event, its read of the log and the job mirror), polling the standby every millisecond.
 
+With `--output-copies N` it measures, N times, how long after the leader holds the whole
+output of a finished job (GET /v1/jobs/{id}/logs says complete) a standby answers the same
+bytes from its copy (log_follower.h: the leader's feed polled every 250 ms, then the bytes
+fetched), for a job writing --output-bytes.
+
   bench/ha/failover.py [--gangway build/release/gangway] [--runs 10] [--lease-ttl 5]
-                       [--standby-reads 0]
+                       [--standby-reads 0] [--output-copies 0] [--output-bytes 1048576]
 """
 
 import argparse
@@ -49,6 +54,17 @@ def http(method, url, body=None, timeout=1.0):
         return 0, {}
 
 
+def read_log(url, job_id):
+    """The whole output of task 0 as one read, and whether the controller calls it complete."""
+    req = urllib.request.Request("%s/v1/jobs/%d/logs?limit=16777216" % (url, job_id))
+    req.add_header("Authorization", "Bearer " + TOKEN)
+    try:
+        with urllib.request.urlopen(req, timeout=1.0) as res:
+            return res.read(), res.headers.get("X-Gangway-Log-Complete") == "true"
+    except (OSError, ValueError):
+        return b"", False
+
+
 def wait(predicate, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -65,6 +81,8 @@ def main():
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--lease-ttl", type=int, default=5)
     ap.add_argument("--standby-reads", type=int, default=0)
+    ap.add_argument("--output-copies", type=int, default=0)
+    ap.add_argument("--output-bytes", type=int, default=1 << 20)
     args = ap.parse_args()
     gangway = os.path.abspath(args.gangway)
     work = tempfile.mkdtemp(prefix="gangway-ha-bench-")
@@ -128,6 +146,38 @@ def main():
                   "p99 %.1f ms, max %.1f ms (%d jobs)" %
                   (1000 * statistics.median(lags), 1000 * p99, 1000 * lags[-1], len(lags)),
                   flush=True)
+
+        if args.output_copies:
+            led = leader() - 1
+            standby = urls[(led + 1) % 3]
+            lags = []
+            command = ["sh", "-c", "head -c %d /dev/urandom | base64" % (args.output_bytes * 3 // 4)]
+            for _ in range(args.output_copies):
+                body = json.dumps({"name": "output", "gpu": 1, "command": command}).encode()
+                status, answer = http("POST", urls[led] + "/v1/jobs", body)
+                if status != 201:
+                    sys.exit("the leader refused a job: %s" % answer)
+                job_id = answer["job"]["id"]
+                t_leader = time.monotonic()
+                while True:
+                    data, complete = read_log(urls[led], job_id)
+                    if complete:
+                        break
+                    if time.monotonic() - t_leader > 60:
+                        sys.exit("the leader never had job %d's whole output" % job_id)
+                    time.sleep(0.001)
+                t_leader = time.monotonic()
+                while read_log(standby, job_id) != (data, True):
+                    if time.monotonic() - t_leader > 10:
+                        sys.exit("the standby never had job %d's output" % job_id)
+                    time.sleep(0.001)
+                lags.append(time.monotonic() - t_leader)
+            lags.sort()
+            p99 = lags[min(len(lags) - 1, int(round(0.99 * (len(lags) - 1))))]
+            print("a job's whole output (%d bytes) on the leader is read from a standby's copy "
+                  "after: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d jobs)" %
+                  (len(data), 1000 * statistics.median(lags), 1000 * p99, 1000 * lags[-1],
+                   len(lags)), flush=True)
 
         job = json.dumps({"name": "after-failover", "gpu": 1, "command": ["true"]}).encode()
         times = []

@@ -212,8 +212,15 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
   std::mutex problem_mu;  // guards `problem`: the last error reading the log, "" once it reads
   std::string problem;
   // The copy's jobs, for the job reads a standby answers; set once the copy is open.
-  std::unique_ptr<controller::JobMirror> mirror;
-  std::atomic<const controller::JobMirror*> jobs{nullptr};
+  // Until the store opens (etcd cannot be read), a mirror of the copy on disk as the last run
+  // left it, so that a standby restarted while etcd has no quorum still answers reads.
+  std::shared_ptr<controller::JobMirror> mirror;
+  std::mutex jobs_mu;  // guards `jobs`: the mirror the standby's reads use now
+  std::shared_ptr<const controller::JobMirror> jobs;
+  auto publish = [&](std::shared_ptr<const controller::JobMirror> m) {
+    std::lock_guard lock(jobs_mu);
+    jobs = std::move(m);
+  };
   std::optional<controller::StandbyApi> standby;
   const auto cap = formats::ParseBytes(f.max_task_log);  // checked by RunServer
   const int64_t task_log_cap = cap.ok() ? cap.value() : 0;
@@ -226,7 +233,11 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
                                          std::lock_guard lock(problem_mu);
                                          return problem;
                                        },
-                                   .jobs = [&] { return jobs.load(); },
+                                   .jobs =
+                                       [&] {
+                                         std::lock_guard lock(jobs_mu);
+                                         return jobs;
+                                       },
                                    .logs = std::make_shared<controller::LogStore>(
                                        std::filesystem::path(f.data) / "logs", task_log_cap),
                                    .auth = auth,
@@ -266,7 +277,7 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
     standby->Stop();
     serving.join();
     if (out.store) out.store->Observe(nullptr);  // the leader keeps no mirror
-    jobs = nullptr;
+    publish(nullptr);
     mirror.reset();
     log_follower.reset();  // the leader's own store writes there from now on
   };
@@ -330,7 +341,7 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
                                                .keep_entries = f.snapshot_keep,
                                                .snapshot_in_background = true,
                                                .on_snapshot = SaySnapshot});
-        mirror = std::make_unique<controller::JobMirror>(out.store->copy(), priority_classes);
+        mirror = std::make_shared<controller::JobMirror>(out.store->copy(), priority_classes);
         controller::JobMirror* m = mirror.get();
         controller::LogFollower* logs = log_follower.get();
         out.store->Observe([m, logs](const std::vector<controller::StateWrite>* writes) {
@@ -344,8 +355,8 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
             m->Reload();  // a snapshot replaced the copy
           }
         });
-        jobs = m;
-        lease->Start();  // campaigns only with a copy that can catch up
+        publish(mirror);  // in place of the copy on disk, if reads were served from it
+        lease->Start();   // campaigns only with a copy that can catch up
       } else {
         out.store->CatchUp();
       }
@@ -362,6 +373,19 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
       }
     } catch (const controller::StoreUnavailable& e) {
       say(e.what());
+      if (!out.store && !mirror && std::filesystem::exists(copy_path)) {
+        try {
+          int64_t seq = 0;
+          mirror = controller::JobMirror::OfCopyOnDisk(copy_path, priority_classes, &seq);
+          publish(mirror);
+          applied = seq;
+          std::cerr << "gangway server: answering job, event and output reads from the copy "
+                       "on disk (state log entry "
+                    << seq << ") until etcd can be read" << std::endl;
+        } catch (const std::exception& copy_error) {
+          say(std::string("the copy on disk cannot be read either: ") + copy_error.what());
+        }
+      }
       std::lock_guard lock(problem_mu);
       problem = e.what();
     } catch (const std::exception& e) {

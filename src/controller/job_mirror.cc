@@ -13,6 +13,19 @@ JobMirror::JobMirror(StateStore& copy, std::map<std::string, int32_t> priority_c
   Reload();
 }
 
+std::shared_ptr<JobMirror> JobMirror::OfCopyOnDisk(const std::string& path,
+                                                   std::map<std::string, int32_t> priority_classes,
+                                                   int64_t* seq) {
+  auto store = std::make_unique<SqliteStore>(path, StoreOptions{.copy_of_log = true});
+  *seq = store->LogSeq();
+  auto mirror = std::make_unique<JobMirror>(*store, std::move(priority_classes));
+  // The mirror goes first, then the store it reads.
+  return std::shared_ptr<JobMirror>(mirror.release(), [held = store.release()](JobMirror* m) {
+    delete m;
+    delete held;
+  });
+}
+
 void JobMirror::PutLocked(const std::string& doc) {
   std::optional<JobRecord> record = JobFromDoc(json::parse(doc, nullptr, false));
   if (!record) return;  // not a job document: the leader skips it too

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,6 +24,7 @@
 #include "controller/controller.h"
 #include "controller/log_store.h"
 #include "controller/records.h"
+#include "controller/sqlite_store.h"
 #include "controller/state_store.h"
 
 namespace gangway::controller {
@@ -32,6 +34,13 @@ class JobMirror {
   // `copy`: the standby's copy, read for Reload and for a job's events; it outlives the
   // mirror. `priority_classes`: the configured ones, as the controller reads specs back.
   JobMirror(StateStore& copy, std::map<std::string, int32_t> priority_classes);
+
+  // A mirror of a standby's copy on disk (a SqliteStore of a log's copy at `path`), which it
+  // owns: what a standby answers with while etcd cannot be read and its store cannot open.
+  // `seq`: the log entry the copy holds. Throws StoreError if the copy cannot be read.
+  static std::shared_ptr<JobMirror> OfCopyOnDisk(const std::string& path,
+                                                 std::map<std::string, int32_t> priority_classes,
+                                                 int64_t* seq);
 
   void Apply(const std::vector<StateWrite>& writes);
   // Every job again, from the copy.

@@ -95,8 +95,8 @@ void StandbyApi::NotLeader(httplib::Response& res) const {
 
 void StandbyApi::Read(const httplib::Request& req, httplib::Response& res,
                       const std::function<void(const JobMirror&, const Caller&)>& answer) const {
-  const JobMirror* jobs = options_.jobs();
-  if (jobs == nullptr) {
+  const std::shared_ptr<const JobMirror> jobs = options_.jobs();
+  if (!jobs) {
     NotLeader(res);  // the copy is not open yet
     return;
   }

@@ -38,8 +38,9 @@ struct StandbyOptions {
   // while there is one, the leader it names may be stale and 503s say so.
   std::function<std::string()> problem;
   // The jobs of the copy (null until it is open: job reads get the 503 meanwhile), and who may
-  // read them; no function: job reads always get the 503.
-  std::function<const JobMirror*()> jobs;
+  // read them; no function: job reads always get the 503. A request holds the mirror it got
+  // until it is answered, so the mirror may be replaced meanwhile.
+  std::function<std::shared_ptr<const JobMirror>()> jobs;
   // The copies of the leader's task output (log_follower.h), read for GET /v1/jobs/{id}/logs
   // with the controller's --max-task-log; null: those reads get the 503.
   std::shared_ptr<const LogStore> logs;

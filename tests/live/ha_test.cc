@@ -913,7 +913,16 @@ class HaEtcdMembersTest : public HaTest {
 
 TEST_F(HaEtcdMembersTest, OneMemberDownChangesNothingAndTwoDownStopWritesUntilOneReturns) {
   for (int i = 0; i < kControllers; ++i) StartController(i);
-  ASSERT_GE(WaitForLeader(seconds(20)), 0);
+  const int leader = WaitForLeader(seconds(20));
+  ASSERT_GE(leader, 0);
+  const int standby = (leader + 1) % kControllers;
+  auto standby_reads = [&](uint64_t id, std::string* body) {
+    auto read = Get(standby, "/v1/jobs/" + std::to_string(id), kAdminToken);
+    if (!read) return false;
+    *body = read->body;
+    return read->status == 200 && !read->get_header_value("X-Gangway-Standby").empty() &&
+           Str(json::parse(read->body)["job"], "state") == "succeeded";
+  };
   ASSERT_NO_FATAL_FAILURE(StartAgent());
   auto submit = [&](const std::string& name) -> client::ApiResult<json> {
     return api_->SubmitJob(json{{"name", name}, {"gpu", 1}, {"command", {"true"}}}.dump(),
@@ -926,6 +935,8 @@ TEST_F(HaEtcdMembersTest, OneMemberDownChangesNothingAndTwoDownStopWritesUntilOn
   ASSERT_TRUE(before.ok()) << before.error().message;
   const uint64_t before_id = (*before)["job"]["id"].get<uint64_t>();
   EXPECT_TRUE(succeeded(before_id));
+  std::string body;
+  EXPECT_TRUE(Eventually([&] { return standby_reads(before_id, &body); }, seconds(10))) << body;
 
   int etcd_leader = -1;
   ASSERT_TRUE(Eventually([&] { return (etcd_leader = EtcdLeader()) >= 0; }, seconds(10)));
@@ -956,6 +967,12 @@ TEST_F(HaEtcdMembersTest, OneMemberDownChangesNothingAndTwoDownStopWritesUntilOn
   // Reads go on: the standbys answer job reads from their copies.
   EXPECT_TRUE(Eventually([&] { return Str(Job(before_id), "state") == "succeeded"; }, seconds(10)))
       << "no job read was answered without etcd";
+  // A standby restarted now cannot open its store (that reads etcd) but answers reads from
+  // its copy on disk.
+  controllers_[standby]->Stop(SIGTERM, seconds(5));
+  StartController(standby);
+  EXPECT_TRUE(Eventually([&] { return standby_reads(before_id, &body); }, seconds(20)))
+      << body << ReadWholeFile(std::filesystem::path(logs_[standby]).replace_extension(".err"));
   // The leader exits once its lease has lapsed; a supervisor starts it again as a standby.
   for (int i = 0; i < kControllers; ++i) {
     if (controllers_[i] && !controllers_[i]->Running()) StartController(i);
