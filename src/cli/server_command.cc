@@ -68,6 +68,7 @@ struct ServerFlags {
   std::string advertise;  // this controller's URL, as agents and clients reach it
   std::string etcd_prefix = "/gangway";
   std::string etcd_ca;  // https:// members: their CA, and this controller's client certificate
+  std::string peer_ca;  // the CA of the other controllers' certificates (a standby copies output)
   std::string etcd_cert;
   std::string etcd_key;
   int lease_ttl = 5;                    // seconds
@@ -270,7 +271,9 @@ std::optional<Leadership> StandBy(const ServerFlags& f, const std::string& host,
         controller::LogFollowerOptions{.leader = [lease] { return lease->leader(); },
                                        .self = f.advertise,
                                        .token = admin_token,
-                                       .ca_cert = self_signed ? f.tls_cert : "",
+                                       .ca_cert = !f.peer_ca.empty() ? f.peer_ca
+                                                  : self_signed      ? f.tls_cert
+                                                                     : "",
                                        .root = std::filesystem::path(f.data) / "logs"});
   }
   auto stop_serving = [&] {
@@ -765,6 +768,12 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--etcd-ca", f->etcd_ca,
                   "With https:// etcd members: the CA that signed their certificates (PEM; "
                   "default: the system's CAs)")
+      ->type_name("FILE");
+  cmd->add_option("--peer-ca", f->peer_ca,
+                  "With --etcd and https:// controllers: the CA that signed the other "
+                  "controllers' certificates, to verify the leader a standby copies the tasks' "
+                  "output from (PEM; default: --tls-cert if it is self-signed, else the "
+                  "system's CAs)")
       ->type_name("FILE");
   cmd->add_option("--etcd-cert", f->etcd_cert,
                   "With https:// etcd members that check clients (--client-cert-auth): this "

@@ -5,7 +5,9 @@
 #include "controller/log_follower.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -25,11 +27,15 @@ std::string ReadAll(const std::filesystem::path& p) {
 
 class LogFollowerTest : public HttpApiTest {
  protected:
-  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  std::unique_ptr<LogFollower> Follow(const char* token) {
+  std::string Url() const {
+    return (http_options_.tls_cert.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") +
+           std::to_string(port_);
+  }
+  std::unique_ptr<LogFollower> Follow(const char* token, std::string ca_cert = "") {
     return std::make_unique<LogFollower>(LogFollowerOptions{.leader = [this] { return Url(); },
                                                             .self = "http://standby",
                                                             .token = token,
+                                                            .ca_cert = std::move(ca_cert),
                                                             .root = copies_.path(),
                                                             .poll = std::chrono::milliseconds(20)});
   }
@@ -99,6 +105,45 @@ TEST_F(LogFollowerTest, OnlyAnAdminMayCopyEveryJobsOutput) {
   auto bad = http_->Get("/v1/logs/changes?after=-1", As(kAdminToken));
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400) << bad->body;
+}
+
+// Over HTTPS the follower verifies the leader: with the CA it is given (here the leader's own
+// self-signed certificate, as --peer-ca or a self-signed --tls-cert gives it), and not with
+// the system's CAs alone.
+class TlsLogFollowerTest : public LogFollowerTest {
+ protected:
+  void SetUp() override {
+    cert_ = (copies_.path().parent_path() / ("cert-" + std::to_string(getpid()) + ".pem")).string();
+    key_ = (copies_.path().parent_path() / ("key-" + std::to_string(getpid()) + ".pem")).string();
+    const std::string make =
+        "/usr/bin/openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+        "-days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
+        key_ + " -out " + cert_ + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(make.c_str()), 0) << make;
+    http_options_.tls_cert = cert_;
+    http_options_.tls_key = key_;
+    LogFollowerTest::SetUp();
+  }
+  void TearDown() override {
+    LogFollowerTest::TearDown();
+    std::filesystem::remove(cert_);
+    std::filesystem::remove(key_);
+  }
+  std::string cert_;
+  std::string key_;
+};
+
+TEST_F(TlsLogFollowerTest, CopiesOverHttpsFromALeaderItCanVerifyOnly) {
+  const uint64_t a = Submit();
+  Output(a, "over tls\n");
+  auto unverified = Follow(kAdminToken);  // the system's CAs do not know this certificate
+  EXPECT_TRUE(Eventually([&] { return !unverified->stats().problem.empty(); }));
+  EXPECT_NE(unverified->stats().problem.find("SSL"), std::string::npos)
+      << unverified->stats().problem;
+  unverified->Stop();
+  EXPECT_EQ(Copy(a), "");
+  auto follower = Follow(kAdminToken, cert_);
+  EXPECT_TRUE(CopyIs(a, "over tls\n")) << follower->stats().problem;
 }
 
 }  // namespace
