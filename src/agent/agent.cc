@@ -21,6 +21,17 @@
 namespace gangway::agent {
 namespace {
 
+// Makes the directory `who`'s, readable by them alone (0700). Opened without following a
+// link: a user who owned it in an earlier attempt may have put one there. "" on success.
+std::string GiveDirectory(const std::string& dir, const Credentials& who) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::strerror(errno);
+  std::string why;
+  if (fchown(fd, who.uid, who.gid) != 0 || fchmod(fd, 0700) != 0) why = std::strerror(errno);
+  close(fd);
+  return why;
+}
+
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
@@ -259,6 +270,12 @@ void Agent::Start() {
       .base_env = std::nullopt,
       .use_cgroups = options_.use_cgroups,
       .private_dirs = std::move(private_dirs)});
+  if (geteuid() != 0) {
+    spdlog::warn(
+        "not running as root: every task runs as this agent's own account (uid {}), not as the "
+        "user who submitted it",
+        geteuid());
+  }
   started_ = true;
   {
     std::lock_guard lock(mu_);
@@ -684,12 +701,25 @@ void Agent::Launch(const protocol::Launch& launch) {
     return;
   }
   for (const auto& [k, v] : *visible) spec.env[k] = v;
+  // As its user when the agent can switch to it (root), else as the agent's own account.
+  if (launch.user && geteuid() == 0) {
+    spec.run_as = Credentials{.uid = launch.user->uid,
+                              .gid = launch.user->gid,
+                              .groups = {launch.user->groups.begin(), launch.user->groups.end()}};
+  }
   if (!checkpoint_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(checkpoint_dir, ec);
     if (ec) {
       RecordFailedLaunch(id, "cannot create checkpointDir " + checkpoint_dir + ": " + ec.message());
       return;
+    }
+    if (spec.run_as) {
+      if (const std::string why = GiveDirectory(checkpoint_dir, *spec.run_as); !why.empty()) {
+        RecordFailedLaunch(id, "cannot give checkpointDir " + checkpoint_dir + " to uid " +
+                                   std::to_string(spec.run_as->uid) + ": " + why);
+        return;
+      }
     }
   }
   spec.log_path = (options_.data_dir / "logs" / (id + ".log")).string();

@@ -81,6 +81,114 @@ bool IsWithin(const std::filesystem::path& dir, const std::filesystem::path& top
   return true;
 }
 
+// posix_spawn with the runner's steps: stdin /dev/null, stdout and stderr to `log_fd`, the
+// workdir, every other descriptor closed, a process group of its own, signal mask and
+// dispositions reset.
+formats::Expected<pid_t> Spawn(const std::string& program, const std::string& workdir, int log_fd,
+                               char* const* argv, char* const* envp) {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
+  posix_spawn_file_actions_addchdir_np(&actions, workdir.c_str());
+  // Descriptors other threads opened without O_CLOEXEC (HTTP sockets) stay with the agent.
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  sigset_t empty;
+  sigset_t all;
+  sigemptyset(&empty);
+  sigfillset(&all);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, argv, envp);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return formats::Fail("cannot start " + program + ": " + std::strerror(rc));
+  return pid;
+}
+
+// What the child of SpawnAs reports through its pipe when a step before exec fails.
+struct ChildFailure {
+  int step = 0;  // index into kSteps
+  int error = 0;
+};
+constexpr const char* kSteps[] = {"open /dev/null", "redirect output", "set supplementary groups",
+                                  "set gid",        "set uid",         "enter the workdir",
+                                  "execute"};
+
+// Spawn's steps by hand, as the task's user: fork, then in the child only async-signal-safe
+// calls, the credentials dropped with raw syscalls before the workdir is entered and the
+// command executed, so the kernel checks both as that user.
+formats::Expected<pid_t> SpawnAs(const Credentials& who, const std::string& program,
+                                 const std::string& workdir, int log_fd, char* const* argv,
+                                 char* const* envp) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    return formats::Fail(std::string("cannot start ") + program +
+                         ": pipe: " + std::strerror(errno));
+  }
+  const char* path = program.c_str();
+  const char* dir = workdir.c_str();
+  const gid_t* groups = who.groups.data();
+  const size_t group_count = who.groups.size();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int error = errno;
+    close(report[0]);
+    close(report[1]);
+    return formats::Fail("cannot start " + program + ": fork: " + std::strerror(error));
+  }
+  if (pid == 0) {
+    auto fail = [&](int step) {
+      const ChildFailure f{.step = step, .error = errno};
+      [[maybe_unused]] ssize_t n = write(report[1], &f, sizeof f);
+      _exit(127);
+    };
+    setpgid(0, 0);
+    sigset_t empty;
+    sigemptyset(&empty);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) {
+      if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);
+    }
+    sigprocmask(SIG_SETMASK, &empty, nullptr);
+    const int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0) fail(0);
+    if (dup2(log_fd, STDOUT_FILENO) < 0 || dup2(log_fd, STDERR_FILENO) < 0) fail(1);
+    if (syscall(SYS_setgroups, group_count, groups) != 0) fail(2);
+    if (syscall(SYS_setresgid, who.gid, who.gid, who.gid) != 0) fail(3);
+    if (syscall(SYS_setresuid, who.uid, who.uid, who.uid) != 0) fail(4);
+    if (chdir(dir) != 0) fail(5);
+    // Every descriptor but the report pipe, which exec closes.
+    if (report[1] > STDERR_FILENO + 1) close_range(STDERR_FILENO + 1, report[1] - 1, 0);
+    close_range(report[1] + 1, ~0U, 0);
+    execve(path, argv, envp);
+    fail(6);
+    _exit(127);  // not reached: fail exits
+  }
+  close(report[1]);
+  ChildFailure failure;
+  ssize_t n = 0;
+  while ((n = read(report[0], &failure, sizeof failure)) < 0 && errno == EINTR) {
+  }
+  close(report[0]);
+  if (n == static_cast<ssize_t>(sizeof failure)) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    const int step = failure.step >= 0 && failure.step < 7 ? failure.step : 6;
+    return formats::Fail("cannot start " + program + " as uid " + std::to_string(who.uid) + ": " +
+                         kSteps[step] + ": " + std::strerror(failure.error));
+  }
+  return pid;  // exec closed the pipe: the command runs
+}
 }  // namespace
 
 // --- CgroupLimiter ---
@@ -290,37 +398,31 @@ formats::Expected<pid_t> TaskRunner::Start(const LaunchSpec& spec) {
   argv.push_back(nullptr);
 
   const int log_fd =
-      open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+      open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
+           spec.run_as ? 0600 : 0644);
   if (log_fd < 0) {
     return formats::Fail("cannot open log file " + spec.log_path + ": " + std::strerror(errno));
   }
-
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
-  posix_spawn_file_actions_addchdir_np(&actions, workdir.c_str());
-  // Descriptors other threads opened without O_CLOEXEC (HTTP sockets) stay with the agent.
-  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
-  sigset_t empty;
-  sigset_t all;
-  sigemptyset(&empty);
-  sigfillset(&all);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &all);
-
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  close(log_fd);
-  if (rc != 0) return formats::Fail("cannot start " + program + ": " + std::strerror(rc));
+  if (spec.run_as) {
+    // The task's output is its user's alone.
+    if (fchown(log_fd, spec.run_as->uid, spec.run_as->gid) != 0 || fchmod(log_fd, 0600) != 0) {
+      const std::string why = std::strerror(errno);
+      close(log_fd);
+      return formats::Fail("cannot give the log file " + spec.log_path + " to uid " +
+                           std::to_string(spec.run_as->uid) + ": " + why);
+    }
+    formats::Expected<pid_t> started =
+        SpawnAs(*spec.run_as, program, workdir, log_fd, argv.data(), envp.data());
+    close(log_fd);
+    if (!started.ok()) return formats::Fail(started.error());
+    pid = started.value();
+  } else {
+    formats::Expected<pid_t> started = Spawn(program, workdir, log_fd, argv.data(), envp.data());
+    close(log_fd);
+    if (!started.ok()) return formats::Fail(started.error());
+    pid = started.value();
+  }
 
   Child child{.task_id = spec.task_id, .pidfd = PidfdOpen(pid)};
   if (cgroups_)

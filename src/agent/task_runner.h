@@ -15,9 +15,14 @@
 // outlive it), reaps it, and calls `on_exit` (on the supervisor thread, with no lock held).
 // Stop() signals the whole group and, if it is still there after the grace period, kills it.
 //
-// Tasks run as the agent's own user, so the runner keeps the agent's credentials out of their
-// way where it can: no task works in a private directory (the agent's data directory with its
-// node token, `gangway up`'s with the admin token) or below one, and no variable named
+// A task with `run_as` is started with fork and execve instead: the child, with nothing but
+// async-signal-safe calls, takes the same steps, drops to the task's user with raw syscalls
+// (one thread's credentials: the only thread there is), and reports a failure before exec
+// through a close-on-exec pipe, so that Start fails as it does for posix_spawn.
+//
+// Tasks without run_as run as the agent's own user, so the runner keeps the agent's credentials out
+// of their way where it can: no task works in a private directory (the agent's data directory with
+// its node token, `gangway up`'s with the admin token) or below one, and no variable named
 // GANGWAY_* is inherited from the agent's environment (GANGWAY_TOKEN, GANGWAY_JOIN_TOKEN,
 // GANGWAY_SERVER...); the GANGWAY_* variables of a task come with its launch. A task that
 // reads the files by their absolute path still can: only running it as another user stops that.
@@ -42,8 +47,20 @@
 
 namespace gangway::agent {
 
+// A Unix identity a task runs as.
+struct Credentials {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups; empty: none
+};
+
 struct LaunchSpec {
   std::string task_id;
+  // Run as this user (the runner must be root): its log file is made theirs (mode 0600), and
+  // the child sets the supplementary groups, then the gid, then the uid before it enters the
+  // workdir and executes the command, so both are checked as that user. nullopt: as the
+  // runner's own user.
+  std::optional<Credentials> run_as;
   std::vector<std::string> argv;           // argv[0] is looked up in PATH when it has no '/'
   std::map<std::string, std::string> env;  // on top of the runner's base environment
   std::string workdir;       // empty: the agent's working directory, or / if that is private

@@ -26,6 +26,7 @@
 #include "cli/data_dir_lock.h"
 #include "cli/plan_command.h"
 #include "formats/units.h"
+#include "protocol/agent_messages.h"
 
 namespace gangway::cli {
 namespace {
@@ -160,6 +161,8 @@ std::pair<agent::Inventory, std::unique_ptr<agent::GpuSource>> BuildInventory(co
     inv.memory_bytes = *v;
   }
   for (const auto& [k, v] : ParseLabels(f.labels)) inv.labels[k] = v;
+  // Only root can start a task as its submitter's account: the node says which it does.
+  inv.labels[protocol::kRunsTasksAsLabel] = geteuid() == 0 ? "submitter" : "agent";
   inv.gpus = source->Gpus();
   return {std::move(inv), std::move(source)};
 }

@@ -47,6 +47,11 @@ struct GpuInfo {
   bool healthy = true;
 };
 
+// The label an agent gives its node saying whose account tasks run as there: "submitter" (the
+// agent is root and switches to each job's Unix account) or "agent" (its own account). The
+// controller requires "submitter" of jobs that have a Unix account (controller/auth.h).
+inline constexpr char kRunsTasksAsLabel[] = "gangway.io/runs-tasks-as";
+
 struct NodeInfo {
   std::string name;  // required
   std::string address = "127.0.0.1";

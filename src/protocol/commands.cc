@@ -10,6 +10,10 @@ namespace gangway::protocol {
 
 using nlohmann::json;
 
+json ToJson(const UnixUser& u) {
+  return {{"name", u.name}, {"uid", u.uid}, {"gid", u.gid}, {"groups", u.groups}};
+}
+
 json ToJson(const Launch& l) {
   json gpus = json::array();
   for (const GpuGrant& g : l.gpus) {
@@ -31,6 +35,7 @@ json ToJson(const Launch& l) {
                {"checkpointDir", l.checkpoint_dir},
                {"checkpointSignal", l.checkpoint_signal}};
   if (l.checkpoint_grace_seconds) task["checkpointGraceSeconds"] = *l.checkpoint_grace_seconds;
+  if (l.user) task["user"] = ToJson(*l.user);
   return task;
 }
 
@@ -115,6 +120,22 @@ formats::Expected<Launch> ParseLaunch(const json& task) {
     } else {
       r.Fail("task.checkpointGraceSeconds",
              std::string("expected a number, got ") + TypeName(*grace));
+    }
+  }
+  if (const json* user = r.Find("user", false)) {
+    if (!user->is_object()) {
+      r.Fail("task.user", std::string("expected an object, got ") + TypeName(*user));
+    } else {
+      Reader u(*user, "task.user");
+      UnixUser who;
+      u.String("name", who.name);
+      u.Integer("uid", who.uid, /*required=*/true);
+      u.Integer("gid", who.gid, /*required=*/true);
+      u.Array("groups", [&](const json& g, const std::string& path) {
+        who.groups.push_back(u.IntegerOf<uint32_t>(g, path));
+      });
+      if (!u.ok()) return formats::Fail(u.ErrorText());
+      l.user = std::move(who);
     }
   }
   if (!r.ok()) return formats::Fail(r.ErrorText());

@@ -34,8 +34,20 @@ struct GpuGrant {
   int mig_start = -1;
 };
 
+// The Unix account a task runs as: the submitting user's, as the controller's auth file maps
+// them.
+struct UnixUser {
+  std::string name;  // the Gangway user
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::vector<uint32_t> groups;  // supplementary
+};
+
 struct Launch {
   std::string task_id;  // required
+  // An agent running as root starts the task as this user; one that is not root runs it as
+  // itself (and says so in its registration). nullopt: the agent's own account.
+  std::optional<UnixUser> user;
   uint64_t job = 0;
   int attempt = 0;
   int index = 0;
@@ -69,6 +81,7 @@ struct Command {
   std::variant<Launch, Stop, Unknown> body;
 };
 
+nlohmann::json ToJson(const UnixUser& user);  // {name, uid, gid, groups}
 nlohmann::json ToJson(const Launch& launch);  // the "task" object of a launch
 nlohmann::json ToJson(const Stop& stop);      // without "seq"
 nlohmann::json ToJson(const Command& command);

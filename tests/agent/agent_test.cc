@@ -499,6 +499,36 @@ TEST_F(AgentTest, LaunchReportsRunningThenExitedWithLogAndForgetsTheTaskAfterAck
   for (const json& t : last["tasks"]) EXPECT_NE(t["taskId"], "7.0.0") << last.dump();
 }
 
+// A launch naming a user runs as that user when the agent is root, with a checkpoint
+// directory that user owns alone.
+TEST_F(AgentTest, ALaunchForAUserRunsAsThemWithACheckpointDirOnlyTheyMayUse) {
+  if (geteuid() != 0) GTEST_SKIP() << "running tasks as another user needs root";
+  const std::filesystem::path open =
+      std::filesystem::temp_directory_path() / ("gangway-agent-runas-" + std::to_string(getpid()));
+  std::filesystem::create_directories(open);
+  std::filesystem::permissions(
+      open, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                std::filesystem::perms::others_exec);
+  const std::string ckpt = (open / "9").string();
+  StartAgent();
+  controller_.Launch(
+      "9.0.0", {"sh", "-c", "id -u; id -G; touch " + ckpt + "/state && echo saved"},
+      {{"workdir", "/"},
+       {"checkpointDir", ckpt},
+       {"user", {{"name", "ada"}, {"uid", 61001}, {"gid", 61001}, {"groups", {61100}}}}});
+  ASSERT_TRUE(HasState("9.0.0", "exited"));
+  ASSERT_TRUE(controller_.WaitUntil([&] {
+    return controller_.logs_["9.0.0"].ends_with("saved\n");
+  })) << controller_.LogOf("9.0.0");
+  EXPECT_EQ(controller_.LogOf("9.0.0"), "61001\n61001 61100\nsaved\n");
+  struct stat st {};
+  ASSERT_EQ(stat(ckpt.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 61001u);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  std::filesystem::remove_all(open);
+}
+
 TEST_F(AgentTest, LaunchesAreIdempotent) {
   StartAgent();
   controller_.Launch("3.0.0", Waiting("echo started", "go"));

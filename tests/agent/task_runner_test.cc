@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -313,6 +314,92 @@ TEST_F(TaskRunnerTest, ATaskWithoutWorkdirNeverRunsInAPrivateDirectory) {
   ASSERT_TRUE(runner_->Start(Shell("pwd", "pwd")).ok());
   ASSERT_TRUE(WaitExit("pwd"));
   EXPECT_EQ(Log("pwd"), dir_.string() + "\n");
+}
+
+// Tasks run as a user of their own (LaunchSpec::run_as) need a root runner: skipped otherwise.
+// Uids 61001 and 61002 need no account: the kernel takes any number.
+class RunAsTest : public TaskRunnerTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "running tasks as another user needs root";
+    // A directory every user may enter, for logs and work (the fixture's is root's, 0700).
+    open_ = std::filesystem::temp_directory_path() / ("gangway-runas-" + std::to_string(getpid()));
+    std::filesystem::create_directories(open_);
+    std::filesystem::permissions(open_,
+                                 std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
+  }
+  void TearDown() override {
+    runner_.reset();
+    std::error_code ec;
+    if (!open_.empty()) std::filesystem::remove_all(open_, ec);
+  }
+  LaunchSpec As(uid_t uid, const std::string& id, const std::string& script) {
+    return LaunchSpec{.task_id = id,
+                      .run_as = Credentials{.uid = uid, .gid = uid, .groups = {uid, 61100}},
+                      .argv = {"sh", "-c", script},
+                      .workdir = open_.string(),
+                      .log_path = (open_ / (id + ".log")).string()};
+  }
+  std::string OpenLog(const std::string& id) { return ReadFile((open_ / (id + ".log")).string()); }
+  std::filesystem::path open_;
+};
+
+TEST_F(RunAsTest, ATaskRunsAsItsUserWithItsGroupsAndOnlyThatUserReadsItsLog) {
+  ASSERT_TRUE(runner_->Start(As(61001, "who", "id -u; id -g; id -G; pwd")).ok());
+  auto exit = WaitExit("who");
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(exit->exit_code, 0) << OpenLog("who");
+  EXPECT_EQ(OpenLog("who"), "61001\n61001\n61001 61100\n" + open_.string() + "\n");
+  struct stat st {};
+  ASSERT_EQ(stat((open_ / "who.log").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 61001u);
+  EXPECT_EQ(st.st_gid, 61001u);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "the output is its user's alone";
+}
+
+TEST_F(RunAsTest, TwoUsersTasksCannotSignalOrReadEachOther) {
+  auto a = runner_->Start(As(61001, "a", "echo secret; exec sleep 60"));
+  ASSERT_TRUE(a.ok()) << a.error();
+  ASSERT_TRUE(WaitFor([&] { return OpenLog("a") == "secret\n"; }));
+  const std::string a_pid = std::to_string(a.value());
+  const std::string a_log = (open_ / "a.log").string();
+  // The same user may: the control that shows the checks below can succeed.
+  ASSERT_TRUE(runner_->Start(As(61001, "self", "kill -0 " + a_pid + "; echo kill=$?")).ok());
+  ASSERT_TRUE(WaitExit("self"));
+  EXPECT_EQ(OpenLog("self"), "kill=0\n");
+  ASSERT_TRUE(runner_
+                  ->Start(As(61002, "b",
+                             "kill -0 " + a_pid + " 2>/dev/null; echo kill=$?; cat " + a_log +
+                                 " 2>/dev/null; echo read=$?"))
+                  .ok());
+  ASSERT_TRUE(WaitExit("b"));
+  EXPECT_EQ(OpenLog("b"), "kill=1\nread=1\n");
+  EXPECT_EQ(runner_->running(), 1u) << "a still runs";
+  runner_->Stop("a", SIGTERM, 1000ms);
+  EXPECT_TRUE(WaitExit("a"));
+}
+
+TEST_F(RunAsTest, AWorkdirOrCommandTheUserMayNotUseFailsTheStartSayingWhich) {
+  LaunchSpec spec = As(61001, "closed", "true");
+  const std::filesystem::path closed = open_ / "roots-only";
+  std::filesystem::create_directories(closed);
+  std::filesystem::permissions(closed, std::filesystem::perms::owner_all);  // root's, 0700
+  spec.workdir = closed.string();
+  auto started = runner_->Start(spec);
+  ASSERT_FALSE(started.ok());
+  EXPECT_NE(started.error().find("as uid 61001: enter the workdir: Permission denied"),
+            std::string::npos)
+      << started.error();
+  const std::string tool = (open_ / "roots-only.sh").string();
+  std::ofstream(tool) << "#!/bin/sh\necho ran\n";
+  std::filesystem::permissions(tool, std::filesystem::perms::owner_all);
+  spec = As(61001, "denied", "");
+  spec.argv = {tool};
+  started = runner_->Start(spec);
+  ASSERT_FALSE(started.ok());
+  EXPECT_NE(started.error().find("execute: Permission denied"), std::string::npos)
+      << started.error();
+  EXPECT_EQ(runner_->running(), 0u);
 }
 
 TEST(SignalFromName, KnowsTheCheckpointSignals) {

@@ -26,6 +26,7 @@ Launch FullLaunch() {
   l.checkpoint_dir = "/ckpt/7";
   l.checkpoint_signal = "SIGUSR1";
   l.checkpoint_grace_seconds = 45;
+  l.user = UnixUser{.name = "alice", .uid = 61001, .gid = 61001, .groups = {61001, 61100}};
   return l;
 }
 
@@ -43,6 +44,9 @@ TEST(CommandsTest, ALaunchAndAStopReadBackAsTheyWereWritten) {
   EXPECT_EQ(l.gpus[1].milli, 250);
   EXPECT_EQ(l.gpus[1].mig_start, 2);
   EXPECT_EQ(l.checkpoint_grace_seconds, 45);
+  ASSERT_TRUE(l.user);
+  EXPECT_EQ(l.user->uid, 61001u);
+  EXPECT_EQ(l.user->groups, (std::vector<uint32_t>{61001, 61100}));
 
   const Command stop{.seq = 13,
                      .body = Stop{.task_id = "7.1.2",
@@ -68,6 +72,7 @@ TEST(CommandsTest, OptionalFieldsTakeTheirDefaultsAndUnknownOnesAreIgnored) {
   EXPECT_EQ(l.checkpoint_signal, "SIGTERM");
   EXPECT_FALSE(l.checkpoint_grace_seconds);
   EXPECT_TRUE(l.gpus.empty());
+  EXPECT_FALSE(l.user) << "no user: the agent's own account";
   auto stop = ParseCommand({{"type", "stop"}, {"taskId", "1.0.0"}});
   ASSERT_TRUE(stop.ok()) << stop.error();
   EXPECT_EQ(std::get<Stop>(stop->body).grace_seconds, 30);
@@ -115,6 +120,12 @@ TEST(CommandsTest, AMalformedCommandIsRefusedNamingTheField) {
       {with("attempt", -1.5),
        "task.attempt: expected a whole number in -2147483648..2147483647, got -1.5"},
       {with("job", -1), "task.job: expected a whole number in 0..18446744073709551615, got -1"},
+      {with("user", "alice"), "task.user: expected an object, got string"},
+      {with("user", {{"name", "alice"}, {"gid", 1}}), "task.user.uid: missing"},
+      {with("user", {{"uid", -1}, {"gid", 1}}),
+       "task.user.uid: expected a whole number in 0..4294967295, got -1"},
+      {with("user", {{"uid", 1}, {"gid", 1}, {"groups", {1, "x"}}}),
+       "task.user.groups[1]: expected an integer, got string"},
       {with("checkpointGraceSeconds", "30s"),
        "task.checkpointGraceSeconds: expected a number, got string"},
       {{{"type", "stop"}}, "taskId: missing"},
