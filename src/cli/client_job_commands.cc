@@ -249,6 +249,11 @@ void RunDescribe(const DescribeFlags& f) {
   auto add = [&](const std::string& k, const std::string& v) { fields.AddRow({k + ":", v}); };
   add("Job", "job/" + JobId(job) + " " + Str(job, "name"));
   add("User", Str(job, "user", "-"));
+  if (const auto unix = job.find("unixUser"); unix != job.end() && unix->is_object()) {
+    add("Runs as", "uid " + Num(*unix, "uid") + ", gid " + Num(*unix, "gid"));
+  } else {
+    add("Runs as", "the agent's account");
+  }
   add("Queue", Str(job, "queue", "-"));
   add("Priority", Num(job, "priority"));
   const std::string state = Str(job, "state");

@@ -29,7 +29,73 @@ std::string ReadOrCreateToken(const std::filesystem::path& path) {
   return token;
 }
 
+// `unix: agent`, or `unix: {uid, gid, groups, allowRoot}`.
+std::optional<UnixAccount> ReadUnixAccount(formats::Context& ctx, const formats::Field& f) {
+  if (f.node.IsScalar()) {
+    auto v = formats::ReadScalar(ctx, f);
+    if (!v) return std::nullopt;
+    if (*v != "agent") {
+      ctx.Error(f, "'" + *v + "' is not a Unix account; give {uid, gid} or agent");
+      return std::nullopt;
+    }
+    return UnixAccount{.agent = true};
+  }
+  if (!f.node.IsMap()) {
+    ctx.Error(f, "expected {uid, gid, groups} or agent");
+    return std::nullopt;
+  }
+  formats::MapReader m(ctx, f);
+  UnixAccount out;
+  constexpr int64_t kMaxId = 4294967294;  // (uid_t)-1 means "unchanged" to the kernel
+  bool ok = true;
+  auto id = [&](const char* key, uint32_t& into) {
+    if (auto field = m.Take(key)) {
+      if (auto v = formats::ReadInt(ctx, *field, 0, kMaxId)) {
+        into = static_cast<uint32_t>(*v);
+        return;
+      }
+    } else {
+      ctx.Error(f, std::string("a Unix account needs a ") + key);
+    }
+    ok = false;
+  };
+  id("uid", out.uid);
+  id("gid", out.gid);
+  if (auto g = m.Take("groups")) {
+    for (const formats::Field& item : formats::ReadList(ctx, *g)) {
+      if (auto v = formats::ReadInt(ctx, item, 0, kMaxId)) {
+        out.groups.push_back(static_cast<uint32_t>(*v));
+      } else {
+        ok = false;
+      }
+    }
+  }
+  if (auto r = m.Take("allowRoot")) {
+    if (auto v = formats::ReadBool(ctx, *r)) out.allow_root = *v;
+  }
+  m.Finish();
+  if (!ok) return std::nullopt;
+  return out;
+}
+
 }  // namespace
+
+formats::Expected<UnixAccount> UnixAccounts::For(std::string_view user) const {
+  if (!run_as_submitter) return UnixAccount{.agent = true};
+  auto it = by_user.find(user);
+  if (it == by_user.end()) {
+    return formats::Fail("user: " + std::string(user) +
+                         " has no Unix account to run jobs as; an admin maps them in the auth "
+                         "file (users[].unix: {uid, gid}, or unix: agent)");
+  }
+  const UnixAccount& a = it->second;
+  if (!a.agent && (a.uid == 0 || a.gid == 0) && !a.allow_root) {
+    return formats::Fail("user: " + std::string(user) +
+                         " is mapped to uid or gid 0, and jobs do not run as root unless an "
+                         "admin sets allowRoot: true for them in the auth file");
+  }
+  return a;
+}
 
 bool SameToken(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -120,8 +186,22 @@ formats::ParseResult<AuthConfig> ParseAuthFile(std::string_view text, std::strin
           }
         }
       }
+      if (auto f = m.Take("unix")) {
+        if (std::optional<UnixAccount> account = ReadUnixAccount(ctx, *f)) {
+          if (!id.user.empty()) out.unix.by_user.insert_or_assign(id.user, *account);
+        }
+      }
       m.Finish();
       if (!token.empty() && !id.user.empty()) out.tokens.emplace(token, id);
+    }
+  }
+  if (auto f = top.Take("runJobsAs")) {
+    if (auto v = formats::ReadScalar(ctx, *f)) {
+      if (*v == "submitter") {
+        out.unix.run_as_submitter = true;
+      } else if (*v != "agent") {
+        ctx.Error(*f, "'" + *v + "' is not a choice; use submitter or agent");
+      }
     }
   }
   if (auto f = top.Take("joinToken")) {

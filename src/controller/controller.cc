@@ -595,6 +595,7 @@ void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
   launch.cpu_milli = task.alloc.cpu_milli;
   launch.memory_bytes = task.alloc.memory_bytes;
   launch.checkpoint_dir = ckpt;
+  launch.user = job.unix_user;
   launch.checkpoint_signal = job.live.run.checkpoint_signal;
   launch.checkpoint_grace_seconds = static_cast<double>(job.live.job.checkpoint_grace.count());
   NodeEntry& node = node_it->second;

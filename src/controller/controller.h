@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "controller/agent_channel.h"
+#include "controller/auth.h"
 #include "controller/cycle_driver.h"
 #include "controller/histogram.h"
 #include "controller/job_index.h"
@@ -219,7 +220,10 @@ class Controller {
   void Stop();
 
   // --- user API ---
-  Outcome<nlohmann::json> Submit(const Caller& caller, std::string_view body);
+  // `unix`: the Unix accounts of the auth file (auth.h); a user whose jobs may not run is
+  // refused (403 naming `user`). The default runs every job as its agent's account.
+  Outcome<nlohmann::json> Submit(const Caller& caller, std::string_view body,
+                                 const UnixAccounts& unix = {});
   // {"jobs": [...], "next": id}: "next" is there when the page is full; pass it as `before`
   // for the following page. Each page holds the lock only for its own jobs.
   Outcome<nlohmann::json> ListJobs(const Caller& caller, const JobListQuery& query);

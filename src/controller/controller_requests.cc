@@ -89,7 +89,8 @@ std::optional<ApiError> Controller::ApplyTimeLimit(core::Job& job) const {
   return std::nullopt;
 }
 
-Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
+Outcome<json> Controller::Submit(const Caller& caller, std::string_view body,
+                                 const UnixAccounts& unix) {
   const int64_t now = Now();
   auto parsed = ParseLiveJob(
       body, {.now = core::FromSeconds(now), .priority_classes = &options_.priority_classes});
@@ -181,6 +182,14 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
                  "replicas");
   }
   if (auto e = ApplyTimeLimit(live.job)) return *e;
+  // The Unix account the job runs as: its user's (an admin may submit as another user).
+  formats::Expected<UnixAccount> account = unix.For(live.job.user);
+  if (!account.ok()) return Error(403, "forbidden", account.error(), "user");
+  std::optional<protocol::UnixUser> unix_user;
+  if (!account->agent) {
+    unix_user = protocol::UnixUser{
+        .name = live.job.user, .uid = account->uid, .gid = account->gid, .groups = account->groups};
+  }
   json view;
   {
     std::unique_lock lock(mu_);
@@ -206,7 +215,9 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body) {
     JobRecord job;
     job.id = next_job_id_++;
     job.spec_text = std::string(body);
+    job.unix_user = std::move(unix_user);
     job.live = std::move(live);
+    RequireNodesThatSwitchUsers(job);
     job.live.job.id = core::JobId{job.id};
     job.live.job.submit_time = core::FromSeconds(now);
     job.submitted_at = now;

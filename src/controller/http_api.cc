@@ -432,7 +432,7 @@ void HttpApi::Routes() {
                             json::array()});
             return;
           }
-          Answer(res, controller_.Submit(caller(id), req.body), 201);
+          Answer(res, controller_.Submit(caller(id), req.body, Auth()->unix), 201);
         });
   route("GET", "/v1/jobs", "list_jobs", Who::kUser,
         [this, caller](const Request& req, Response& res, const Identity& id) {

@@ -3,6 +3,9 @@
 #include <array>
 #include <ctime>
 
+#include "protocol/agent_messages.h"
+#include "protocol/commands.h"
+
 namespace gangway::controller {
 namespace {
 
@@ -115,22 +118,24 @@ json JobDoc(const JobRecord& j) {
                      {"logBytes", t.log_bytes},
                      {"stopDeadline", t.stop_deadline}});
   }
-  return {{"id", j.id},
-          {"spec", j.spec_text},
-          {"user", j.live.job.user},
-          {"priorityClass", j.live.job.priority_class},
-          {"priority", j.live.job.priority},
-          {"state", JobStateName(j.state)},
-          {"afterStop", j.after_stop ? json(JobStateName(*j.after_stop)) : json(nullptr)},
-          {"attempt", j.attempt},
-          {"restarts", j.restarts},
-          {"submittedAt", j.submitted_at},
-          {"startedAt", j.started_at},
-          {"finishedAt", j.finished_at},
-          {"exitCode", j.exit_code ? json(*j.exit_code) : json(nullptr)},
-          {"message", j.message},
-          {"masterPort", j.master_port},
-          {"tasks", tasks}};
+  json doc = {{"id", j.id},
+              {"spec", j.spec_text},
+              {"user", j.live.job.user},
+              {"priorityClass", j.live.job.priority_class},
+              {"priority", j.live.job.priority},
+              {"state", JobStateName(j.state)},
+              {"afterStop", j.after_stop ? json(JobStateName(*j.after_stop)) : json(nullptr)},
+              {"attempt", j.attempt},
+              {"restarts", j.restarts},
+              {"submittedAt", j.submitted_at},
+              {"startedAt", j.started_at},
+              {"finishedAt", j.finished_at},
+              {"exitCode", j.exit_code ? json(*j.exit_code) : json(nullptr)},
+              {"message", j.message},
+              {"masterPort", j.master_port},
+              {"tasks", tasks}};
+  if (j.unix_user) doc["unixUser"] = protocol::ToJson(*j.unix_user);
+  return doc;
 }
 
 std::optional<JobRecord> JobFromDoc(const json& doc) {
@@ -155,6 +160,12 @@ std::optional<JobRecord> JobFromDoc(const json& doc) {
     j.live.job.user = doc.at("user").get<std::string>();
     j.live.job.priority_class = doc.at("priorityClass").get<std::string>();
     j.live.job.priority = doc.at("priority").get<int32_t>();
+    if (const auto u = doc.find("unixUser"); u != doc.end()) {
+      j.unix_user = protocol::UnixUser{.name = u->at("name").get<std::string>(),
+                                       .uid = u->at("uid").get<uint32_t>(),
+                                       .gid = u->at("gid").get<uint32_t>(),
+                                       .groups = u->at("groups").get<std::vector<uint32_t>>()};
+    }
     for (const json& t : doc.at("tasks")) {
       TaskRecord r;
       r.index = t.at("index").get<int>();
@@ -243,6 +254,13 @@ std::optional<NodeRecord> NodeFromDoc(const json& doc) {
   }
 }
 
+void RequireNodesThatSwitchUsers(JobRecord& job) {
+  if (!job.unix_user) return;
+  for (core::TaskGroup& g : job.live.job.groups) {
+    g.request.node_selector[protocol::kRunsTasksAsLabel] = "submitter";
+  }
+}
+
 LoadedJob ReadJobBack(const std::string& doc,
                       const std::map<std::string, int32_t>& priority_classes) {
   LoadedJob out;
@@ -264,6 +282,7 @@ LoadedJob ReadJobBack(const std::string& doc,
   }
   job.live.job.id = core::JobId{job.id};
   job.live.job.submit_time = core::FromSeconds(job.submitted_at);
+  RequireNodesThatSwitchUsers(job);
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include "core/model/job.h"
 #include "core/model/node.h"
 #include "core/sched/decision.h"
+#include "protocol/commands.h"
 
 namespace gangway::controller {
 
@@ -71,7 +72,10 @@ struct TaskRecord {
 struct JobRecord {
   uint64_t id = 0;
   std::string spec_text;  // the job as submitted
-  LiveJob live;           // parsed from spec_text, with id, user and submit time set
+  // The Unix account its tasks run as (auth.h, runJobsAs: submitter), fixed at submit;
+  // nullopt: the agent's own.
+  std::optional<protocol::UnixUser> unix_user;
+  LiveJob live;  // parsed from spec_text, with id, user and submit time set
   JobState state = JobState::kPending;
   std::optional<JobState> after_stop;
   int attempt = 0;
@@ -127,6 +131,10 @@ nlohmann::json GpuDoc(const core::GpuDevice& gpu);
 
 // Persistence documents. FromDoc returns nullopt for a document it cannot read.
 nlohmann::json JobDoc(const JobRecord& job);
+// A job with a Unix account runs only where the agent can switch to it: each of its groups
+// requires the node label protocol::kRunsTasksAsLabel = "submitter". Done at submit and
+// again when the job is read back (the selector is not in its spec).
+void RequireNodesThatSwitchUsers(JobRecord& job);
 std::optional<JobRecord> JobFromDoc(const nlohmann::json& doc);
 // A job document read back into a record, its spec parsed again (about 30 us a job) with
 // the configured priority classes. Safe to call concurrently: touches nothing but its

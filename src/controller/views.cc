@@ -47,7 +47,12 @@ json JobView(const JobRecord& j, const std::vector<StoredEvent>* detail) {
       {"gpus", j.Gpus()},
       {"exitCode", j.exit_code ? json(*j.exit_code) : json(nullptr)},
       {"message", j.message},
-      {"pending", nullptr}};
+      {"pending", nullptr},
+      // The Unix account its tasks run as; null: its agents' own.
+      {"unixUser", j.unix_user ? json({{"uid", j.unix_user->uid},
+                                       {"gid", j.unix_user->gid},
+                                       {"groups", j.unix_user->groups}})
+                               : json(nullptr)}};
   if (j.pending && j.state == JobState::kPending) {
     out["pending"] = {
         {"code", core::PendingCodeName(j.pending->code)},

@@ -29,6 +29,7 @@ class HttpApiTest : public ControllerTest {
     StartApi();
   }
   HttpOptions http_options_{.max_body = 64 * 1024};
+  UnixAccounts unix_;  // the auth file's Unix accounts (none: jobs run as the agent's)
   void TearDown() override { StopApi(); }
 
   // The controller and its API restarted on the same state, with `o`.
@@ -44,6 +45,7 @@ class HttpApiTest : public ControllerTest {
     auth.tokens.emplace(kBobToken, Identity{"bob", false});
     auth.tokens.emplace(kAdminToken, Identity{"admin", true});
     auth.join_token = kJoinToken;
+    auth.unix = unix_;
     api_ = std::make_unique<HttpApi>(c(), auth, http_options_);
     port_ = api_->Bind("127.0.0.1", 0);
     ASSERT_GT(port_, 0);

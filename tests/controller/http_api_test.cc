@@ -211,6 +211,61 @@ TEST_F(HttpApiTest, AgentsHoldingLongPollsDoNotStarveOtherRequests) {
   for (int i = 0; i < kAgents; ++i) EXPECT_EQ(polled[static_cast<size_t>(i)], 200) << i;
 }
 
+// runJobsAs: submitter: a job runs as its user's Unix account, which its view shows and its
+// launches carry; a user without one, or mapped to root without allowRoot, is refused naming
+// the field.
+TEST_F(HttpApiTest, JobsRunAsTheirUsersUnixAccountAndUsersWithoutOneAreRefused) {
+  unix_.run_as_submitter = true;
+  unix_.by_user["alice"] = UnixAccount{.uid = 61001, .gid = 61001, .groups = {61100}};
+  unix_.by_user["admin"] = UnixAccount{.uid = 0, .gid = 0};  // no allowRoot
+  RestartAll(Options());
+  // n0's agent is not root: it runs tasks as its own account, and gets no job with one.
+  auto register_node = [&](const std::string& name, const std::string& runs_as) {
+    json node = {{"name", name},
+                 {"labels", {{"gangway.io/runs-tasks-as", runs_as}}},
+                 {"gpus", {{{"index", 0}, {"model", "H100-80GB"}, {"memoryBytes", 85899345920}}}}};
+    auto reg = http_->Post("/v1/agents/register", As(kJoinToken), json{{"node", node}}.dump(),
+                           "application/json");
+    EXPECT_EQ(reg->status, 200) << reg->body;
+    return json::parse(reg->body).value("nodeToken", "");
+  };
+  register_node("n0", "agent");
+
+  json bob = ErrorOf(PostJob("name: b\ngpu: 1\ncommand: [x]\n", kBobToken), 403);
+  EXPECT_EQ(bob["field"], "user");
+  EXPECT_THAT(bob["message"].get<std::string>(), HasSubstr("bob has no Unix account"));
+  json root = ErrorOf(PostJob("name: r\ngpu: 1\ncommand: [x]\n", kAdminToken), 403);
+  EXPECT_THAT(root["message"].get<std::string>(), HasSubstr("allowRoot"));
+
+  // An admin may submit as alice: the job is alice's and runs as her account.
+  auto r = PostJob("name: a\ngpu: 1\nuser: alice\ncommand: [x]\n", kAdminToken);
+  ASSERT_EQ(r->status, 201) << r->body;
+  const json job = json::parse(r->body)["job"];
+  EXPECT_EQ(job["unixUser"]["uid"], 61001);
+  EXPECT_EQ(job["unixUser"]["groups"], json({61100}));
+  const uint64_t id = job["id"];
+  ASSERT_TRUE(Eventually([&] {
+    auto view = http_->Get("/v1/jobs/" + std::to_string(id), As(kAliceToken));
+    return view && json::parse(view->body)["job"]["pending"].is_object();
+  })) << "the cycle gave its verdict";
+  EXPECT_EQ(State(id), "pending") << "n0 cannot run it as alice";
+  const std::string node_token = register_node("n1", "submitter");
+  ASSERT_TRUE(Eventually([&] { return State(id) == "scheduled"; }));
+  auto cmds = http_->Get("/v1/agents/n1/commands?waitMs=10", As(node_token.c_str()));
+  ASSERT_TRUE(cmds);
+  ASSERT_EQ(cmds->status, 200) << cmds->body;
+  const json commands = json::parse(cmds->body)["commands"];
+  ASSERT_EQ(commands.size(), 1u) << cmds->body;
+  EXPECT_EQ(commands[0]["task"]["user"],
+            json({{"name", "alice"}, {"uid", 61001}, {"gid", 61001}, {"groups", {61100}}}));
+
+  // The account is the job's from its submission on: it survives a restart of the controller.
+  RestartAll(Options());
+  auto again = http_->Get("/v1/jobs/" + std::to_string(id), As(kAliceToken));
+  ASSERT_EQ(again->status, 200) << again->body;
+  EXPECT_EQ(json::parse(again->body)["job"]["unixUser"]["uid"], 61001);
+}
+
 TEST_F(HttpApiTest, LogsComeBackWithOffsets) {
   auto reg = http_->Post("/v1/agents/register", As(kJoinToken),
                          R"({"node": {"name": "n1", "gpus": [{"index": 0, "model": "H100-80GB",

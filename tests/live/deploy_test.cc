@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -228,6 +229,33 @@ TEST_F(DeployTest, TheUnitsCommandsRunAClusterThatUsersReachWithTheirOwnTokens) 
   EXPECT_TRUE(reported) << server_->Stderr();
   EXPECT_EQ(Cli(carol, {"whoami"}).exit_code, 0);
   EXPECT_TRUE(server_->Running());
+
+  // runJobsAs: submitter (docs/deploy.md, section 2): carol's jobs run as her Unix account on
+  // agents that run as root; ops has none, so his are refused.
+  if (geteuid() != 0) return;  // the agents here cannot switch accounts
+  std::filesystem::permissions(
+      dir_, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                std::filesystem::perms::others_exec);  // the way to the checkpoint root
+  std::ofstream(etc / "auth.yaml", std::ios::trunc)
+      << "runJobsAs: submitter\nusers:\n  - {name: ops, token: \"" << ops << "\", role: admin}\n"
+      << "  - {name: carol, token: \"" << carol
+      << "\", role: user, unix: {uid: 61003, gid: 61003}}\n"
+      << "joinToken: \"" << join.substr(0, join.find('\n')) << "\"\n";
+  server_->Signal(SIGHUP);
+  Completed refused;
+  EXPECT_TRUE(::gangway::testing::Eventually(
+      [&] {
+        refused = Cli(ops, {"run", "--gpus", "1", "--", "true"});
+        return refused.exit_code != 0;
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(50)))
+      << Show(refused);
+  EXPECT_NE(refused.err.find("ops has no Unix account"), std::string::npos) << Show(refused);
+  const Completed as_carol = Cli(carol, {"run", "--gpus", "1", "-w", "--", "sh", "-c",
+                                         "id -u; id -g; stat -c %u:%a $GANGWAY_CHECKPOINT_DIR"});
+  EXPECT_EQ(as_carol.exit_code, 0) << Show(as_carol);
+  EXPECT_NE(as_carol.out.find("61003\n61003\n61003:700\n"), std::string::npos) << Show(as_carol);
 }
 
 }  // namespace
