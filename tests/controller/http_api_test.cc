@@ -244,11 +244,17 @@ TEST_F(HttpApiTest, JobsRunAsTheirUsersUnixAccountAndUsersWithoutOneAreRefused) 
   EXPECT_EQ(job["unixUser"]["uid"], 61001);
   EXPECT_EQ(job["unixUser"]["groups"], json({61100}));
   const uint64_t id = job["id"];
+  json pending;
   ASSERT_TRUE(Eventually([&] {
     auto view = http_->Get("/v1/jobs/" + std::to_string(id), As(kAliceToken));
-    return view && json::parse(view->body)["job"]["pending"].is_object();
+    if (!view) return false;
+    pending = json::parse(view->body)["job"]["pending"];
+    return pending.is_object();
   })) << "the cycle gave its verdict";
   EXPECT_EQ(State(id), "pending") << "n0 cannot run it as alice";
+  EXPECT_THAT(pending["message"].get<std::string>(),
+              HasSubstr("on nodes labelled gangway.io/runs-tasks-as=submitter"))
+      << "the reason names the label the user never set";
   const std::string node_token = register_node("n1", "submitter");
   ASSERT_TRUE(Eventually([&] { return State(id) == "scheduled"; }));
   auto cmds = http_->Get("/v1/agents/n1/commands?waitMs=10", As(node_token.c_str()));

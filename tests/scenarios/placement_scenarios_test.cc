@@ -87,7 +87,8 @@ std::vector<Scenario> PlacementScenarios() {
            {.starts = {{.job = 1, .nodes = {{2}}}},
             .pending = {{.job = 2,
                          .code = kInfeasible,
-                         .message = "3 nodes labels do not match the node selector"},
+                         .message = "(1 GPU on nodes labelled zone=c): 3 nodes labels do not "
+                                    "match the node selector"},
                         {.job = 3, .code = kInfeasible, .message = "3 nodes in another pool"}}}},
 
       // Cordoned and unhealthy nodes take no new work; an unhealthy GPU is skipped. Health can

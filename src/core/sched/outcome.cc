@@ -27,6 +27,16 @@ std::string DescribeRequest(const TaskRequest& r) {
     for (size_t i = 0; i < r.gpu.models.size(); ++i) s += (i ? "|" : "") + r.gpu.models[i];
     s += ")";
   }
+  // The labels it needs: a user may not have set them (the controller requires one of jobs
+  // that run as their user's Unix account), so the reason must say which.
+  if (!r.node_selector.empty()) {
+    s += " on nodes labelled ";
+    bool first = true;
+    for (const auto& [key, value] : r.node_selector) {
+      s += (first ? "" : ",") + key + "=" + value;
+      first = false;
+    }
+  }
   return s;
 }
 
