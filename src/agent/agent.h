@@ -62,6 +62,7 @@
 #include "agent/gpu_source.h"
 #include "agent/inventory.h"
 #include "agent/leftover_tasks.h"
+#include "agent/task_output.h"
 #include "agent/task_runner.h"
 #include "protocol/agent_messages.h"
 #include "protocol/commands.h"
@@ -224,11 +225,6 @@ class Agent {
   std::thread contact_thread_;
   bool started_ = false;
 };
-
-// A log chunk made safe for a JSON string: every byte that is not part of valid UTF-8 becomes
-// '?' (one byte for one, so offsets still count the log's bytes); a UTF-8 sequence cut off at
-// the end is left out for the next chunk, unless `final` (then its bytes become '?').
-std::string LogChunkText(std::string data, bool final);
 
 }  // namespace gangway::agent
 
