@@ -6,6 +6,10 @@ packages=(cmake ninja-build g++ make nlohmann-json3-dev libyaml-cpp-dev libcli11
           libcpp-httplib-dev libssl-dev openssl pkg-config gnuplot-nox
           # etcd members for the high-availability tests (started by the tests on loopback).
           etcd-server
+          # Containers (issue 19): podman with runc, its network backend (for podman's own
+          # checks; tasks use the host's network), and a static busybox the tests import as
+          # an image, so no registry is needed.
+          podman runc netavark catatonit busybox-static
           # The fuzz targets (fuzz/) build with clang; libFuzzer and the sanitizer runtimes
           # are in libclang-rt-dev, which clang only recommends.
           clang libclang-rt-dev)

@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <httplib.h>
+#include <spawn.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,11 +21,35 @@
 #include "agent/task_output.h"
 #include "formats/expected.h"
 
+extern char** environ;
+
 namespace gangway::agent {
 namespace {
 
 // Makes the directory `who`'s, readable by them alone (0700). Opened without following a
 // link: a user who owned it in an earlier attempt may have put one there. "" on success.
+// Runs `argv` with no input or output and waits for it; its exit status, or -1.
+int RunQuietly(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  std::vector<std::string> copy = argv;
+  for (std::string& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 std::string GiveDirectory(const std::string& dir, const Credentials& who) {
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return std::strerror(errno);
@@ -630,6 +656,10 @@ void Agent::Launch(const protocol::Launch& launch) {
                               .gid = launch.user->gid,
                               .groups = {launch.user->groups.begin(), launch.user->groups.end()}};
   }
+  if (launch.container && options_.podman.empty()) {
+    RecordFailedLaunch(id, "this node runs no containers (gangway agent --podman)");
+    return;
+  }
   if (!checkpoint_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(checkpoint_dir, ec);
@@ -645,6 +675,13 @@ void Agent::Launch(const protocol::Launch& launch) {
       }
     }
   }
+  if (launch.container) {
+    // podman, as the agent, starts the container as the task's user: the task is the podman
+    // process, which forwards the checkpoint signal to the container.
+    spec.argv = ContainerArgv(launch, spec);
+    spec.run_as.reset();
+    spec.workdir.clear();
+  }
   spec.log_path = (options_.data_dir / "logs" / (id + ".log")).string();
   formats::Expected<pid_t> pid = runner_->Start(spec);
   if (!pid.ok()) {
@@ -658,10 +695,58 @@ void Agent::Launch(const protocol::Launch& launch) {
   t.log_path = spec.log_path;
   t.stop_signal = stop_signal;
   t.grace = grace;
+  t.container = launch.container.has_value();
 }
+
+std::vector<std::string> Agent::ContainerArgv(const protocol::Launch& launch,
+                                              const LaunchSpec& spec) const {
+  const protocol::Container& box = *launch.container;
+  std::vector<std::string> argv = {options_.podman, "run", "--rm", "--name",
+                                   ContainerName(launch.task_id), "--network=host", "--ipc=host",
+                                   // stdin stays /dev/null; output goes to the task's log
+                                   "--log-driver=none"};
+  if (!options_.oci_runtime.empty()) argv.push_back("--runtime=" + options_.oci_runtime);
+  if (spec.run_as) {
+    argv.push_back("--user=" + std::to_string(spec.run_as->uid) + ":" +
+                   std::to_string(spec.run_as->gid));
+    for (gid_t g : spec.run_as->groups) argv.push_back("--group-add=" + std::to_string(g));
+  }
+  if (launch.cpu_milli > 0) {
+    argv.push_back(
+        fmt::format("--cpus={}.{:03}", launch.cpu_milli / 1000, launch.cpu_milli % 1000));
+  }
+  if (launch.memory_bytes > 0) argv.push_back("--memory=" + std::to_string(launch.memory_bytes));
+  if (box.read_only_root) argv.push_back("--read-only");
+  // GANGWAY_CHECKPOINT_DIR at the same path inside: a resumed attempt finds what the last
+  // one saved.
+  if (!launch.checkpoint_dir.empty()) {
+    argv.push_back("--volume=" + launch.checkpoint_dir + ":" + launch.checkpoint_dir);
+  }
+  if (!box.workdir.empty()) argv.push_back("--workdir=" + box.workdir);
+  // The task's variables, by name only: podman takes their values from its own environment
+  // (the task's), so they never show in a process listing.
+  for (const auto& [name, value] : spec.env) argv.push_back("--env=" + name);
+  argv.insert(argv.end(), options_.podman_args.begin(), options_.podman_args.end());
+  argv.push_back(box.image);
+  argv.insert(argv.end(), launch.command.begin(), launch.command.end());
+  return argv;
+}
+
+std::string ContainerName(const std::string& task_id) { return "gangway-" + task_id; }
 
 void Agent::OnExit(const std::string& task_id, ExitStatus status) {
   running_journal_->Ended(task_id);
+  bool container = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = tasks_.find(task_id);
+    if (it != tasks_.end()) container = it->second.container;
+  }
+  // A podman killed with SIGKILL (past the grace) leaves its container running: remove it by
+  // name before the exit is reported, so that a stopped task has nothing left on the node.
+  if (container && status.signal == SIGKILL) {
+    RunQuietly({options_.podman, "rm", "--force", "--ignore", "--time=0", ContainerName(task_id)});
+  }
   {
     std::lock_guard lock(mu_);
     auto it = tasks_.find(task_id);

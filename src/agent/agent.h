@@ -103,6 +103,13 @@ struct AgentOptions {
   // Directories no task may work in, besides `data_dir` (which holds the node token): under
   // `gangway up`, the controller's data directory with its admin token (client.json).
   std::vector<std::filesystem::path> private_dirs;
+  // Containers (docs/design/containers.md): the podman binary ("" : this node runs none; a
+  // launch with a container then fails saying so), the OCI runtime it uses ("" : podman's
+  // default; crun refuses hosts with hybrid cgroups), and arguments given to every
+  // `podman run` before the image (--ulimit where podman's defaults exceed the host's).
+  std::string podman;
+  std::string oci_runtime;
+  std::vector<std::string> podman_args;
   // Where the agent reads the time (contact loss, heartbeats, output intervals); unset: the
   // real clocks. Tests pass a fake one. Reports carry no times: the controller's clock wins
   // (protocol/agent_messages.h).
@@ -137,6 +144,7 @@ class Agent {
     // The job's checkpoint grace (launch checkpointGraceSeconds), else the shutdown grace.
     std::chrono::milliseconds grace{0};
     bool lost_contact = false;  // stopped by the contact thread
+    bool container = false;     // runs in a podman container named ContainerName(id)
   };
 
   // A client of the controller the agent takes to lead now; `at` is set to its index.
@@ -170,6 +178,9 @@ class Agent {
   bool SendReport(httplib::Client& client, size_t at);
   void Apply(const nlohmann::json& command);
   void Launch(const protocol::Launch& launch);
+  // `podman run ...` for a launch with a container, from its LaunchSpec as built so far.
+  std::vector<std::string> ContainerArgv(const protocol::Launch& launch,
+                                         const LaunchSpec& spec) const;
   void RecordFailedLaunch(const std::string& task_id, const std::string& message);
   void OnExit(const std::string& task_id, ExitStatus status);
   void Forget(const std::string& task_id);
@@ -225,6 +236,9 @@ class Agent {
   std::thread contact_thread_;
   bool started_ = false;
 };
+
+// The name of a task's container: "gangway-<task id>", unique per job, task and attempt.
+std::string ContainerName(const std::string& task_id);
 
 }  // namespace gangway::agent
 

@@ -48,6 +48,9 @@ struct AgentFlags {
   std::string shutdown_grace = "10s";
   std::string controller_loss_timeout = "15s";
   std::vector<std::string> private_dirs;
+  std::string podman = "/usr/bin/podman";
+  std::string oci_runtime;
+  std::vector<std::string> podman_args;
   bool print_inventory = false;
   std::string try_gpus;
   std::vector<std::string> command;
@@ -57,6 +60,12 @@ struct AgentFlags {
   std::cerr << "gangway agent: " << message;
   if (message.empty() || message.back() != '\n') std::cerr << '\n';
   throw CLI::RuntimeError(kExitBadInput);
+}
+
+// --podman when it names an executable file, else "".
+std::string PodmanPath(const AgentFlags& f) {
+  if (f.podman.empty()) return "";
+  return access(f.podman.c_str(), X_OK) == 0 ? f.podman : "";
 }
 
 std::string EnvOr(const char* name, std::string fallback) {
@@ -163,6 +172,7 @@ std::pair<agent::Inventory, std::unique_ptr<agent::GpuSource>> BuildInventory(co
   for (const auto& [k, v] : ParseLabels(f.labels)) inv.labels[k] = v;
   // Only root can start a task as its submitter's account: the node says which it does.
   inv.labels[protocol::kRunsTasksAsLabel] = geteuid() == 0 ? "submitter" : "agent";
+  inv.labels[protocol::kContainersLabel] = PodmanPath(f).empty() ? "none" : "podman";
   inv.gpus = source->Gpus();
   return {std::move(inv), std::move(source)};
 }
@@ -282,6 +292,13 @@ void RunAgent(const AgentFlags& f) {
   options.controller_loss_timeout =
       ParseSeconds("--controller-loss-timeout", f.controller_loss_timeout, false);
   for (const std::string& dir : f.private_dirs) options.private_dirs.emplace_back(dir);
+  options.podman = PodmanPath(f);
+  options.oci_runtime = f.oci_runtime;
+  options.podman_args = f.podman_args;
+  if (options.podman.empty()) {
+    std::cerr << "gangway agent: no podman at '" << f.podman
+              << "' (--podman): this node runs no containers" << std::endl;
+  }
   options.data_dir = data;
   options.inventory = inv;
   // Two agents on one directory would both adopt its leftover tasks and share a node token.
@@ -369,6 +386,17 @@ void AddAgentCommand(CLI::App& app) {
                   "A directory with credentials that no task may work in (repeatable; the "
                   "--data directory always is one; gangway up passes its own)")
       ->type_name("DIR");
+  cmd->add_option("--podman", f.podman,
+                  "The podman binary that runs tasks of jobs with a container (\"\": none; "
+                  "the node is labelled gangway.io/containers=podman or none)")
+      ->capture_default_str();
+  cmd->add_option("--oci-runtime", f.oci_runtime,
+                  "The OCI runtime podman uses (runc or crun; default: podman's own)");
+  cmd->add_option("--podman-arg", f.podman_args,
+                  "An argument for every podman run, before the image (repeatable), e.g. "
+                  "--podman-arg=--ulimit=nofile=65536:65536 where podman's default limits exceed "
+                  "the host's")
+      ->allow_extra_args(false);
   cmd->add_flag("--print-inventory", f.print_inventory,
                 "Print the discovered inventory as JSON and exit");
   cmd->add_option("--try-gpus", f.try_gpus,

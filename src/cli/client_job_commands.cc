@@ -249,6 +249,10 @@ void RunDescribe(const DescribeFlags& f) {
   auto add = [&](const std::string& k, const std::string& v) { fields.AddRow({k + ":", v}); };
   add("Job", "job/" + JobId(job) + " " + Str(job, "name"));
   add("User", Str(job, "user", "-"));
+  if (const auto box = job.find("container"); box != job.end() && box->is_object()) {
+    add("Image",
+        Str(*box, "image") + (box->value("readOnlyRoot", false) ? " (read-only root)" : ""));
+  }
   if (const auto unix = job.find("unixUser"); unix != job.end() && unix->is_object()) {
     add("Runs as", "uid " + Num(*unix, "uid") + ", gid " + Num(*unix, "gid"));
   } else {

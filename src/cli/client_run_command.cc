@@ -72,6 +72,8 @@ struct RunFlags {
   std::vector<std::string> env;
   std::string workdir;
   bool no_workdir = false;
+  std::string image;
+  bool read_only_root = false;
   bool wait = false;
   std::string output = "table";
   std::vector<std::string> command;
@@ -238,7 +240,12 @@ void RunRun(const RunFlags& f) {
     }
     job["env"] = env;
   }
-  if (!f.workdir.empty()) {
+  if (!f.image.empty()) {
+    // In a container: the working directory is the image's unless --workdir names one inside.
+    job["container"] = {{"image", f.image}};
+    if (!f.workdir.empty()) job["container"]["workdir"] = f.workdir;
+    if (f.read_only_root) job["container"]["readOnlyRoot"] = true;
+  } else if (!f.workdir.empty()) {
     job["workdir"] = f.workdir;
   } else if (!f.no_workdir) {
     std::error_code ec;
@@ -306,6 +313,11 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_flag("--no-workdir", f->no_workdir,
                 "Run in the agent's default directory instead of this one")
       ->excludes(workdir);
+  cmd->add_option("--image", f->image,
+                  "Run each task in a container of this image (podman on the node; --workdir "
+                  "then names a directory inside it)");
+  cmd->add_flag("--read-only-root", f->read_only_root,
+                "With --image: the container's root filesystem is read-only");
   cmd->add_flag("--wait,-w", f->wait,
                 "Wait for the job, print its output, and exit with its exit code; Ctrl-C "
                 "cancels it");

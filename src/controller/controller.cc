@@ -596,6 +596,10 @@ void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
   launch.memory_bytes = task.alloc.memory_bytes;
   launch.checkpoint_dir = ckpt;
   launch.user = job.unix_user;
+  if (const auto& box = job.live.run.container) {
+    launch.container = protocol::Container{
+        .image = box->image, .workdir = box->workdir, .read_only_root = box->read_only_root};
+  }
   launch.checkpoint_signal = job.live.run.checkpoint_signal;
   launch.checkpoint_grace_seconds = static_cast<double>(job.live.job.checkpoint_grace.count());
   NodeEntry& node = node_it->second;

@@ -207,7 +207,7 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body,
     job.spec_text = std::string(body);
     job.unix_user = std::move(unix_user);
     job.live = std::move(live);
-    RequireNodesThatSwitchUsers(job);
+    RequireNodesThatCanRunIt(job);
     job.live.job.id = core::JobId{job.id};
     job.live.job.submit_time = core::FromSeconds(now);
     job.submitted_at = now;

@@ -1,5 +1,6 @@
 #include "controller/live_job.h"
 
+#include <algorithm>
 #include <csignal>
 
 #include "formats/job_reader.h"
@@ -31,6 +32,79 @@ bool ValidEnvName(std::string_view s) {
   return true;
 }
 
+// An absolute path into `out`.
+void ReadWorkdir(Context& ctx, const Field& f, std::string& out) {
+  if (auto s = formats::ReadScalar(ctx, f)) {
+    if (!s->starts_with("/")) {
+      ctx.Error(f, "the working directory must be an absolute path");
+    } else {
+      out = *s;
+    }
+  }
+}
+
+// NAME: value pairs into `env`.
+void ReadEnv(Context& ctx, const Field& field, std::map<std::string, std::string>& env) {
+  const Field* f = &field;
+  if (!f->node.IsMap()) {
+    ctx.Error(*f, "expected a mapping of NAME: value, got " +
+                      std::string(formats::DescribeKind(f->node)));
+  } else {
+    for (const auto& entry : f->node) {
+      std::string key = entry.first.Scalar();
+      Field value{entry.second, entry.second.Mark(), formats::ChildPath(f->path, key)};
+      if (!ValidEnvName(key)) {
+        ctx.Error(value, "'" + formats::Quote(key) +
+                             "' is not a valid environment variable name (letters, digits and "
+                             "_, not starting with a digit)");
+      } else if (key.starts_with("GANGWAY_")) {
+        ctx.Error(value, "variables starting with GANGWAY_ are set by Gangway");
+      } else if (auto v = formats::ReadScalar(ctx, value)) {
+        env[key] = *v;
+      }
+    }
+    if (env.size() > kMaxEnv) {
+      ctx.Error(*f, "more than " + std::to_string(kMaxEnv) + " variables");
+    }
+  }
+}
+
+// container: {image, workdir, env, readOnlyRoot}; its env joins the job's.
+void ReadContainer(Context& ctx, const Field& field, RunSpec& run) {
+  MapReader c(ctx, field);
+  if (!c.is_map()) return;
+  ContainerSpec spec;
+  if (auto f = c.Take("image")) {
+    if (auto s = formats::ReadScalar(ctx, *f)) {
+      // It becomes an argument of podman: nothing it could read as an option or split on.
+      const bool clean = std::none_of(s->begin(), s->end(), [](char ch) {
+        return static_cast<unsigned char>(ch) <= ' ' || ch == 0x7f;
+      });
+      if (s->empty() || s->size() > 1024 || s->front() == '-' || !clean) {
+        ctx.Error(*f, "'" + formats::Quote(*s) +
+                          "' is not an image reference (name[:tag], registry/name[:tag] or "
+                          "oci-archive:/path.tar; no spaces, not starting with -)");
+      } else {
+        spec.image = *s;
+      }
+    }
+  } else {
+    ctx.Error(field, "a container needs an image");
+  }
+  if (auto f = c.Take("workdir")) ReadWorkdir(ctx, *f, spec.workdir);
+  if (auto f = c.Take("env")) ReadEnv(ctx, *f, run.env);
+  if (auto f = c.Take("readOnlyRoot")) {
+    if (auto v = formats::ReadBool(ctx, *f)) spec.read_only_root = *v;
+  }
+  if (auto f = c.Take("mounts")) {
+    ctx.Error(*f,
+              "mounts are not supported yet (issue 19): a container sees only its image; "
+              "data comes through the checkpoint directory or the image");
+  }
+  c.Finish();
+  if (!spec.image.empty()) run.container = std::move(spec);
+}
+
 void ReadRunFields(Context& ctx, MapReader& m, RunSpec& run, bool& has_command) {
   if (auto f = m.Take("command")) {
     if (f->node.IsScalar()) {
@@ -53,29 +127,8 @@ void ReadRunFields(Context& ctx, MapReader& m, RunSpec& run, bool& has_command) 
       }
     }
   }
-  if (auto f = m.Take("env")) {
-    if (!f->node.IsMap()) {
-      ctx.Error(*f, "expected a mapping of NAME: value, got " +
-                        std::string(formats::DescribeKind(f->node)));
-    } else {
-      for (const auto& entry : f->node) {
-        std::string key = entry.first.Scalar();
-        Field value{entry.second, entry.second.Mark(), formats::ChildPath(f->path, key)};
-        if (!ValidEnvName(key)) {
-          ctx.Error(value, "'" + formats::Quote(key) +
-                               "' is not a valid environment variable name (letters, digits and "
-                               "_, not starting with a digit)");
-        } else if (key.starts_with("GANGWAY_")) {
-          ctx.Error(value, "variables starting with GANGWAY_ are set by Gangway");
-        } else if (auto v = formats::ReadScalar(ctx, value)) {
-          run.env[key] = *v;
-        }
-      }
-      if (run.env.size() > kMaxEnv) {
-        ctx.Error(*f, "more than " + std::to_string(kMaxEnv) + " variables");
-      }
-    }
-  }
+  if (auto f = m.Take("env")) ReadEnv(ctx, *f, run.env);
+  if (auto f = m.Take("container")) ReadContainer(ctx, *f, run);
   // What the kernel would refuse to start is refused here, not after the job waited for GPUs.
   size_t total = 0;
   for (size_t i = 0; i < run.command.size(); ++i) {
@@ -101,15 +154,7 @@ void ReadRunFields(Context& ctx, MapReader& m, RunSpec& run, bool& has_command) 
               "the command and env take " + std::to_string(total) + " bytes, over the limit of " +
                   std::to_string(kMaxArgvEnvBytes) + " bytes that the kernel leaves for them");
   }
-  if (auto f = m.Take("workdir")) {
-    if (auto s = formats::ReadScalar(ctx, *f)) {
-      if (!s->starts_with("/")) {
-        ctx.Error(*f, "the working directory must be an absolute path");
-      } else {
-        run.workdir = *s;
-      }
-    }
-  }
+  if (auto f = m.Take("workdir")) ReadWorkdir(ctx, *f, run.workdir);
   if (auto f = m.Take("restartPolicy")) {
     if (auto s = formats::ReadScalar(ctx, *f)) {
       if (*s == "never" || *s == "Never") {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,14 @@ namespace gangway::controller {
 
 enum class RestartPolicy : uint8_t { kNever, kOnFailure };
 
+// Where a job's tasks run when it names an image (docs/job-spec.md, "container"): one podman
+// container per task on the node.
+struct ContainerSpec {
+  std::string image;    // a reference podman takes: name[:tag], registry/name, oci-archive:/p
+  std::string workdir;  // inside the container; empty: the image's
+  bool read_only_root = false;
+};
+
 struct RunSpec {
   std::vector<std::string> command;  // argv; a string command becomes /bin/sh -c
   std::map<std::string, std::string> env;
@@ -24,6 +33,7 @@ struct RunSpec {
   RestartPolicy restart_policy = RestartPolicy::kNever;
   int restart_limit = 3;
   std::string checkpoint_signal = "SIGTERM";
+  std::optional<ContainerSpec> container;  // nullopt: a process on the node
 };
 
 struct LiveJob {

@@ -254,10 +254,10 @@ std::optional<NodeRecord> NodeFromDoc(const json& doc) {
   }
 }
 
-void RequireNodesThatSwitchUsers(JobRecord& job) {
-  if (!job.unix_user) return;
+void RequireNodesThatCanRunIt(JobRecord& job) {
   for (core::TaskGroup& g : job.live.job.groups) {
-    g.request.node_selector[protocol::kRunsTasksAsLabel] = "submitter";
+    if (job.unix_user) g.request.node_selector[protocol::kRunsTasksAsLabel] = "submitter";
+    if (job.live.run.container) g.request.node_selector[protocol::kContainersLabel] = "podman";
   }
 }
 
@@ -282,7 +282,7 @@ LoadedJob ReadJobBack(const std::string& doc,
   }
   job.live.job.id = core::JobId{job.id};
   job.live.job.submit_time = core::FromSeconds(job.submitted_at);
-  RequireNodesThatSwitchUsers(job);
+  RequireNodesThatCanRunIt(job);
   return out;
 }
 

@@ -131,10 +131,11 @@ nlohmann::json GpuDoc(const core::GpuDevice& gpu);
 
 // Persistence documents. FromDoc returns nullopt for a document it cannot read.
 nlohmann::json JobDoc(const JobRecord& job);
-// A job with a Unix account runs only where the agent can switch to it: each of its groups
-// requires the node label protocol::kRunsTasksAsLabel = "submitter". Done at submit and
-// again when the job is read back (the selector is not in its spec).
-void RequireNodesThatSwitchUsers(JobRecord& job);
+// The node labels a job needs beyond its own selector, added to each group's: a job with a
+// Unix account runs only where the agent can switch to it (protocol::kRunsTasksAsLabel =
+// "submitter"), one with an image only where the agent has podman (protocol::kContainersLabel
+// = "podman"). Done at submit and again when the job is read back (they are not in its spec).
+void RequireNodesThatCanRunIt(JobRecord& job);
 std::optional<JobRecord> JobFromDoc(const nlohmann::json& doc);
 // A job document read back into a record, its spec parsed again (about 30 us a job) with
 // the configured priority classes. Safe to call concurrently: touches nothing but its

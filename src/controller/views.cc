@@ -48,6 +48,11 @@ json JobView(const JobRecord& j, const std::vector<StoredEvent>* detail) {
       {"exitCode", j.exit_code ? json(*j.exit_code) : json(nullptr)},
       {"message", j.message},
       {"pending", nullptr},
+      {"container", j.live.run.container
+                        ? json({{"image", j.live.run.container->image},
+                                {"workdir", j.live.run.container->workdir},
+                                {"readOnlyRoot", j.live.run.container->read_only_root}})
+                        : json(nullptr)},
       // The Unix account its tasks run as; null: its agents' own.
       {"unixUser", j.unix_user ? json({{"uid", j.unix_user->uid},
                                        {"gid", j.unix_user->gid},

@@ -51,6 +51,9 @@ struct GpuInfo {
 // agent is root and switches to each job's Unix account) or "agent" (its own account). The
 // controller requires "submitter" of jobs that have a Unix account (controller/auth.h).
 inline constexpr char kRunsTasksAsLabel[] = "gangway.io/runs-tasks-as";
+// The label saying whether the node runs containers: "podman", or "none". The controller
+// requires "podman" of jobs that name an image.
+inline constexpr char kContainersLabel[] = "gangway.io/containers";
 
 struct NodeInfo {
   std::string name;  // required

@@ -36,6 +36,11 @@ json ToJson(const Launch& l) {
                {"checkpointSignal", l.checkpoint_signal}};
   if (l.checkpoint_grace_seconds) task["checkpointGraceSeconds"] = *l.checkpoint_grace_seconds;
   if (l.user) task["user"] = ToJson(*l.user);
+  if (l.container) {
+    task["container"] = {{"image", l.container->image},
+                         {"workdir", l.container->workdir},
+                         {"readOnlyRoot", l.container->read_only_root}};
+  }
   return task;
 }
 
@@ -136,6 +141,19 @@ formats::Expected<Launch> ParseLaunch(const json& task) {
       });
       if (!u.ok()) return formats::Fail(u.ErrorText());
       l.user = std::move(who);
+    }
+  }
+  if (const json* container = r.Find("container", false)) {
+    if (!container->is_object()) {
+      r.Fail("task.container", std::string("expected an object, got ") + TypeName(*container));
+    } else {
+      Reader c(*container, "task.container");
+      Container box;
+      c.String("image", box.image, /*required=*/true);
+      c.String("workdir", box.workdir);
+      c.Bool("readOnlyRoot", box.read_only_root);
+      if (!c.ok()) return formats::Fail(c.ErrorText());
+      l.container = std::move(box);
     }
   }
   if (!r.ok()) return formats::Fail(r.ErrorText());

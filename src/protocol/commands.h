@@ -43,11 +43,20 @@ struct UnixUser {
   std::vector<uint32_t> groups;  // supplementary
 };
 
+// The container a task runs in (an agent with podman starts one per task).
+struct Container {
+  std::string image;    // required
+  std::string workdir;  // "": the image's
+  bool read_only_root = false;
+};
+
 struct Launch {
   std::string task_id;  // required
   // An agent running as root starts the task as this user; one that is not root runs it as
   // itself (and says so in its registration). nullopt: the agent's own account.
   std::optional<UnixUser> user;
+  // nullopt: a process on the node.
+  std::optional<Container> container;
   uint64_t job = 0;
   int attempt = 0;
   int index = 0;

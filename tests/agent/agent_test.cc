@@ -3,9 +3,11 @@
 
 #include "agent/agent.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +31,7 @@
 #include "agent/leftover_tasks.h"
 #include "protocol/agent_messages.h"
 #include "protocol/commands.h"
+#include "testing/busybox_image.h"
 #include "testing/eventually.h"
 #include "testing/fake_clock.h"
 #include "testing/temp_dir.h"
@@ -389,6 +392,8 @@ class AgentTest : public ::testing::Test {
     options.controller_loss_timeout = controller_loss_timeout_;
     options.private_dirs = private_dirs_;
     options.clock = clock_;
+    options.podman = podman_;
+    options.podman_args = podman_args_;
     auto gpus = ParseFakeGpus("2xH100-80GB", "n1");
     agent_ =
         std::make_unique<Agent>(std::move(options), std::make_unique<StaticGpuSource>("n1", *gpus));
@@ -422,6 +427,8 @@ class AgentTest : public ::testing::Test {
   std::chrono::milliseconds controller_loss_timeout_ = 15s;
   std::vector<std::filesystem::path> private_dirs_;
   std::shared_ptr<::gangway::testing::FakeClock> clock_;  // null: the real clocks
+  std::string podman_;                                    // "": no containers
+  std::vector<std::string> podman_args_;
   FakeController controller_;
   std::unique_ptr<Agent> agent_;
 };
@@ -527,6 +534,89 @@ TEST_F(AgentTest, ALaunchForAUserRunsAsThemWithACheckpointDirOnlyTheyMayUse) {
   EXPECT_EQ(st.st_uid, 61001u);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   std::filesystem::remove_all(open);
+}
+
+// Tasks in podman containers (docs/design/containers.md), with an image imported from the
+// static busybox (no registry). Needs root, podman and busybox-static, which scripts/deps.sh
+// installs; skipped with the reason otherwise.
+class ContainerAgentTest : public AgentTest {
+ protected:
+  void SetUp() override {
+    image_ = std::make_unique<::gangway::testing::BusyboxImage>(dir_);
+    if (!image_->usable()) GTEST_SKIP() << image_->why();
+    podman_ = "/usr/bin/podman";
+    podman_args_ = ::gangway::testing::BusyboxImage::PodmanArgs();
+  }
+  void TearDown() override {
+    agent_.reset();  // before the image goes
+    image_.reset();
+  }
+  static std::string Containers() { return ::gangway::testing::BusyboxImage::Containers(); }
+  std::unique_ptr<::gangway::testing::BusyboxImage> image_;
+};
+
+TEST_F(ContainerAgentTest, ATaskRunsInItsImageAsItsUserWithItsEnvAndCheckpointDir) {
+  const std::filesystem::path open =
+      std::filesystem::temp_directory_path() / ("gangway-ctr-" + std::to_string(getpid()));
+  std::filesystem::create_directories(open);
+  const std::string ckpt = (open / "20").string();
+  StartAgent();
+  controller_.Launch("20.0.0",
+                     {"sh", "-c",
+                      "echo A=$A; id -u; test -e /usr/bin/podman || echo own-root; touch " + ckpt +
+                          "/saved && echo saved; touch /x 2>/dev/null || echo read-only; exit 5"},
+                     {{"env", {{"A", "x"}}},
+                      {"checkpointDir", ckpt},
+                      {"user", {{"uid", 61001}, {"gid", 61001}}},
+                      {"container", {{"image", image_->name()}, {"readOnlyRoot", true}}}});
+  ASSERT_TRUE(HasState("20.0.0", "exited"));
+  const json exited = *FakeController::Entry(controller_.Reports(), "20.0.0", "exited");
+  EXPECT_EQ(exited["exitCode"], 5) << exited.dump();
+  EXPECT_TRUE(
+      controller_.WaitUntil([&] { return controller_.logs_["20.0.0"].ends_with("only\n"); }));
+  EXPECT_EQ(controller_.LogOf("20.0.0"), "A=x\n61001\nown-root\nsaved\nread-only\n");
+  EXPECT_TRUE(std::filesystem::exists(ckpt + "/saved")) << "the checkpoint dir is the host's";
+  EXPECT_EQ(Containers().find(ContainerName("20.0.0")), std::string::npos) << Containers();
+  std::filesystem::remove_all(open);
+}
+
+TEST_F(ContainerAgentTest, StopSignalsTheContainerAndAKillPastTheGraceLeavesNoContainer) {
+  StartAgent();
+  controller_.Launch("21.0.0",
+                     {"sh", "-c",
+                      "trap 'echo got-term; exit 3' TERM; echo up; "
+                      "while true; do sleep 0.05; done"},
+                     {{"container", {{"image", image_->name()}}}});
+  controller_.Launch("22.0.0",
+                     {"sh", "-c", "trap '' TERM; echo up; while true; do sleep 0.05; done"},
+                     {{"container", {{"image", image_->name()}}}});
+  ASSERT_TRUE(controller_.WaitUntil([&] {
+    return LocalLog("21.0.0") == "up\n" && LocalLog("22.0.0") == "up\n";
+  })) << LocalLog("21.0.0")
+      << LocalLog("22.0.0");
+  controller_.Push({{"type", "stop"}, {"taskId", "21.0.0"}, {"graceSeconds", 30}});
+  controller_.Push({{"type", "stop"}, {"taskId", "22.0.0"}, {"graceSeconds", 1}});
+  ASSERT_TRUE(HasState("21.0.0", "exited"));
+  ASSERT_TRUE(HasState("22.0.0", "exited"));
+  const json term = *FakeController::Entry(controller_.Reports(), "21.0.0", "exited");
+  EXPECT_EQ(term["exitCode"], 3) << "the container's own answer to its signal";
+  EXPECT_TRUE(
+      controller_.WaitUntil([&] { return controller_.logs_["21.0.0"].ends_with("term\n"); }));
+  EXPECT_EQ(controller_.LogOf("21.0.0"), "up\ngot-term\n");
+  const json killed = *FakeController::Entry(controller_.Reports(), "22.0.0", "exited");
+  EXPECT_EQ(killed["signal"], SIGKILL);
+  const std::string left = Containers();
+  EXPECT_EQ(left.find(ContainerName("21.0.0")), std::string::npos) << left;
+  EXPECT_EQ(left.find(ContainerName("22.0.0")), std::string::npos)
+      << "podman was killed; its container was removed by name: " << left;
+}
+
+TEST_F(AgentTest, AContainerLaunchOnANodeWithoutPodmanFailsSayingSo) {
+  StartAgent();
+  controller_.Launch("23.0.0", {"true"}, {{"container", {{"image", "x"}}}});
+  ASSERT_TRUE(HasState("23.0.0", "exited"));
+  const json exited = *FakeController::Entry(controller_.Reports(), "23.0.0", "exited");
+  EXPECT_THAT(exited.value("message", ""), ::testing::HasSubstr("runs no containers"));
 }
 
 TEST_F(AgentTest, LaunchesAreIdempotent) {

@@ -60,6 +60,31 @@ class HttpApiTest : public ControllerTest {
     thread_.join();
   }
 
+  // Registers node `name` with one GPU and the label key=value, as its agent would; its
+  // node token.
+  std::string RegisterNodeLabelled(const std::string& name, const std::string& key,
+                                   const std::string& value) {
+    json node = {{"name", name},
+                 {"labels", {{key, value}}},
+                 {"gpus", {{{"index", 0}, {"model", "H100-80GB"}, {"memoryBytes", 85899345920}}}}};
+    auto reg = http_->Post("/v1/agents/register", As(kJoinToken), json{{"node", node}}.dump(),
+                           "application/json");
+    EXPECT_TRUE(reg && reg->status == 200) << (reg ? reg->body : "no answer");
+    return reg ? json::parse(reg->body).value("nodeToken", "") : "";
+  }
+
+  // The pending verdict of job `id` once a cycle gave one (null if none came in time).
+  json PendingVerdict(uint64_t id) {
+    json pending;
+    Eventually([&] {
+      auto view = http_->Get("/v1/jobs/" + std::to_string(id), As(kAdminToken));
+      if (!view || view->status != 200) return false;
+      pending = json::parse(view->body)["job"]["pending"];
+      return pending.is_object();
+    });
+    return pending;
+  }
+
   httplib::Headers As(const char* token) {
     return {{"Authorization", std::string("Bearer ") + token}};
   }

@@ -220,16 +220,7 @@ TEST_F(HttpApiTest, JobsRunAsTheirUsersUnixAccountAndUsersWithoutOneAreRefused) 
   unix_.by_user["admin"] = UnixAccount{.uid = 0, .gid = 0};  // no allowRoot
   RestartAll(Options());
   // n0's agent is not root: it runs tasks as its own account, and gets no job with one.
-  auto register_node = [&](const std::string& name, const std::string& runs_as) {
-    json node = {{"name", name},
-                 {"labels", {{"gangway.io/runs-tasks-as", runs_as}}},
-                 {"gpus", {{{"index", 0}, {"model", "H100-80GB"}, {"memoryBytes", 85899345920}}}}};
-    auto reg = http_->Post("/v1/agents/register", As(kJoinToken), json{{"node", node}}.dump(),
-                           "application/json");
-    EXPECT_EQ(reg->status, 200) << reg->body;
-    return json::parse(reg->body).value("nodeToken", "");
-  };
-  register_node("n0", "agent");
+  RegisterNodeLabelled("n0", "gangway.io/runs-tasks-as", "agent");
 
   json bob = ErrorOf(PostJob("name: b\ngpu: 1\ncommand: [x]\n", kBobToken), 403);
   EXPECT_EQ(bob["field"], "user");
@@ -244,18 +235,14 @@ TEST_F(HttpApiTest, JobsRunAsTheirUsersUnixAccountAndUsersWithoutOneAreRefused) 
   EXPECT_EQ(job["unixUser"]["uid"], 61001);
   EXPECT_EQ(job["unixUser"]["groups"], json({61100}));
   const uint64_t id = job["id"];
-  json pending;
-  ASSERT_TRUE(Eventually([&] {
-    auto view = http_->Get("/v1/jobs/" + std::to_string(id), As(kAliceToken));
-    if (!view) return false;
-    pending = json::parse(view->body)["job"]["pending"];
-    return pending.is_object();
-  })) << "the cycle gave its verdict";
+  const json pending = PendingVerdict(id);
+  ASSERT_TRUE(pending.is_object()) << "the cycle gave its verdict";
   EXPECT_EQ(State(id), "pending") << "n0 cannot run it as alice";
   EXPECT_THAT(pending["message"].get<std::string>(),
               HasSubstr("on nodes labelled gangway.io/runs-tasks-as=submitter"))
       << "the reason names the label the user never set";
-  const std::string node_token = register_node("n1", "submitter");
+  const std::string node_token =
+      RegisterNodeLabelled("n1", "gangway.io/runs-tasks-as", "submitter");
   ASSERT_TRUE(Eventually([&] { return State(id) == "scheduled"; }));
   auto cmds = http_->Get("/v1/agents/n1/commands?waitMs=10", As(node_token.c_str()));
   ASSERT_TRUE(cmds);
@@ -270,6 +257,51 @@ TEST_F(HttpApiTest, JobsRunAsTheirUsersUnixAccountAndUsersWithoutOneAreRefused) 
   auto again = http_->Get("/v1/jobs/" + std::to_string(id), As(kAliceToken));
   ASSERT_EQ(again->status, 200) << again->body;
   EXPECT_EQ(json::parse(again->body)["job"]["unixUser"]["uid"], 61001);
+}
+
+// container: a job that names an image is checked at submit (the image becomes an argument
+// of podman), runs only on nodes whose agent has podman, and its launches carry the image.
+TEST_F(HttpApiTest, AContainerJobIsCheckedGoesToNodesWithPodmanAndItsLaunchNamesTheImage) {
+  struct Bad {
+    std::string container;
+    std::string field;
+    std::string says;
+  };
+  const Bad bad[] = {
+      {"{workdir: /w}", "container", "a container needs an image"},
+      {"{image: --privileged}", "container.image", "not an image reference"},
+      {"{image: 'a b'}", "container.image", "not an image reference"},
+      {"{image: x, workdir: w}", "container.workdir", "absolute path"},
+      {"{image: x, mounts: [/data:/data]}", "container.mounts", "not supported yet"},
+      {"{image: x, env: {GANGWAY_X: 1}}", "container.env.GANGWAY_X", "set by Gangway"},
+      {"{image: x, privileged: true}", "container.privileged", ""},
+  };
+  for (const Bad& b : bad) {
+    json error =
+        ErrorOf(PostJob("name: c\ngpu: 1\ncommand: [x]\ncontainer: " + b.container + "\n"), 400);
+    EXPECT_EQ(error.value("field", ""), b.field) << b.container << ": " << error.dump();
+    EXPECT_THAT(error.value("message", ""), HasSubstr(b.says)) << b.container;
+  }
+  RegisterNodeLabelled("n0", "gangway.io/containers", "none");
+  auto r = PostJob(
+      "name: c\ngpu: 1\ncommand: [sh, -c, 'echo $A']\ncontainer: {image: "
+      "localhost/busybox:test, workdir: /w, env: {A: '1'}, readOnlyRoot: true}\n");
+  ASSERT_EQ(r->status, 201) << r->body;
+  const json job = json::parse(r->body)["job"];
+  EXPECT_EQ(job["container"]["image"], "localhost/busybox:test");
+  const uint64_t id = job["id"];
+  const json pending = PendingVerdict(id);
+  ASSERT_TRUE(pending.is_object()) << "the cycle gave its verdict";
+  EXPECT_THAT(pending["message"].get<std::string>(),
+              HasSubstr("on nodes labelled gangway.io/containers=podman"));
+  const std::string token = RegisterNodeLabelled("n1", "gangway.io/containers", "podman");
+  ASSERT_TRUE(Eventually([&] { return State(id) == "scheduled"; }));
+  auto cmds = http_->Get("/v1/agents/n1/commands?waitMs=10", As(token.c_str()));
+  ASSERT_TRUE(cmds && cmds->status == 200);
+  const json task = json::parse(cmds->body)["commands"][0]["task"];
+  EXPECT_EQ(task["container"],
+            json({{"image", "localhost/busybox:test"}, {"workdir", "/w"}, {"readOnlyRoot", true}}));
+  EXPECT_EQ(task["env"]["A"], "1") << "the container's env joins the job's";
 }
 
 TEST_F(HttpApiTest, LogsComeBackWithOffsets) {

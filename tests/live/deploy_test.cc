@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "process.h"
+#include "testing/busybox_image.h"
 #include "testing/eventually.h"
 
 namespace gangway::testing {
@@ -173,6 +174,7 @@ TEST_F(DeployTest, TheUnitsCommandsRunAClusterThatUsersReachWithTheirOwnTokens) 
       if (a.ends_with("/var/lib/gangway-agent")) a += std::string("-") + name;
     }
     agent.insert(agent.end(), {"--name", name, "--fake-gpus", "2xH100-80GB"});
+    for (const std::string& a : BusyboxImage::PodmanArgs()) agent.push_back("--podman-arg=" + a);
     agents_.push_back(std::make_unique<Process>(
         ProcessOptions{.args = agent,
                        .unset_env = {"GANGWAY_SERVER", "GANGWAY_CA_CERT", "GANGWAY_JOIN_TOKEN"},
@@ -256,6 +258,22 @@ TEST_F(DeployTest, TheUnitsCommandsRunAClusterThatUsersReachWithTheirOwnTokens) 
                                          "id -u; id -g; stat -c %u:%a $GANGWAY_CHECKPOINT_DIR"});
   EXPECT_EQ(as_carol.exit_code, 0) << Show(as_carol);
   EXPECT_NE(as_carol.out.find("61003\n61003\n61003:700\n"), std::string::npos) << Show(as_carol);
+
+  // gangway run --image: her job in a container of a local image, as her account, with its
+  // checkpoint directory at the same path inside.
+  BusyboxImage image(dir_);
+  if (!image.usable()) {
+    std::cerr << "container part skipped: " << image.why() << "\n";
+    return;
+  }
+  const Completed boxed = Cli(carol, {"run", "--gpus", "1", "--name", "boxed", "--image",
+                                      image.name(), "-w", "--", "sh", "-c",
+                                      "id -u; test -e /usr/bin/podman || echo in-image; touch "
+                                      "$GANGWAY_CHECKPOINT_DIR/saved && echo saved"});
+  EXPECT_EQ(boxed.exit_code, 0) << Show(boxed);
+  EXPECT_NE(boxed.out.find("61003\nin-image\nsaved\n"), std::string::npos) << Show(boxed);
+  const Completed described = Cli(carol, {"describe", "boxed"});
+  EXPECT_NE(described.out.find(image.name()), std::string::npos) << Show(described);
 }
 
 }  // namespace

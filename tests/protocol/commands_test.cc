@@ -27,6 +27,8 @@ Launch FullLaunch() {
   l.checkpoint_signal = "SIGUSR1";
   l.checkpoint_grace_seconds = 45;
   l.user = UnixUser{.name = "alice", .uid = 61001, .gid = 61001, .groups = {61001, 61100}};
+  l.container =
+      Container{.image = "localhost/busybox:test", .workdir = "/w", .read_only_root = true};
   return l;
 }
 
@@ -47,6 +49,9 @@ TEST(CommandsTest, ALaunchAndAStopReadBackAsTheyWereWritten) {
   ASSERT_TRUE(l.user);
   EXPECT_EQ(l.user->uid, 61001u);
   EXPECT_EQ(l.user->groups, (std::vector<uint32_t>{61001, 61100}));
+  ASSERT_TRUE(l.container);
+  EXPECT_EQ(l.container->image, "localhost/busybox:test");
+  EXPECT_TRUE(l.container->read_only_root);
 
   const Command stop{.seq = 13,
                      .body = Stop{.task_id = "7.1.2",
@@ -73,6 +78,7 @@ TEST(CommandsTest, OptionalFieldsTakeTheirDefaultsAndUnknownOnesAreIgnored) {
   EXPECT_FALSE(l.checkpoint_grace_seconds);
   EXPECT_TRUE(l.gpus.empty());
   EXPECT_FALSE(l.user) << "no user: the agent's own account";
+  EXPECT_FALSE(l.container) << "no container: a process";
   auto stop = ParseCommand({{"type", "stop"}, {"taskId", "1.0.0"}});
   ASSERT_TRUE(stop.ok()) << stop.error();
   EXPECT_EQ(std::get<Stop>(stop->body).grace_seconds, 30);
@@ -126,6 +132,9 @@ TEST(CommandsTest, AMalformedCommandIsRefusedNamingTheField) {
        "task.user.uid: expected a whole number in 0..4294967295, got -1"},
       {with("user", {{"uid", 1}, {"gid", 1}, {"groups", {1, "x"}}}),
        "task.user.groups[1]: expected an integer, got string"},
+      {with("container", {{"workdir", "/w"}}), "task.container.image: missing"},
+      {with("container", {{"image", "x"}, {"readOnlyRoot", "yes"}}),
+       "task.container.readOnlyRoot: expected true or false, got string"},
       {with("checkpointGraceSeconds", "30s"),
        "task.checkpointGraceSeconds: expected a number, got string"},
       {{{"type", "stop"}}, "taskId: missing"},
