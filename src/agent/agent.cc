@@ -211,6 +211,18 @@ void Agent::Start() {
     t.message = "ended while its agent was down: how it ended is not known";
     spdlog::warn("task {} ended while no agent watched it; reported as failed", id);
   }
+  // Containers of this node's tasks that an agent left when it died: their podman processes
+  // were killed above (or died with it), the containers were not. None of them is adopted.
+  if (!options_.podman.empty()) {
+    std::string node_pattern;
+    for (char c : options_.inventory.name)
+      node_pattern += c == '.' ? std::string("\\.") : std::string(1, c);
+    if (RunQuietly({options_.podman, "rm", "--force", "--time=0",
+                    "--filter=name=^" + ContainerName(node_pattern, "")}) != 0) {
+      spdlog::warn("could not remove containers left by an earlier agent ({} rm --filter)",
+                   options_.podman);
+    }
+  }
   running_journal_ = std::make_unique<RunningTaskJournal>(journal);
   std::vector<std::filesystem::path> private_dirs = options_.private_dirs;
   private_dirs.push_back(options_.data_dir);
@@ -702,7 +714,8 @@ std::vector<std::string> Agent::ContainerArgv(const protocol::Launch& launch,
                                               const LaunchSpec& spec) const {
   const protocol::Container& box = *launch.container;
   std::vector<std::string> argv = {options_.podman, "run", "--rm", "--name",
-                                   ContainerName(launch.task_id), "--network=host", "--ipc=host",
+                                   ContainerName(options_.inventory.name, launch.task_id),
+                                   "--network=host", "--ipc=host",
                                    // stdin stays /dev/null; output goes to the task's log
                                    "--log-driver=none"};
   if (!options_.oci_runtime.empty()) argv.push_back("--runtime=" + options_.oci_runtime);
@@ -732,7 +745,9 @@ std::vector<std::string> Agent::ContainerArgv(const protocol::Launch& launch,
   return argv;
 }
 
-std::string ContainerName(const std::string& task_id) { return "gangway-" + task_id; }
+std::string ContainerName(const std::string& node, const std::string& task_id) {
+  return "gangway-" + node + "-" + task_id;
+}
 
 void Agent::OnExit(const std::string& task_id, ExitStatus status) {
   running_journal_->Ended(task_id);
@@ -745,7 +760,8 @@ void Agent::OnExit(const std::string& task_id, ExitStatus status) {
   // A podman killed with SIGKILL (past the grace) leaves its container running: remove it by
   // name before the exit is reported, so that a stopped task has nothing left on the node.
   if (container && status.signal == SIGKILL) {
-    RunQuietly({options_.podman, "rm", "--force", "--ignore", "--time=0", ContainerName(task_id)});
+    RunQuietly({options_.podman, "rm", "--force", "--ignore", "--time=0",
+                ContainerName(options_.inventory.name, task_id)});
   }
   {
     std::lock_guard lock(mu_);

@@ -144,7 +144,7 @@ class Agent {
     // The job's checkpoint grace (launch checkpointGraceSeconds), else the shutdown grace.
     std::chrono::milliseconds grace{0};
     bool lost_contact = false;  // stopped by the contact thread
-    bool container = false;     // runs in a podman container named ContainerName(id)
+    bool container = false;     // runs in a podman container named ContainerName(node, id)
   };
 
   // A client of the controller the agent takes to lead now; `at` is set to its index.
@@ -237,8 +237,10 @@ class Agent {
   bool started_ = false;
 };
 
-// The name of a task's container: "gangway-<task id>", unique per job, task and attempt.
-std::string ContainerName(const std::string& task_id);
+// The name of a task's container: "gangway-<node>-<task id>", unique per node, job, task and
+// attempt; an agent starting removes every container of its node's prefix (left by an agent
+// that died), and no other agent's on the same host.
+std::string ContainerName(const std::string& node, const std::string& task_id);
 
 }  // namespace gangway::agent
 

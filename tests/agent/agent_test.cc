@@ -576,7 +576,7 @@ TEST_F(ContainerAgentTest, ATaskRunsInItsImageAsItsUserWithItsEnvAndCheckpointDi
       controller_.WaitUntil([&] { return controller_.logs_["20.0.0"].ends_with("only\n"); }));
   EXPECT_EQ(controller_.LogOf("20.0.0"), "A=x\n61001\nown-root\nsaved\nread-only\n");
   EXPECT_TRUE(std::filesystem::exists(ckpt + "/saved")) << "the checkpoint dir is the host's";
-  EXPECT_EQ(Containers().find(ContainerName("20.0.0")), std::string::npos) << Containers();
+  EXPECT_EQ(Containers().find(ContainerName("n1", "20.0.0")), std::string::npos) << Containers();
   std::filesystem::remove_all(open);
 }
 
@@ -606,9 +606,31 @@ TEST_F(ContainerAgentTest, StopSignalsTheContainerAndAKillPastTheGraceLeavesNoCo
   const json killed = *FakeController::Entry(controller_.Reports(), "22.0.0", "exited");
   EXPECT_EQ(killed["signal"], SIGKILL);
   const std::string left = Containers();
-  EXPECT_EQ(left.find(ContainerName("21.0.0")), std::string::npos) << left;
-  EXPECT_EQ(left.find(ContainerName("22.0.0")), std::string::npos)
+  EXPECT_EQ(left.find(ContainerName("n1", "21.0.0")), std::string::npos) << left;
+  EXPECT_EQ(left.find(ContainerName("n1", "22.0.0")), std::string::npos)
       << "podman was killed; its container was removed by name: " << left;
+}
+
+// An agent that died left its containers running (a SIGKILL of podman does not stop them);
+// the next agent of the node removes them, and leaves another node's alone.
+TEST_F(ContainerAgentTest, AStartingAgentRemovesTheContainersItsNodeWasLeftWith) {
+  auto leave = [&](const std::string& name) {
+    std::string line = "/usr/bin/podman run -d --name " + name;
+    for (const std::string& a : ::gangway::testing::BusyboxImage::PodmanArgs()) line += " " + a;
+    line += " " + image_->name() + " sleep 600 >/dev/null 2>&1";
+    return std::system(line.c_str());
+  };
+  const std::string ours = ContainerName("n1", "30.0.0");
+  const std::string theirs = ContainerName("n10", "30.0.0");  // n1's prefix is not n10's
+  ASSERT_EQ(leave(ours), 0);
+  ASSERT_EQ(leave(theirs), 0);
+  ASSERT_NE(Containers().find(ours), std::string::npos);
+  StartAgent();
+  const std::string left = Containers();
+  EXPECT_EQ(left.find(ours + "\n"), std::string::npos) << left;
+  EXPECT_NE(left.find(theirs + "\n"), std::string::npos) << "another node's agent owns it";
+  const std::string rm = "/usr/bin/podman rm -f --time=0 " + theirs + " >/dev/null 2>&1";
+  [[maybe_unused]] int rc = std::system(rm.c_str());
 }
 
 TEST_F(AgentTest, AContainerLaunchOnANodeWithoutPodmanFailsSayingSo) {
