@@ -380,7 +380,7 @@ class AgentTest : public ::testing::Test {
     options.server = controller_.url();
     options.join_token = kToken;
     options.inventory = {
-        .name = "n1", .address = "10.0.0.5", .cpu_milli = 8000, .memory_bytes = int64_t{1} << 34};
+        .name = node_, .address = "10.0.0.5", .cpu_milli = 8000, .memory_bytes = int64_t{1} << 34};
     options.data_dir = dir_ / "data";
     options.heartbeat = 60s;
     options.poll_wait = 500ms;
@@ -394,9 +394,9 @@ class AgentTest : public ::testing::Test {
     options.clock = clock_;
     options.podman = podman_;
     options.podman_args = podman_args_;
-    auto gpus = ParseFakeGpus("2xH100-80GB", "n1");
-    agent_ =
-        std::make_unique<Agent>(std::move(options), std::make_unique<StaticGpuSource>("n1", *gpus));
+    auto gpus = ParseFakeGpus("2xH100-80GB", node_);
+    agent_ = std::make_unique<Agent>(std::move(options),
+                                     std::make_unique<StaticGpuSource>(node_, *gpus));
     agent_->Start();
   }
 
@@ -427,6 +427,7 @@ class AgentTest : public ::testing::Test {
   std::chrono::milliseconds controller_loss_timeout_ = 15s;
   std::vector<std::filesystem::path> private_dirs_;
   std::shared_ptr<::gangway::testing::FakeClock> clock_;  // null: the real clocks
+  std::string node_ = "n1";                               // the agent's node
   std::string podman_;                                    // "": no containers
   std::vector<std::string> podman_args_;
   FakeController controller_;
@@ -542,6 +543,9 @@ TEST_F(AgentTest, ALaunchForAUserRunsAsThemWithACheckpointDirOnlyTheyMayUse) {
 class ContainerAgentTest : public AgentTest {
  protected:
   void SetUp() override {
+    // A node of this test process's own: tests run in parallel on one podman, and an agent
+    // starting removes every container of its node's name.
+    node_ = "ctr" + std::to_string(getpid());
     image_ = std::make_unique<::gangway::testing::BusyboxImage>(dir_);
     if (!image_->usable()) GTEST_SKIP() << image_->why();
     podman_ = "/usr/bin/podman";
@@ -576,7 +580,7 @@ TEST_F(ContainerAgentTest, ATaskRunsInItsImageAsItsUserWithItsEnvAndCheckpointDi
       controller_.WaitUntil([&] { return controller_.logs_["20.0.0"].ends_with("only\n"); }));
   EXPECT_EQ(controller_.LogOf("20.0.0"), "A=x\n61001\nown-root\nsaved\nread-only\n");
   EXPECT_TRUE(std::filesystem::exists(ckpt + "/saved")) << "the checkpoint dir is the host's";
-  EXPECT_EQ(Containers().find(ContainerName("n1", "20.0.0")), std::string::npos) << Containers();
+  EXPECT_EQ(Containers().find(ContainerName(node_, "20.0.0")), std::string::npos) << Containers();
   std::filesystem::remove_all(open);
 }
 
@@ -606,8 +610,8 @@ TEST_F(ContainerAgentTest, StopSignalsTheContainerAndAKillPastTheGraceLeavesNoCo
   const json killed = *FakeController::Entry(controller_.Reports(), "22.0.0", "exited");
   EXPECT_EQ(killed["signal"], SIGKILL);
   const std::string left = Containers();
-  EXPECT_EQ(left.find(ContainerName("n1", "21.0.0")), std::string::npos) << left;
-  EXPECT_EQ(left.find(ContainerName("n1", "22.0.0")), std::string::npos)
+  EXPECT_EQ(left.find(ContainerName(node_, "21.0.0")), std::string::npos) << left;
+  EXPECT_EQ(left.find(ContainerName(node_, "22.0.0")), std::string::npos)
       << "podman was killed; its container was removed by name: " << left;
 }
 
@@ -620,8 +624,8 @@ TEST_F(ContainerAgentTest, AStartingAgentRemovesTheContainersItsNodeWasLeftWith)
     line += " " + image_->name() + " sleep 600 >/dev/null 2>&1";
     return std::system(line.c_str());
   };
-  const std::string ours = ContainerName("n1", "30.0.0");
-  const std::string theirs = ContainerName("n10", "30.0.0");  // n1's prefix is not n10's
+  const std::string ours = ContainerName(node_, "30.0.0");
+  const std::string theirs = ContainerName(node_ + "0", "30.0.0");  // a prefix of ours
   ASSERT_EQ(leave(ours), 0);
   ASSERT_EQ(leave(theirs), 0);
   ASSERT_NE(Containers().find(ours), std::string::npos);
