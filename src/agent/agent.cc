@@ -3,10 +3,8 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <httplib.h>
-#include <spawn.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,47 +15,13 @@
 #include <random>
 
 #include "agent/contact_loss.h"
+#include "agent/job_dirs.h"
 #include "agent/leftover_tasks.h"
 #include "agent/task_output.h"
 #include "formats/expected.h"
 
-extern char** environ;
-
 namespace gangway::agent {
 namespace {
-
-// Makes the directory `who`'s, readable by them alone (0700). Opened without following a
-// link: a user who owned it in an earlier attempt may have put one there. "" on success.
-// Runs `argv` with no input or output and waits for it; its exit status, or -1.
-int RunQuietly(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  std::vector<std::string> copy = argv;
-  for (std::string& a : copy) args.push_back(a.data());
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string GiveDirectory(const std::string& dir, const Credentials& who) {
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return std::strerror(errno);
-  std::string why;
-  if (fchown(fd, who.uid, who.gid) != 0 || fchmod(fd, 0700) != 0) why = std::strerror(errno);
-  close(fd);
-  return why;
-}
 
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
@@ -213,15 +177,10 @@ void Agent::Start() {
   }
   // Containers of this node's tasks that an agent left when it died: their podman processes
   // were killed above (or died with it), the containers were not. None of them is adopted.
-  if (!options_.podman.empty()) {
-    std::string node_pattern;
-    for (char c : options_.inventory.name)
-      node_pattern += c == '.' ? std::string("\\.") : std::string(1, c);
-    if (RunQuietly({options_.podman, "rm", "--force", "--time=0",
-                    "--filter=name=^" + ContainerName(node_pattern, "")}) != 0) {
-      spdlog::warn("could not remove containers left by an earlier agent ({} rm --filter)",
-                   options_.podman);
-    }
+  if (!options_.containers.podman.empty() &&
+      !RemoveNodeContainers(options_.containers.podman, options_.inventory.name)) {
+    spdlog::warn("could not remove containers left by an earlier agent ({} rm --filter)",
+                 options_.containers.podman);
   }
   running_journal_ = std::make_unique<RunningTaskJournal>(journal);
   std::vector<std::filesystem::path> private_dirs = options_.private_dirs;
@@ -668,9 +627,25 @@ void Agent::Launch(const protocol::Launch& launch) {
                               .gid = launch.user->gid,
                               .groups = {launch.user->groups.begin(), launch.user->groups.end()}};
   }
-  if (launch.container && options_.podman.empty()) {
+  if (launch.container && options_.containers.podman.empty()) {
     RecordFailedLaunch(id, "this node runs no containers (gangway agent --podman)");
     return;
+  }
+  ContainerExtras extras;
+  if (launch.container) {
+    auto mounts = ResolveMounts(options_.containers.mount_roots, launch.container->mounts,
+                                launch.user ? launch.user->name : "");
+    if (!mounts.ok()) {
+      RecordFailedLaunch(id, mounts.error());
+      return;
+    }
+    extras.mounts = std::move(mounts).value();
+    auto gpu_args = ContainerGpuArgs(options_.containers.gpus, *gpus_, grants);
+    if (!gpu_args.ok()) {
+      RecordFailedLaunch(id, gpu_args.error());
+      return;
+    }
+    extras.gpu_args = std::move(gpu_args).value();
   }
   if (!checkpoint_dir.empty()) {
     std::error_code ec;
@@ -687,10 +662,25 @@ void Agent::Launch(const protocol::Launch& launch) {
       }
     }
   }
+  std::filesystem::path scratch;
+  if (launch.scratch) {
+    if (options_.scratch_root.empty()) {
+      RecordFailedLaunch(id, "this node has no scratch directories (gangway agent --scratch-root)");
+      return;
+    }
+    scratch = options_.scratch_root / std::to_string(launch.job);
+    if (const std::string why = MakeScratchDir(scratch, spec.run_as); !why.empty()) {
+      RecordFailedLaunch(id, "scratch: " + why);
+      return;
+    }
+    spec.env["GANGWAY_SCRATCH_DIR"] = scratch.string();
+    extras.scratch_dir = scratch.string();
+  }
   if (launch.container) {
     // podman, as the agent, starts the container as the task's user: the task is the podman
     // process, which forwards the checkpoint signal to the container.
-    spec.argv = ContainerArgv(launch, spec);
+    spec.argv =
+        ContainerRunArgv(options_.containers, options_.inventory.name, launch, spec, extras);
     spec.run_as.reset();
     spec.workdir.clear();
   }
@@ -699,6 +689,9 @@ void Agent::Launch(const protocol::Launch& launch) {
   if (!pid.ok()) {
     RecordFailedLaunch(id, pid.error());
     tasks_[id].log_path = spec.log_path;
+    if (!scratch.empty() && !launch.keep_scratch && !ScratchInUseLocked(scratch, id)) {
+      RemoveTree(scratch);
+    }
     return;
   }
   running_journal_->Started(id, *pid);
@@ -708,60 +701,50 @@ void Agent::Launch(const protocol::Launch& launch) {
   t.stop_signal = stop_signal;
   t.grace = grace;
   t.container = launch.container.has_value();
+  t.scratch_dir = scratch;
+  t.keep_scratch = launch.keep_scratch;
 }
 
-std::vector<std::string> Agent::ContainerArgv(const protocol::Launch& launch,
-                                              const LaunchSpec& spec) const {
-  const protocol::Container& box = *launch.container;
-  std::vector<std::string> argv = {options_.podman, "run", "--rm", "--name",
-                                   ContainerName(options_.inventory.name, launch.task_id),
-                                   "--network=host", "--ipc=host",
-                                   // stdin stays /dev/null; output goes to the task's log
-                                   "--log-driver=none"};
-  if (!options_.oci_runtime.empty()) argv.push_back("--runtime=" + options_.oci_runtime);
-  if (spec.run_as) {
-    argv.push_back("--user=" + std::to_string(spec.run_as->uid) + ":" +
-                   std::to_string(spec.run_as->gid));
-    for (gid_t g : spec.run_as->groups) argv.push_back("--group-add=" + std::to_string(g));
-  }
-  if (launch.cpu_milli > 0) {
-    argv.push_back(
-        fmt::format("--cpus={}.{:03}", launch.cpu_milli / 1000, launch.cpu_milli % 1000));
-  }
-  if (launch.memory_bytes > 0) argv.push_back("--memory=" + std::to_string(launch.memory_bytes));
-  if (box.read_only_root) argv.push_back("--read-only");
-  // GANGWAY_CHECKPOINT_DIR at the same path inside: a resumed attempt finds what the last
-  // one saved.
-  if (!launch.checkpoint_dir.empty()) {
-    argv.push_back("--volume=" + launch.checkpoint_dir + ":" + launch.checkpoint_dir);
-  }
-  if (!box.workdir.empty()) argv.push_back("--workdir=" + box.workdir);
-  // The task's variables, by name only: podman takes their values from its own environment
-  // (the task's), so they never show in a process listing.
-  for (const auto& [name, value] : spec.env) argv.push_back("--env=" + name);
-  argv.insert(argv.end(), options_.podman_args.begin(), options_.podman_args.end());
-  argv.push_back(box.image);
-  argv.insert(argv.end(), launch.command.begin(), launch.command.end());
-  return argv;
+bool Agent::ScratchInUseLocked(const std::filesystem::path& dir, const std::string& except) const {
+  return std::any_of(tasks_.begin(), tasks_.end(), [&](const auto& entry) {
+    return entry.first != except && !entry.second.exited && entry.second.scratch_dir == dir;
+  });
 }
 
-std::string ContainerName(const std::string& node, const std::string& task_id) {
-  return "gangway-" + node + "-" + task_id;
+std::filesystem::path Agent::SetAsideScratchLocked(const std::filesystem::path& dir) {
+  std::filesystem::path aside = dir.parent_path() / (".removing-" + dir.filename().string() + "-" +
+                                                     std::to_string(++scratch_removals_));
+  std::error_code ec;
+  std::filesystem::rename(dir, aside, ec);
+  return ec ? dir : aside;
 }
 
 void Agent::OnExit(const std::string& task_id, ExitStatus status) {
   running_journal_->Ended(task_id);
   bool container = false;
+  std::filesystem::path scratch;
   {
     std::lock_guard lock(mu_);
     auto it = tasks_.find(task_id);
-    if (it != tasks_.end()) container = it->second.container;
+    if (it != tasks_.end()) {
+      container = it->second.container;
+      // The job's last task on the node takes its scratch directory with it.
+      const Task& t = it->second;
+      if (!t.scratch_dir.empty() && !t.keep_scratch &&
+          !ScratchInUseLocked(t.scratch_dir, task_id)) {
+        scratch = SetAsideScratchLocked(t.scratch_dir);
+      }
+    }
   }
   // A podman killed with SIGKILL (past the grace) leaves its container running: remove it by
   // name before the exit is reported, so that a stopped task has nothing left on the node.
   if (container && status.signal == SIGKILL) {
-    RunQuietly({options_.podman, "rm", "--force", "--ignore", "--time=0",
-                ContainerName(options_.inventory.name, task_id)});
+    RemoveContainer(options_.containers.podman, options_.inventory.name, task_id);
+  }
+  if (!scratch.empty()) {
+    if (const std::string why = RemoveTree(scratch); !why.empty()) {
+      spdlog::warn("task {}: could not remove its scratch directory: {}", task_id, why);
+    }
   }
   {
     std::lock_guard lock(mu_);

@@ -58,6 +58,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "agent/containers.h"
 #include "agent/controller_addresses.h"
 #include "agent/gpu_source.h"
 #include "agent/inventory.h"
@@ -103,13 +104,12 @@ struct AgentOptions {
   // Directories no task may work in, besides `data_dir` (which holds the node token): under
   // `gangway up`, the controller's data directory with its admin token (client.json).
   std::vector<std::filesystem::path> private_dirs;
-  // Containers (docs/design/containers.md): the podman binary ("" : this node runs none; a
-  // launch with a container then fails saying so), the OCI runtime it uses ("" : podman's
-  // default; crun refuses hosts with hybrid cgroups), and arguments given to every
-  // `podman run` before the image (--ulimit where podman's defaults exceed the host's).
-  std::string podman;
-  std::string oci_runtime;
-  std::vector<std::string> podman_args;
+  // Containers (docs/design/containers.md): podman, its runtime and arguments, and the host
+  // directories jobs may mount.
+  ContainerSettings containers;
+  // Where jobs' scratch directories go: <scratch_root>/<job id> (scratch_dirs.h); empty: a
+  // launch asking for one fails saying so. Not under `data_dir`, which only the agent enters.
+  std::filesystem::path scratch_root;
   // Where the agent reads the time (contact loss, heartbeats, output intervals); unset: the
   // real clocks. Tests pass a fake one. Reports carry no times: the controller's clock wins
   // (protocol/agent_messages.h).
@@ -145,6 +145,10 @@ class Agent {
     std::chrono::milliseconds grace{0};
     bool lost_contact = false;  // stopped by the contact thread
     bool container = false;     // runs in a podman container named ContainerName(node, id)
+    // The job's scratch directory, shared with its other tasks on the node; removed when the
+    // last of them exits unless kept.
+    std::filesystem::path scratch_dir;
+    bool keep_scratch = false;
   };
 
   // A client of the controller the agent takes to lead now; `at` is set to its index.
@@ -178,9 +182,11 @@ class Agent {
   bool SendReport(httplib::Client& client, size_t at);
   void Apply(const nlohmann::json& command);
   void Launch(const protocol::Launch& launch);
-  // `podman run ...` for a launch with a container, from its LaunchSpec as built so far.
-  std::vector<std::string> ContainerArgv(const protocol::Launch& launch,
-                                         const LaunchSpec& spec) const;
+  // True if a task other than `except` that has not exited uses the scratch directory.
+  bool ScratchInUseLocked(const std::filesystem::path& dir, const std::string& except) const;
+  // Removes a scratch directory no task uses any more: renamed under mu_ (so that a launch
+  // of the same job made after that gets a fresh one), removed without it.
+  std::filesystem::path SetAsideScratchLocked(const std::filesystem::path& dir);
   void RecordFailedLaunch(const std::string& task_id, const std::string& message);
   void OnExit(const std::string& task_id, ExitStatus status);
   void Forget(const std::string& task_id);
@@ -219,6 +225,7 @@ class Agent {
   // two threads may cross, and the controller draws no conclusion from an older one.
   std::chrono::steady_clock::time_point last_report_{};
   uint64_t report_seq_ = 0;
+  uint64_t scratch_removals_ = 0;  // names directories set aside for removal
   bool report_due_ = false;
   bool stopping_ = false;
   bool commands_stopped_ = false;
@@ -236,11 +243,6 @@ class Agent {
   std::thread contact_thread_;
   bool started_ = false;
 };
-
-// The name of a task's container: "gangway-<node>-<task id>", unique per node, job, task and
-// attempt; an agent starting removes every container of its node's prefix (left by an agent
-// that died), and no other agent's on the same host.
-std::string ContainerName(const std::string& node, const std::string& task_id);
 
 }  // namespace gangway::agent
 

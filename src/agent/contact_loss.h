@@ -18,8 +18,8 @@
 // answered report is up to 2 H old while everything is fine. The checkpoint signal therefore
 // never goes before 2 H plus a slack; nor before L / 3, so that a short loss (a controller
 // failing over to a standby within seconds, a network blip) leaves the tasks alone. The grace
-// is cut to what fits between that and the kill. At the defaults (L = 15 s, H = 5 s) that leaves about 2 s; a job that needs longer to
-// checkpoint on node loss needs a longer --node-timeout.
+// is cut to what fits between that and the kill. At the defaults (L = 15 s, H = 5 s) that leaves
+// about 2 s; a job that needs longer to checkpoint on node loss needs a longer --node-timeout.
 //
 // Worked example, L = 15 s, H = 5 s, a job's checkpoint grace of 30 s:
 //   margin = 1.5 s (L / 10, within [100 ms, 2 s]); kill_after = 13.5 s;

@@ -80,6 +80,7 @@ struct NvmlApi {
   nvmlReturn_t (*GetUtilization)(nvmlDevice_t, nvmlUtilization_t*);
   nvmlReturn_t (*GetP2PStatus)(nvmlDevice_t, nvmlDevice_t, int, int*);
   nvmlReturn_t (*GetCommonAncestor)(nvmlDevice_t, nvmlDevice_t, int*);
+  nvmlReturn_t (*GetMinorNumber)(nvmlDevice_t, unsigned int*);  // optional
   // MIG; optional (old drivers).
   nvmlReturn_t (*GetMaxMigDeviceCount)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*GetMigDeviceHandleByIndex)(nvmlDevice_t, unsigned int, nvmlDevice_t*);
@@ -213,6 +214,7 @@ formats::Expected<std::unique_ptr<GpuSource>> OpenNvml(std::string_view library)
   Bind(lib, "nvmlDeviceGetMigMode", api.GetMigMode);
   Bind(lib, "nvmlDeviceGetP2PStatus", api.GetP2PStatus);
   Bind(lib, "nvmlDeviceGetTopologyCommonAncestor", api.GetCommonAncestor);
+  Bind(lib, "nvmlDeviceGetMinorNumber", api.GetMinorNumber);
   Bind(lib, "nvmlDeviceGetMaxMigDeviceCount", api.GetMaxMigDeviceCount);
   Bind(lib, "nvmlDeviceGetMigDeviceHandleByIndex", api.GetMigDeviceHandleByIndex);
   Bind(lib, "nvmlDeviceGetGpuInstanceId", api.GetGpuInstanceId);
@@ -259,6 +261,10 @@ formats::Expected<std::unique_ptr<GpuSource>> OpenNvml(std::string_view library)
       g.healthy = false;
     }
     g.model = GangwayModelName(name, g.memory_bytes);
+    if (unsigned int minor = 0;
+        api.GetMinorNumber != nullptr && api.GetMinorNumber(handles[i], &minor) == NVML_SUCCESS) {
+      g.minor = static_cast<int>(minor);
+    }
     unsigned int current = 0;
     unsigned int pending = 0;
     if (api.GetMigMode != nullptr &&

@@ -54,6 +54,7 @@ struct GpuInfo {
   std::string model;  // Gangway's name, e.g. "H100-80GB"
   int64_t memory_bytes = 0;
   std::string uuid;
+  int minor = -1;  // of /dev/nvidia<minor>; -1: not a device (fake or declared GPUs)
   int domain = 0;
   bool mig_enabled = false;
   bool healthy = true;

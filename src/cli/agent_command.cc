@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "agent/container_gpus.h"
+#include "agent/containers.h"
 #include "agent/gpu_source.h"
 #include "agent/inventory.h"
 #include "agent/task_runner.h"
@@ -27,6 +29,7 @@
 #include "cli/plan_command.h"
 #include "formats/units.h"
 #include "protocol/agent_messages.h"
+#include "protocol/mount_roots.h"
 
 namespace gangway::cli {
 namespace {
@@ -51,6 +54,8 @@ struct AgentFlags {
   std::string podman = "/usr/bin/podman";
   std::string oci_runtime;
   std::vector<std::string> podman_args;
+  std::vector<std::string> mount_roots;
+  std::string scratch_root;
   bool print_inventory = false;
   std::string try_gpus;
   std::vector<std::string> command;
@@ -62,10 +67,35 @@ struct AgentFlags {
   throw CLI::RuntimeError(kExitBadInput);
 }
 
-// --podman when it names an executable file, else "".
+// What `command` prints on stdout ("" if it cannot run).
+std::string CommandOutput(const std::string& command) {
+  std::string out;
+  if (FILE* pipe = popen(command.c_str(), "r")) {
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+    pclose(pipe);
+  }
+  return out;
+}
+
+// --podman when it names an executable that answers `podman info` (its storage and OCI
+// runtime work), else "" with the reason said once. Asked once per process.
 std::string PodmanPath(const AgentFlags& f) {
-  if (f.podman.empty()) return "";
-  return access(f.podman.c_str(), X_OK) == 0 ? f.podman : "";
+  static const std::string path = [&]() -> std::string {
+    if (f.podman.empty()) return "";
+    if (access(f.podman.c_str(), X_OK) != 0) {
+      std::cerr << "gangway agent: no podman at '" << f.podman
+                << "' (--podman): this node runs no containers" << std::endl;
+      return "";
+    }
+    if (agent::RunQuietly({f.podman, "info"}) != 0) {
+      std::cerr << "gangway agent: '" << f.podman
+                << " info' fails (run it to see why): this node runs no containers" << std::endl;
+      return "";
+    }
+    return f.podman;
+  }();
+  return path;
 }
 
 std::string EnvOr(const char* name, std::string fallback) {
@@ -292,12 +322,30 @@ void RunAgent(const AgentFlags& f) {
   options.controller_loss_timeout =
       ParseSeconds("--controller-loss-timeout", f.controller_loss_timeout, false);
   for (const std::string& dir : f.private_dirs) options.private_dirs.emplace_back(dir);
-  options.podman = PodmanPath(f);
-  options.oci_runtime = f.oci_runtime;
-  options.podman_args = f.podman_args;
-  if (options.podman.empty()) {
-    std::cerr << "gangway agent: no podman at '" << f.podman
-              << "' (--podman): this node runs no containers" << std::endl;
+  options.containers.podman = PodmanPath(f);
+  options.containers.oci_runtime = f.oci_runtime;
+  options.containers.podman_args = f.podman_args;
+  for (const std::string& text : f.mount_roots) {
+    auto root = protocol::ParseMountRoot(text);
+    if (!root.ok()) Fail("--mount-root: " + root.error());
+    options.containers.mount_roots.push_back(*root);
+  }
+  options.scratch_root = !f.scratch_root.empty()
+                             ? std::filesystem::path(f.scratch_root)
+                             : std::filesystem::path("/var/tmp/gangway-scratch") / inv.name;
+  // GPUs in containers: CDI where NVIDIA's specs exist, else device nodes and driver
+  // libraries (agent/container_gpus.h). Declared and fake GPUs are no devices.
+  if (!options.containers.podman.empty() && f.fake_gpus.empty() && f.inventory.empty()) {
+    const std::string smi = access("/usr/bin/nvidia-smi", X_OK) == 0 ? "/usr/bin/nvidia-smi" : "";
+    options.containers.gpus = agent::ProbeContainerGpus(
+        {"/etc/cdi", "/var/run/cdi"}, "/dev", CommandOutput("/sbin/ldconfig -p 2>/dev/null"), smi);
+    std::cerr << "gangway agent: containers get their GPUs "
+              << (options.containers.gpus.mode == agent::ContainerGpuAccess::Mode::kCdi
+                      ? "through NVIDIA's CDI specs"
+                      : "as device nodes with " +
+                            std::to_string(options.containers.gpus.driver_files.size()) +
+                            " driver files (no CDI spec in /etc/cdi or /var/run/cdi)")
+              << std::endl;
   }
   options.data_dir = data;
   options.inventory = inv;
@@ -397,6 +445,15 @@ void AddAgentCommand(CLI::App& app) {
                   "--podman-arg=--ulimit=nofile=65536:65536 where podman's default limits exceed "
                   "the host's")
       ->allow_extra_args(false);
+  cmd->add_option("--mount-root", f.mount_roots,
+                  "A host directory jobs' containers may mount, DIR or DIR:ro (read-only); "
+                  "{user} in DIR stands for the job's user, e.g. /home/{user} (repeatable; "
+                  "none: no mounts). The controller's --mount-root is checked at submit")
+      ->type_name("DIR[:ro]");
+  cmd->add_option("--scratch-root", f.scratch_root,
+                  "Where jobs asking for scratch get <DIR>/<job id>, removed when the job's last "
+                  "task on the node exits (default /var/tmp/gangway-scratch/<node>)")
+      ->type_name("DIR");
   cmd->add_flag("--print-inventory", f.print_inventory,
                 "Print the discovered inventory as JSON and exit");
   cmd->add_option("--try-gpus", f.try_gpus,

@@ -252,6 +252,16 @@ void RunDescribe(const DescribeFlags& f) {
   if (const auto box = job.find("container"); box != job.end() && box->is_object()) {
     add("Image",
         Str(*box, "image") + (box->value("readOnlyRoot", false) ? " (read-only root)" : ""));
+    if (const auto mounts = box->find("mounts"); mounts != box->end() && mounts->is_array()) {
+      for (const json& m : *mounts) {
+        add("Mount", Str(m, "source") + " -> " + Str(m, "target") +
+                         (m.value("readOnly", false) ? " (read-only)" : ""));
+      }
+    }
+  }
+  if (const auto scratch = job.find("scratch"); scratch != job.end() && scratch->is_object()) {
+    add("Scratch", scratch->value("keep", false) ? "per node, kept after the job"
+                                                 : "per node, removed after the job");
   }
   if (const auto unix = job.find("unixUser"); unix != job.end() && unix->is_object()) {
     add("Runs as", "uid " + Num(*unix, "uid") + ", gid " + Num(*unix, "gid"));

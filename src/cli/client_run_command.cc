@@ -74,6 +74,9 @@ struct RunFlags {
   bool no_workdir = false;
   std::string image;
   bool read_only_root = false;
+  std::vector<std::string> mounts;
+  bool scratch = false;
+  bool keep_scratch = false;
   bool wait = false;
   std::string output = "table";
   std::vector<std::string> command;
@@ -245,12 +248,20 @@ void RunRun(const RunFlags& f) {
     job["container"] = {{"image", f.image}};
     if (!f.workdir.empty()) job["container"]["workdir"] = f.workdir;
     if (f.read_only_root) job["container"]["readOnlyRoot"] = true;
+    // SRC:DST[:ro] as the job file takes it; the controller checks it and names the field.
+    if (!f.mounts.empty()) job["container"]["mounts"] = f.mounts;
+  } else if (!f.mounts.empty()) {
+    Fail(kExitBadInput, "--mount needs --image: a process on the node sees the host's files");
   } else if (!f.workdir.empty()) {
     job["workdir"] = f.workdir;
   } else if (!f.no_workdir) {
     std::error_code ec;
     std::filesystem::path cwd = std::filesystem::current_path(ec);
     if (!ec) job["workdir"] = cwd.string();
+  }
+
+  if (f.scratch || f.keep_scratch) {
+    job["scratch"] = f.keep_scratch ? json{{"keep", true}} : json(true);
   }
 
   ApiClient api = Connect(f.conn);
@@ -318,6 +329,14 @@ void AddRunCommand(CLI::App& app) {
                   "then names a directory inside it)");
   cmd->add_flag("--read-only-root", f->read_only_root,
                 "With --image: the container's root filesystem is read-only");
+  cmd->add_option("--mount", f->mounts,
+                  "With --image: bind a host directory, SRC:DST or SRC:DST:ro (repeatable; only "
+                  "under the directories the cluster's admin allows)")
+      ->type_name("SRC:DST[:ro]");
+  cmd->add_flag("--scratch", f->scratch,
+                "A scratch directory per node (GANGWAY_SCRATCH_DIR), removed after the job");
+  cmd->add_flag("--keep-scratch", f->keep_scratch,
+                "Like --scratch, and the directory stays after the job");
   cmd->add_flag("--wait,-w", f->wait,
                 "Wait for the job, print its output, and exit with its exit code; Ctrl-C "
                 "cancels it");

@@ -34,6 +34,7 @@
 #include "formats/cluster_file.h"
 #include "formats/policy_file.h"
 #include "formats/units.h"
+#include "protocol/mount_roots.h"
 
 namespace gangway::cli {
 namespace {
@@ -45,6 +46,7 @@ struct ServerFlags {
   std::string config;
   std::string policy;
   std::string checkpoint_root;
+  std::vector<std::string> mount_roots;
   std::string heartbeat = "5s";
   std::string node_timeout;  // default 3 heartbeats
   std::string batch = "2ms";
@@ -428,6 +430,11 @@ void RunServer(const ServerFlags& f) {
   controller::ControllerOptions opts;
   opts.data_dir = f.data;
   opts.checkpoint_root = f.checkpoint_root;
+  for (const std::string& text : f.mount_roots) {
+    auto root = protocol::ParseMountRoot(text);
+    if (!root.ok()) Fail("--mount-root: " + root.error());
+    opts.mount_roots.push_back(*root);
+  }
   opts.heartbeat = ParseMillis("--heartbeat", f.heartbeat);
   // In a group, an agent leaves its tasks alone for a third of the node timeout after its last
   // answered report (agent/contact_loss.h), which may be a heartbeat old when the leader dies;
@@ -690,6 +697,11 @@ void AddServerCommand(CLI::App& app) {
       ->type_name("FILE");
   cmd->add_option("--checkpoint-root", f->checkpoint_root,
                   "Where GANGWAY_CHECKPOINT_DIR points, per job (default <data>/checkpoints)");
+  cmd->add_option("--mount-root", f->mount_roots,
+                  "A host directory jobs' containers may mount, DIR or DIR:ro (read-only); "
+                  "{user} in DIR stands for the job's user, e.g. /home/{user} (repeatable; "
+                  "none: a job with mounts is refused). Each agent checks its own again")
+      ->type_name("DIR[:ro]");
   cmd->add_option("--heartbeat", f->heartbeat, "How often agents report")->capture_default_str();
   cmd->add_option("--node-timeout", f->node_timeout,
                   "A node is lost after this long without a report (default 3 heartbeats; with "

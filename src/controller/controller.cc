@@ -597,9 +597,13 @@ void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
   launch.checkpoint_dir = ckpt;
   launch.user = job.unix_user;
   if (const auto& box = job.live.run.container) {
-    launch.container = protocol::Container{
-        .image = box->image, .workdir = box->workdir, .read_only_root = box->read_only_root};
+    launch.container = protocol::Container{.image = box->image,
+                                           .workdir = box->workdir,
+                                           .read_only_root = box->read_only_root,
+                                           .mounts = box->mounts};
   }
+  launch.scratch = job.live.run.scratch;
+  launch.keep_scratch = job.live.run.keep_scratch;
   launch.checkpoint_signal = job.live.run.checkpoint_signal;
   launch.checkpoint_grace_seconds = static_cast<double>(job.live.job.checkpoint_grace.count());
   NodeEntry& node = node_it->second;

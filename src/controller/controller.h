@@ -45,6 +45,7 @@
 #include "core/sched/scheduler.h"
 #include "formats/cluster_file.h"
 #include "protocol/agent_messages.h"
+#include "protocol/mount_roots.h"
 #include "util/clock.h"
 
 namespace gangway::controller {
@@ -136,6 +137,9 @@ inline constexpr int kEventsInJobView = 1000;
 struct ControllerOptions {
   std::filesystem::path data_dir;
   std::filesystem::path checkpoint_root;  // GANGWAY_CHECKPOINT_DIR = root/<job id>
+  // Host directories jobs' containers may mount (protocol/mount_roots.h); a job naming a
+  // mount outside them is refused at submit. Each agent checks its own roots again.
+  std::vector<protocol::MountRoot> mount_roots;
   core::Profile profile;
   std::vector<core::QueueSpec> queues;  // empty: one queue "default" without quota
   std::map<std::string, int32_t> priority_classes;

@@ -15,6 +15,7 @@
 #include "formats/yaml_reader.h"
 #include "protocol/agent_messages.h"
 #include "protocol/commands.h"
+#include "protocol/mount_roots.h"
 
 namespace gangway::controller {
 namespace {
@@ -175,6 +176,17 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body,
   // The Unix account the job runs as: its user's (an admin may submit as another user).
   formats::Expected<UnixAccount> account = unix.For(live.job.user);
   if (!account.ok()) return Error(403, "forbidden", account.error(), "user");
+  if (live.run.container) {
+    const auto& mounts = live.run.container->mounts;
+    for (size_t i = 0; i < mounts.size(); ++i) {
+      const std::string why = protocol::CheckMount(options_.mount_roots, mounts[i].source,
+                                                   mounts[i].read_only, live.job.user);
+      if (!why.empty()) {
+        const std::string field = "container.mounts[" + std::to_string(i) + "].source";
+        return Error(403, "forbidden", field + ": " + why, field);
+      }
+    }
+  }
   std::optional<protocol::UnixUser> unix_user;
   if (!account->agent) {
     unix_user = protocol::UnixUser{

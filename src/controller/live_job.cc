@@ -6,6 +6,7 @@
 #include "formats/job_reader.h"
 #include "formats/text.h"
 #include "formats/yaml_reader.h"
+#include "protocol/mount_roots.h"
 
 namespace gangway::controller {
 namespace {
@@ -22,6 +23,7 @@ constexpr size_t kMaxEnv = 1024;
 // is for the variables Gangway and the agent add.
 constexpr size_t kMaxArgBytes = (size_t{128} << 10) - 1;
 constexpr size_t kMaxArgvEnvBytes = size_t{1} << 20;
+constexpr size_t kMaxMounts = 64;
 
 bool ValidEnvName(std::string_view s) {
   if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
@@ -69,7 +71,105 @@ void ReadEnv(Context& ctx, const Field& field, std::map<std::string, std::string
   }
 }
 
-// container: {image, workdir, env, readOnlyRoot}; its env joins the job's.
+// A host path of a mount into `out`: normal form (protocol::CheckHostPath); a target may not
+// be "/".
+void ReadMountPath(Context& ctx, const Field& f, bool target, std::string& out) {
+  auto s = formats::ReadScalar(ctx, f);
+  if (!s) return;
+  std::string why = protocol::CheckHostPath(*s);
+  if (why.empty() && target && *s == "/") why = "is the container's root";
+  if (!why.empty()) {
+    ctx.Error(f, "'" + formats::Quote(*s) + "' " + why +
+                     " (give an absolute path like /datasets/imagenet, without . or .., "
+                     "repeated or trailing /, : or ,)");
+  } else {
+    out = *s;
+  }
+}
+
+// mounts: a list of {source, target, readOnly} or "SOURCE:TARGET[:ro|:rw]".
+void ReadMounts(Context& ctx, const Field& field, std::vector<protocol::Mount>& out) {
+  const std::vector<Field> items = formats::ReadList(ctx, field);
+  if (items.size() > kMaxMounts) {
+    ctx.Error(field, "more than " + std::to_string(kMaxMounts) + " mounts");
+    return;
+  }
+  for (const Field& item : items) {
+    protocol::Mount mount;
+    if (item.node.IsScalar()) {
+      const std::string text = item.node.Scalar();
+      std::vector<std::string> parts;
+      for (size_t at = 0;;) {
+        const size_t colon = text.find(':', at);
+        parts.push_back(text.substr(at, colon == std::string::npos ? colon : colon - at));
+        if (colon == std::string::npos) break;
+        at = colon + 1;
+      }
+      if (parts.size() == 3 && parts[2] != "ro" && parts[2] != "rw") parts.clear();
+      if (parts.size() != 2 && parts.size() != 3) {
+        ctx.Error(item, "'" + formats::Quote(text) +
+                            "' is not a mount; write SOURCE:TARGET or SOURCE:TARGET:ro, or "
+                            "{source, target, readOnly}");
+        continue;
+      }
+      const std::string source_why = protocol::CheckHostPath(parts[0]);
+      const std::string target_why = protocol::CheckHostPath(parts[1]);
+      if (!source_why.empty() || !target_why.empty() || parts[1] == "/") {
+        const std::string why = !source_why.empty()   ? "the source " + source_why
+                                : !target_why.empty() ? "the target " + target_why
+                                                      : "the target is the container's root";
+        ctx.Error(item, "'" + formats::Quote(text) + "': " + why +
+                            " (both are absolute paths, without . or .., repeated or "
+                            "trailing /, : or ,)");
+        continue;
+      }
+      mount = {.source = parts[0],
+               .target = parts[1],
+               .read_only = parts.size() == 3 && parts[2] == "ro"};
+    } else {
+      MapReader m(ctx, item);
+      if (!m.is_map()) continue;
+      if (auto f = m.Take("source")) {
+        ReadMountPath(ctx, *f, false, mount.source);
+      } else {
+        ctx.Error(item, "a mount needs a source (a host directory)");
+      }
+      if (auto f = m.Take("target")) {
+        ReadMountPath(ctx, *f, true, mount.target);
+      } else {
+        ctx.Error(item, "a mount needs a target (where the container sees it)");
+      }
+      if (auto f = m.Take("readOnly")) {
+        if (auto v = formats::ReadBool(ctx, *f)) mount.read_only = *v;
+      }
+      m.Finish();
+    }
+    if (mount.source.empty() || mount.target.empty()) continue;
+    for (const protocol::Mount& earlier : out) {
+      if (earlier.target == mount.target) {
+        ctx.Error(item, "two mounts at " + mount.target);
+        break;
+      }
+    }
+    out.push_back(std::move(mount));
+  }
+}
+
+// scratch: true | false | {keep: bool}
+void ReadScratch(Context& ctx, const Field& field, RunSpec& run) {
+  if (field.node.IsMap()) {
+    MapReader m(ctx, field);
+    run.scratch = true;
+    if (auto f = m.Take("keep")) {
+      if (auto v = formats::ReadBool(ctx, *f)) run.keep_scratch = *v;
+    }
+    m.Finish();
+  } else if (auto v = formats::ReadBool(ctx, field)) {
+    run.scratch = *v;
+  }
+}
+
+// container: {image, workdir, env, readOnlyRoot, mounts}; its env joins the job's.
 void ReadContainer(Context& ctx, const Field& field, RunSpec& run) {
   MapReader c(ctx, field);
   if (!c.is_map()) return;
@@ -96,11 +196,7 @@ void ReadContainer(Context& ctx, const Field& field, RunSpec& run) {
   if (auto f = c.Take("readOnlyRoot")) {
     if (auto v = formats::ReadBool(ctx, *f)) spec.read_only_root = *v;
   }
-  if (auto f = c.Take("mounts")) {
-    ctx.Error(*f,
-              "mounts are not supported yet (issue 19): a container sees only its image; "
-              "data comes through the checkpoint directory or the image");
-  }
+  if (auto f = c.Take("mounts")) ReadMounts(ctx, *f, spec.mounts);
   c.Finish();
   if (!spec.image.empty()) run.container = std::move(spec);
 }
@@ -129,6 +225,7 @@ void ReadRunFields(Context& ctx, MapReader& m, RunSpec& run, bool& has_command) 
   }
   if (auto f = m.Take("env")) ReadEnv(ctx, *f, run.env);
   if (auto f = m.Take("container")) ReadContainer(ctx, *f, run);
+  if (auto f = m.Take("scratch")) ReadScratch(ctx, *f, run);
   // What the kernel would refuse to start is refused here, not after the job waited for GPUs.
   size_t total = 0;
   for (size_t i = 0; i < run.command.size(); ++i) {

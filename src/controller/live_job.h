@@ -13,6 +13,7 @@
 
 #include "core/model/job.h"
 #include "formats/diagnostic.h"
+#include "protocol/commands.h"
 
 namespace gangway::controller {
 
@@ -24,6 +25,10 @@ struct ContainerSpec {
   std::string image;    // a reference podman takes: name[:tag], registry/name, oci-archive:/p
   std::string workdir;  // inside the container; empty: the image's
   bool read_only_root = false;
+  // Host directories bound in: sources in normal form (protocol/mount_roots.h), targets
+  // absolute, distinct and not "/". Whether a source may be mounted is the controller's
+  // check at submit (its mount roots) and the agent's at launch, not the parser's.
+  std::vector<protocol::Mount> mounts;
 };
 
 struct RunSpec {
@@ -34,6 +39,10 @@ struct RunSpec {
   int restart_limit = 3;
   std::string checkpoint_signal = "SIGTERM";
   std::optional<ContainerSpec> container;  // nullopt: a process on the node
+  // `scratch: true` or `{keep: true}`: a directory per job on each node (GANGWAY_SCRATCH_DIR),
+  // removed when the job's last task there exits unless kept.
+  bool scratch = false;
+  bool keep_scratch = false;
 };
 
 struct LiveJob {

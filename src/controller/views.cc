@@ -12,6 +12,18 @@ namespace {
 
 using nlohmann::json;
 
+json ContainerView(const RunSpec& run) {
+  if (!run.container) return nullptr;
+  json mounts = json::array();
+  for (const protocol::Mount& m : run.container->mounts) {
+    mounts.push_back({{"source", m.source}, {"target", m.target}, {"readOnly", m.read_only}});
+  }
+  return {{"image", run.container->image},
+          {"workdir", run.container->workdir},
+          {"readOnlyRoot", run.container->read_only_root},
+          {"mounts", std::move(mounts)}};
+}
+
 json TimeOrNull(int64_t t) { return t == 0 ? json(nullptr) : json(FormatTime(t)); }
 
 int64_t GpuMilli(const core::TaskAllocation& a) {
@@ -48,11 +60,8 @@ json JobView(const JobRecord& j, const std::vector<StoredEvent>* detail) {
       {"exitCode", j.exit_code ? json(*j.exit_code) : json(nullptr)},
       {"message", j.message},
       {"pending", nullptr},
-      {"container", j.live.run.container
-                        ? json({{"image", j.live.run.container->image},
-                                {"workdir", j.live.run.container->workdir},
-                                {"readOnlyRoot", j.live.run.container->read_only_root}})
-                        : json(nullptr)},
+      {"container", ContainerView(j.live.run)},
+      {"scratch", j.live.run.scratch ? json({{"keep", j.live.run.keep_scratch}}) : json(nullptr)},
       // The Unix account its tasks run as; null: its agents' own.
       {"unixUser", j.unix_user ? json({{"uid", j.unix_user->uid},
                                        {"gid", j.unix_user->gid},

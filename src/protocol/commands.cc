@@ -37,10 +37,16 @@ json ToJson(const Launch& l) {
   if (l.checkpoint_grace_seconds) task["checkpointGraceSeconds"] = *l.checkpoint_grace_seconds;
   if (l.user) task["user"] = ToJson(*l.user);
   if (l.container) {
+    json mounts = json::array();
+    for (const Mount& m : l.container->mounts) {
+      mounts.push_back({{"source", m.source}, {"target", m.target}, {"readOnly", m.read_only}});
+    }
     task["container"] = {{"image", l.container->image},
                          {"workdir", l.container->workdir},
-                         {"readOnlyRoot", l.container->read_only_root}};
+                         {"readOnlyRoot", l.container->read_only_root},
+                         {"mounts", std::move(mounts)}};
   }
+  if (l.scratch) task["scratch"] = {{"keep", l.keep_scratch}};
   return task;
 }
 
@@ -152,8 +158,34 @@ formats::Expected<Launch> ParseLaunch(const json& task) {
       c.String("image", box.image, /*required=*/true);
       c.String("workdir", box.workdir);
       c.Bool("readOnlyRoot", box.read_only_root);
+      c.Array("mounts", [&](const json& m, const std::string& path) {
+        if (!m.is_object()) {
+          c.Fail(path, std::string("expected an object, got ") + TypeName(m));
+          return;
+        }
+        Reader one(m, path);
+        Mount mount;
+        one.String("source", mount.source, /*required=*/true);
+        one.String("target", mount.target, /*required=*/true);
+        one.Bool("readOnly", mount.read_only);
+        if (!one.ok()) {
+          c.Fail(one.error().field, one.error().reason);
+          return;
+        }
+        box.mounts.push_back(std::move(mount));
+      });
       if (!c.ok()) return formats::Fail(c.ErrorText());
       l.container = std::move(box);
+    }
+  }
+  if (const json* scratch = r.Find("scratch", false)) {
+    if (!scratch->is_object()) {
+      r.Fail("task.scratch", std::string("expected an object, got ") + TypeName(*scratch));
+    } else {
+      Reader sr(*scratch, "task.scratch");
+      l.scratch = true;
+      sr.Bool("keep", l.keep_scratch);
+      if (!sr.ok()) return formats::Fail(sr.ErrorText());
     }
   }
   if (!r.ok()) return formats::Fail(r.ErrorText());

@@ -44,10 +44,19 @@ struct UnixUser {
 };
 
 // The container a task runs in (an agent with podman starts one per task).
+// A host directory bound into the container (protocol/mount_roots.h: `source` is in normal
+// form; the agent binds it only under its own mount roots, with links resolved).
+struct Mount {
+  std::string source;  // required
+  std::string target;  // required; absolute, inside the container
+  bool read_only = false;
+};
+
 struct Container {
   std::string image;    // required
   std::string workdir;  // "": the image's
   bool read_only_root = false;
+  std::vector<Mount> mounts;
 };
 
 struct Launch {
@@ -71,6 +80,10 @@ struct Launch {
   std::string checkpoint_signal = "SIGTERM";
   // nullopt: the agent's own shutdown grace.
   std::optional<double> checkpoint_grace_seconds;
+  // A scratch directory of the job's on the node (GANGWAY_SCRATCH_DIR), shared by its tasks
+  // there, removed when the last of them exits unless `keep_scratch`.
+  bool scratch = false;
+  bool keep_scratch = false;
 };
 
 struct Stop {

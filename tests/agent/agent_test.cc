@@ -392,8 +392,10 @@ class AgentTest : public ::testing::Test {
     options.controller_loss_timeout = controller_loss_timeout_;
     options.private_dirs = private_dirs_;
     options.clock = clock_;
-    options.podman = podman_;
-    options.podman_args = podman_args_;
+    options.containers.podman = podman_;
+    options.containers.podman_args = podman_args_;
+    options.containers.mount_roots = mount_roots_;
+    options.scratch_root = scratch_root_;
     auto gpus = ParseFakeGpus("2xH100-80GB", node_);
     agent_ = std::make_unique<Agent>(std::move(options),
                                      std::make_unique<StaticGpuSource>(node_, *gpus));
@@ -430,6 +432,8 @@ class AgentTest : public ::testing::Test {
   std::string node_ = "n1";                               // the agent's node
   std::string podman_;                                    // "": no containers
   std::vector<std::string> podman_args_;
+  std::vector<protocol::MountRoot> mount_roots_;
+  std::filesystem::path scratch_root_;  // empty: no scratch
   FakeController controller_;
   std::unique_ptr<Agent> agent_;
 };
@@ -635,6 +639,90 @@ TEST_F(ContainerAgentTest, AStartingAgentRemovesTheContainersItsNodeWasLeftWith)
   EXPECT_NE(left.find(theirs + "\n"), std::string::npos) << "another node's agent owns it";
   const std::string rm = "/usr/bin/podman rm -f --time=0 " + theirs + " >/dev/null 2>&1";
   [[maybe_unused]] int rc = std::system(rm.c_str());
+}
+
+// Read-only dataset mounts refuse writes, a writable one takes them, a link out of the
+// node's roots is refused, and the scratch directory is writable inside and gone afterwards.
+TEST_F(ContainerAgentTest, MountsAreBoundAsAskedAndTheScratchDirGoesWithTheTask) {
+  const std::filesystem::path data = dir_ / "datasets" / "imagenet";
+  const std::filesystem::path work = dir_ / "work";
+  std::filesystem::create_directories(data);
+  std::filesystem::create_directories(work);
+  std::ofstream(data / "labels.txt") << "cat\n";
+  std::filesystem::create_directory_symlink("/etc", dir_ / "datasets" / "etc");
+  mount_roots_ = {{(dir_ / "datasets").string(), true}, {work.string(), false}};
+  scratch_root_ = dir_ / "scratch";
+  StartAgent();
+  controller_.Launch("40.0.0",
+                     {"sh", "-c",
+                      "cat /data/labels.txt; touch /data/x 2>/dev/null || echo data-read-only; "
+                      "echo out > /work/out && echo work-written; "
+                      "echo s > $GANGWAY_SCRATCH_DIR/s && echo scratch-written; ls /work"},
+                     {{"job", 40},
+                      {"scratch", json::object()},
+                      {"container",
+                       {{"image", image_->name()},
+                        {"mounts",
+                         {{{"source", data.string()}, {"target", "/data"}, {"readOnly", true}},
+                          {{"source", work.string()}, {"target", "/work"}}}}}}});
+  ASSERT_TRUE(HasState("40.0.0", "exited"));
+  const json exited = *FakeController::Entry(controller_.Reports(), "40.0.0", "exited");
+  EXPECT_EQ(exited["exitCode"], 0) << exited.dump();
+  EXPECT_TRUE(controller_.WaitUntil([&] { return controller_.logs_["40.0.0"].ends_with("out\n"); }))
+      << controller_.LogOf("40.0.0");
+  EXPECT_EQ(controller_.LogOf("40.0.0"),
+            "cat\ndata-read-only\nwork-written\nscratch-written\nout\n");
+  EXPECT_FALSE(std::filesystem::exists(data / "x"));
+  EXPECT_TRUE(std::filesystem::exists(work / "out"));
+  EXPECT_FALSE(std::filesystem::exists(scratch_root_ / "40")) << "removed with the job's last task";
+
+  controller_.Launch("41.0.0", {"true"},
+                     {{"job", 41},
+                      {"container",
+                       {{"image", image_->name()},
+                        {"mounts",
+                         {{{"source", (dir_ / "datasets" / "etc").string()},
+                           {"target", "/e"},
+                           {"readOnly", true}}}}}}});
+  ASSERT_TRUE(HasState("41.0.0", "exited"));
+  const json refused = *FakeController::Entry(controller_.Reports(), "41.0.0", "exited");
+  EXPECT_THAT(refused.value("message", ""),
+              ::testing::HasSubstr("container.mounts[0].source: " +
+                                   (dir_ / "datasets" / "etc").string() + " is /etc"));
+}
+
+// A job's tasks on a node share one scratch directory; the last to exit removes it, unless the
+// job keeps it. Plain processes: no podman needed.
+TEST_F(AgentTest, AJobsTasksShareAScratchDirThatTheLastOneRemovesUnlessKept) {
+  scratch_root_ = dir_ / "scratch";
+  StartAgent();
+  const std::string shared = (scratch_root_ / "50").string();
+  controller_.Launch("50.0.0",
+                     Waiting("echo $GANGWAY_SCRATCH_DIR; echo a > $GANGWAY_SCRATCH_DIR/a", "go0"),
+                     {{"job", 50}, {"scratch", json::object()}});
+  controller_.Launch("50.0.1", Waiting("cat $GANGWAY_SCRATCH_DIR/a 2>/dev/null; true", "go1"),
+                     {{"job", 50}, {"scratch", json::object()}});
+  controller_.Launch("51.0.0", {"/bin/sh", "-c", "echo kept > $GANGWAY_SCRATCH_DIR/k"},
+                     {{"job", 51}, {"scratch", {{"keep", true}}}});
+  ASSERT_TRUE(controller_.WaitUntil([&] { return LocalLog("50.0.0") == shared + "\n"; }))
+      << LocalLog("50.0.0");
+  ASSERT_TRUE(HasState("50.0.1", "running"));
+  Release("go0");
+  ASSERT_TRUE(HasState("50.0.0", "exited"));
+  EXPECT_TRUE(std::filesystem::exists(shared + "/a")) << "task 50.0.1 still runs";
+  Release("go1");
+  ASSERT_TRUE(HasState("50.0.1", "exited"));
+  EXPECT_FALSE(std::filesystem::exists(shared)) << "the job's last task on the node removed it";
+  ASSERT_TRUE(HasState("51.0.0", "exited"));
+  EXPECT_TRUE(std::filesystem::exists(scratch_root_ / "51" / "k")) << "kept";
+}
+
+TEST_F(AgentTest, AScratchDirOnANodeWithoutAScratchRootFailsSayingSo) {
+  StartAgent();
+  controller_.Launch("52.0.0", {"true"}, {{"job", 52}, {"scratch", json::object()}});
+  ASSERT_TRUE(HasState("52.0.0", "exited"));
+  const json exited = *FakeController::Entry(controller_.Reports(), "52.0.0", "exited");
+  EXPECT_THAT(exited.value("message", ""), ::testing::HasSubstr("--scratch-root"));
 }
 
 TEST_F(AgentTest, AContainerLaunchOnANodeWithoutPodmanFailsSayingSo) {

@@ -31,7 +31,8 @@ json EightGpus() {
               {"memory", kH100Memory},
               {"uuid", "GPU-" + std::to_string(1000 + i)},
               {"utilization", 10 * i},
-              {"numa", i / 4}};
+              {"numa", i / 4},
+              {"minor", 7 - i}};
     if (i == 6) {
       g["migEnabled"] = true;
       g["mig"] = {{{"gi", 1}, {"start", 0}, {"size", 4}, {"uuid", "MIG-6a"}},
@@ -60,6 +61,7 @@ TEST_F(NvmlTest, DiscoversModelsUuidsNvlinkDomainsMigInstancesAndHealth) {
     const GpuInfo& g = gpus[static_cast<size_t>(i)];
     EXPECT_EQ(g.index, i);
     EXPECT_EQ(g.uuid, "GPU-" + std::to_string(1000 + i));
+    EXPECT_EQ(g.minor, 7 - i) << "/dev/nvidia<minor>, not the NVML index";
     EXPECT_EQ(g.domain, i / 4) << "NVLink islands 0-3 and 4-7";
     EXPECT_EQ(g.mig_enabled, i == 6);
     EXPECT_EQ(g.healthy, i != 7) << "a lost GPU cannot tell its memory";

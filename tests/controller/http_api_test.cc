@@ -272,7 +272,13 @@ TEST_F(HttpApiTest, AContainerJobIsCheckedGoesToNodesWithPodmanAndItsLaunchNames
       {"{image: --privileged}", "container.image", "not an image reference"},
       {"{image: 'a b'}", "container.image", "not an image reference"},
       {"{image: x, workdir: w}", "container.workdir", "absolute path"},
-      {"{image: x, mounts: [/data:/data]}", "container.mounts", "not supported yet"},
+      {"{image: x, mounts: ['/data:data']}", "container.mounts[0]", "the target not an absolute"},
+      {"{image: x, mounts: ['/a/../etc:/e:ro']}", "container.mounts[0]", "holds a .. component"},
+      {"{image: x, mounts: ['/a:/b:rx']}", "container.mounts[0]", "is not a mount"},
+      {"{image: x, mounts: [{source: /a}]}", "container.mounts[0]", "needs a target"},
+      {"{image: x, mounts: [{source: /a, target: /}]}", "container.mounts[0].target",
+       "container's root"},
+      {"{image: x, mounts: ['/a:/m', '/b:/m']}", "container.mounts[1]", "two mounts at /m"},
       {"{image: x, env: {GANGWAY_X: 1}}", "container.env.GANGWAY_X", "set by Gangway"},
       {"{image: x, privileged: true}", "container.privileged", ""},
   };
@@ -282,10 +288,34 @@ TEST_F(HttpApiTest, AContainerJobIsCheckedGoesToNodesWithPodmanAndItsLaunchNames
     EXPECT_EQ(error.value("field", ""), b.field) << b.container << ": " << error.dump();
     EXPECT_THAT(error.value("message", ""), HasSubstr(b.says)) << b.container;
   }
+  // Host paths: only under the controller's mount roots, read-only where the root says so.
+  auto o = Options();
+  o.mount_roots = {{"/datasets", true}, {"/home/{user}", false}};
+  RestartAll(o);
+  struct Refused {
+    std::string mounts;
+    std::string says;
+  };
+  const Refused refused[] = {
+      {"['/etc:/etc:ro']",
+       "/etc is not under a directory this cluster lets jobs mount "
+       "(/datasets:ro, /home/alice)"},
+      {"['/home/bob:/b']", "/home/bob is not under"},
+      {"['/datasets/imagenet:/data']", "only read-only"},
+  };
+  for (const Refused& b : refused) {
+    json error = ErrorOf(
+        PostJob("name: c\ngpu: 1\ncommand: [x]\ncontainer: {image: x, mounts: " + b.mounts + "}\n"),
+        403);
+    EXPECT_EQ(error.value("field", ""), "container.mounts[0].source") << error.dump();
+    EXPECT_THAT(error.value("message", ""), HasSubstr(b.says)) << b.mounts;
+  }
   RegisterNodeLabelled("n0", "gangway.io/containers", "none");
   auto r = PostJob(
       "name: c\ngpu: 1\ncommand: [sh, -c, 'echo $A']\ncontainer: {image: "
-      "localhost/busybox:test, workdir: /w, env: {A: '1'}, readOnlyRoot: true}\n");
+      "localhost/busybox:test, workdir: /w, env: {A: '1'}, readOnlyRoot: true, mounts: "
+      "['/datasets/imagenet:/data:ro', {source: /home/alice/code, target: /code}]}\n"
+      "scratch: {keep: true}\n");
   ASSERT_EQ(r->status, 201) << r->body;
   const json job = json::parse(r->body)["job"];
   EXPECT_EQ(job["container"]["image"], "localhost/busybox:test");
@@ -299,8 +329,15 @@ TEST_F(HttpApiTest, AContainerJobIsCheckedGoesToNodesWithPodmanAndItsLaunchNames
   auto cmds = http_->Get("/v1/agents/n1/commands?waitMs=10", As(token.c_str()));
   ASSERT_TRUE(cmds && cmds->status == 200);
   const json task = json::parse(cmds->body)["commands"][0]["task"];
-  EXPECT_EQ(task["container"],
-            json({{"image", "localhost/busybox:test"}, {"workdir", "/w"}, {"readOnlyRoot", true}}));
+  const json mounts = {{{"source", "/datasets/imagenet"}, {"target", "/data"}, {"readOnly", true}},
+                       {{"source", "/home/alice/code"}, {"target", "/code"}, {"readOnly", false}}};
+  EXPECT_EQ(task["container"], json({{"image", "localhost/busybox:test"},
+                                     {"workdir", "/w"},
+                                     {"readOnlyRoot", true},
+                                     {"mounts", mounts}}));
+  EXPECT_EQ(task["scratch"], json({{"keep", true}}));
+  EXPECT_EQ(job["container"]["mounts"], mounts) << "the job's view shows its mounts";
+  EXPECT_EQ(job["scratch"], json({{"keep", true}}));
   EXPECT_EQ(task["env"]["A"], "1") << "the container's env joins the job's";
 }
 

@@ -28,7 +28,13 @@ Launch FullLaunch() {
   l.checkpoint_grace_seconds = 45;
   l.user = UnixUser{.name = "alice", .uid = 61001, .gid = 61001, .groups = {61001, 61100}};
   l.container =
-      Container{.image = "localhost/busybox:test", .workdir = "/w", .read_only_root = true};
+      Container{.image = "localhost/busybox:test",
+                .workdir = "/w",
+                .read_only_root = true,
+                .mounts = {{.source = "/datasets/imagenet", .target = "/data", .read_only = true},
+                           {.source = "/home/alice", .target = "/home/alice"}}};
+  l.scratch = true;
+  l.keep_scratch = true;
   return l;
 }
 
@@ -52,6 +58,12 @@ TEST(CommandsTest, ALaunchAndAStopReadBackAsTheyWereWritten) {
   ASSERT_TRUE(l.container);
   EXPECT_EQ(l.container->image, "localhost/busybox:test");
   EXPECT_TRUE(l.container->read_only_root);
+  ASSERT_EQ(l.container->mounts.size(), 2u);
+  EXPECT_EQ(l.container->mounts[0].target, "/data");
+  EXPECT_TRUE(l.container->mounts[0].read_only);
+  EXPECT_FALSE(l.container->mounts[1].read_only);
+  EXPECT_TRUE(l.scratch);
+  EXPECT_TRUE(l.keep_scratch);
 
   const Command stop{.seq = 13,
                      .body = Stop{.task_id = "7.1.2",
@@ -79,6 +91,7 @@ TEST(CommandsTest, OptionalFieldsTakeTheirDefaultsAndUnknownOnesAreIgnored) {
   EXPECT_TRUE(l.gpus.empty());
   EXPECT_FALSE(l.user) << "no user: the agent's own account";
   EXPECT_FALSE(l.container) << "no container: a process";
+  EXPECT_FALSE(l.scratch);
   auto stop = ParseCommand({{"type", "stop"}, {"taskId", "1.0.0"}});
   ASSERT_TRUE(stop.ok()) << stop.error();
   EXPECT_EQ(std::get<Stop>(stop->body).grace_seconds, 30);
@@ -135,6 +148,11 @@ TEST(CommandsTest, AMalformedCommandIsRefusedNamingTheField) {
       {with("container", {{"workdir", "/w"}}), "task.container.image: missing"},
       {with("container", {{"image", "x"}, {"readOnlyRoot", "yes"}}),
        "task.container.readOnlyRoot: expected true or false, got string"},
+      {with("container", {{"image", "x"}, {"mounts", {{{"source", "/d"}}}}}),
+       "task.container.mounts[0].target: missing"},
+      {with("container", {{"image", "x"}, {"mounts", {"/d:/d"}}}),
+       "task.container.mounts[0]: expected an object, got string"},
+      {with("scratch", true), "task.scratch: expected an object, got boolean"},
       {with("checkpointGraceSeconds", "30s"),
        "task.checkpointGraceSeconds: expected a number, got string"},
       {{{"type", "stop"}}, "taskId: missing"},

@@ -47,6 +47,7 @@ struct Instance {
 struct Device {
   std::string name;
   std::string uuid;
+  unsigned minor = 0;
   unsigned long long memory = 0;
   unsigned utilization = 0;
   bool lost = false;
@@ -105,6 +106,7 @@ int nvmlInit_v2() {
     auto d = std::make_unique<Device>();
     d->name = g.value("name", "NVIDIA H100 80GB HBM3");
     d->uuid = g.value("uuid", "GPU-" + std::to_string(m->gpus.size()));
+    d->minor = g.value("minor", static_cast<unsigned>(m->gpus.size()));
     d->memory = g.value("memory", 85899345920ULL);
     d->utilization = g.value("utilization", 0U);
     d->lost = g.value("lost", false);
@@ -179,6 +181,12 @@ int nvmlDeviceGetName(Device* d, char* name, unsigned int length) {
 
 int nvmlDeviceGetUUID(Device* d, char* uuid, unsigned int length) {
   return CopyOut(d->uuid, uuid, length);
+}
+
+int nvmlDeviceGetMinorNumber(Device* d, unsigned* minor) {
+  if (minor == nullptr) return kInvalidArgument;
+  *minor = d->minor;
+  return kSuccess;
 }
 
 int nvmlDeviceGetMemoryInfo(Device* d, nvmlMemory_t* memory) {

@@ -1,0 +1,44 @@
+// A job's scratch directory on a node: made for its user, and removed (as root, by the agent)
+// without following the links a task may have left in it.
+
+#include "agent/job_dirs.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "testing/temp_dir.h"
+
+namespace gangway::agent {
+namespace {
+
+TEST(JobDirsTest, RemoveTreeRemovesEverythingUnderItAndNothingALinkPointsAt) {
+  ::gangway::testing::TempDir tmp("gangway_job_dirs_test_");
+  const std::filesystem::path outside = tmp.path() / "outside";
+  std::filesystem::create_directories(outside / "keep");
+  std::ofstream(outside / "keep" / "file") << "precious";
+  const std::filesystem::path scratch = tmp.path() / "scratch" / "7";
+  ASSERT_EQ(MakeScratchDir(scratch, std::nullopt), "");
+  struct stat st {};
+  ASSERT_EQ(stat(scratch.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  std::filesystem::create_directories(scratch / "a" / "b" / "c");
+  std::ofstream(scratch / "a" / "b" / "c" / "f") << "x";
+  std::ofstream(scratch / "top") << "x";
+  std::filesystem::create_directory_symlink(outside, scratch / "a" / "link");
+  std::filesystem::create_symlink(outside / "keep" / "file", scratch / "filelink");
+  EXPECT_EQ(RemoveTree(scratch), "");
+  EXPECT_FALSE(std::filesystem::exists(scratch));
+  EXPECT_TRUE(std::filesystem::exists(outside / "keep" / "file"));
+  EXPECT_EQ(RemoveTree(scratch), "") << "an absent tree is removed already";
+  // A link where the directory was is removed itself, not what it points at.
+  std::filesystem::create_directory_symlink(outside, scratch);
+  EXPECT_EQ(RemoveTree(scratch), "");
+  EXPECT_TRUE(std::filesystem::exists(outside / "keep" / "file"));
+  EXPECT_FALSE(std::filesystem::is_symlink(scratch));
+}
+
+}  // namespace
+}  // namespace gangway::agent
