@@ -74,7 +74,11 @@ std::vector<std::string> ContainerRunArgv(const ContainerSettings& settings,
                                    ContainerName(node, launch.task_id), "--network=host",
                                    "--ipc=host",
                                    // stdin stays /dev/null; output goes to the task's log
-                                   "--log-driver=none"};
+                                   "--log-driver=none",
+                                   // catatonit as the container's PID 1: the kernel drops a
+                                   // signal PID 1 has no handler for, so a plain command would
+                                   // ignore the checkpoint signal and live out the grace
+                                   "--init"};
   if (!settings.oci_runtime.empty()) argv.push_back("--runtime=" + settings.oci_runtime);
   if (spec.run_as) {
     argv.push_back("--user=" + std::to_string(spec.run_as->uid) + ":" +

@@ -101,6 +101,7 @@ TEST(ContainerRunArgvTest, TheCommandLineCarriesTheTasksUserLimitsDirectoriesMou
                                          "--network=host",
                                          "--ipc=host",
                                          "--log-driver=none",
+                                         "--init",
                                          "--runtime=runc",
                                          "--user=61001:61001",
                                          "--group-add=61100",
