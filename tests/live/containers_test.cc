@@ -135,6 +135,88 @@ TEST_F(ContainerSystemTest, CancelLeavesNoContainerAndAKilledAgentsContainerIsRe
   EXPECT_NE(ContainersOf(other), "") << "attempt 1 runs on";
 }
 
+// Two users' jobs, each in its container as its user's Unix account: a file one keeps to
+// itself in a directory both may mount the other cannot read, and neither container shows a
+// process of the other's. Outside, the container's processes are its user's, so the kernel
+// refuses the other's signals as it does for plain processes (agent_test.cc, RunAsTest).
+TEST_F(ContainerSystemTest, TwoUsersContainersCanNeitherReadNorSeeEachOthersWork) {
+  if (geteuid() != 0) GTEST_SKIP() << "only a root agent runs jobs as their users";
+  const std::string alice = "alice-token-0123456789";
+  const std::string bob = "bob-token-0123456789ab";
+  const std::string auth =
+      Write("auth.yaml",
+            "runJobsAs: submitter\nusers:\n"
+            "  - {name: ops, token: ops-token-0123456789, role: admin, unix: agent}\n"
+            "  - {name: alice, token: " +
+                alice +
+                ", role: user, unix: {uid: 61001, gid: 61001}}\n"
+                "  - {name: bob, token: " +
+                bob +
+                ", role: user, unix: {uid: 61002, gid: 61002}}\n"
+                "joinToken: join-token-0123456789\n");
+  const std::filesystem::path shared = dir_ / "shared";
+  std::filesystem::create_directories(shared);
+  std::filesystem::permissions(shared, std::filesystem::perms::all);  // 0777, like /tmp
+  const std::string root = "--mount-root=" + shared.string();
+  agent_args_.push_back(root);
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--auth", auth, root}));
+  ASSERT_NO_FATAL_FAILURE(StartAgent(Node("a"), "2xH100-80GB"));
+  auto as = [&](const std::string& token) {
+    return client::ApiClient::Create({.server = url_, .token = token}).value();
+  };
+  const json mount = {{"image", image_->name()}, {"mounts", {shared.string() + ":/shared"}}};
+  auto alice_job = as(alice).SubmitJob(
+      json({{"name", "a"},
+            {"gpu", 1},
+            {"container", mount},
+            {"command",
+             {"sh", "-c",
+              "umask 077; echo secret > /shared/alice; id -u; while true; do sleep 0.1; done"}}})
+          .dump(),
+      "application/json");
+  ASSERT_TRUE(alice_job.ok()) << alice_job.error().message;
+  const uint64_t a = (*alice_job)["job"]["id"];
+  ASSERT_TRUE(Eventually([&] { return LogSoFar(a, 0) == "61001\n"; }, seconds(20)))
+      << Job(a).dump(2);
+  auto bob_job = as(bob).SubmitJob(
+      json({{"name", "b"},
+            {"gpu", 1},
+            {"container", mount},
+            {"command",
+             {"sh", "-c",
+              "id -u; cat /shared/alice 2>/dev/null || echo cannot-read; "
+              "for s in /proc/[0-9]*/status; do grep -q '^Uid:.*61001' $s 2>/dev/null && "
+              "echo sees-alice; done; echo looked"}}})
+          .dump(),
+      "application/json");
+  ASSERT_TRUE(bob_job.ok()) << bob_job.error().message;
+  const uint64_t b = (*bob_job)["job"]["id"];
+  json job;
+  ASSERT_TRUE(WaitForState(b, "succeeded", seconds(20), &job)) << job.dump(2);
+  EXPECT_EQ(CompleteLog(b, 0, seconds(5)).value_or("(incomplete)"), "61002\ncannot-read\nlooked\n");
+  // On the host, alice's container process is hers.
+  const Completed pid =
+      RunToCompletion({.args = {"/usr/bin/podman", "inspect", "--format", "{{.State.Pid}}",
+                                "gangway-" + Node("a") + "-" + std::to_string(a) + ".0.0"},
+                       .cwd = dir_,
+                       .stdout_path = dir_ / "inspect.out",
+                       .stderr_path = dir_ / "inspect.err"},
+                      seconds(20));
+  ASSERT_EQ(pid.exit_code, 0) << Show(pid);
+  const std::string status = ReadWholeFile("/proc/" + Words(pid.out).at(0) + "/status");
+  EXPECT_THAT(status, HasSubstr("Uid:\t61001\t61001\t61001\t61001")) << status;
+  // Nor may bob name alice's directory of her own in a mount: refused at submit.
+  auto refused = as(bob).SubmitJob(
+      json({{"name", "c"},
+            {"gpu", 1},
+            {"container", {{"image", image_->name()}, {"mounts", {"/home/alice:/a:ro"}}}},
+            {"command", {"true"}}})
+          .dump(),
+      "application/json");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message, HasSubstr("container.mounts[0].source"));
+}
+
 // Preemption: the checkpoint signal reaches the container's process through podman, it saves
 // to GANGWAY_CHECKPOINT_DIR (the host's, mounted at the same path), and the next attempt's
 // container resumes from it.
