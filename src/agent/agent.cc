@@ -182,6 +182,8 @@ void Agent::Start() {
     spdlog::warn("could not remove containers left by an earlier agent ({} rm --filter)",
                  options_.containers.podman);
   }
+  // No task runs yet: every scratch directory not kept was left by an agent that died.
+  if (!options_.scratch_root.empty()) RemoveLeftScratchDirs(options_.scratch_root);
   running_journal_ = std::make_unique<RunningTaskJournal>(journal);
   std::vector<std::filesystem::path> private_dirs = options_.private_dirs;
   private_dirs.push_back(options_.data_dir);
@@ -225,8 +227,8 @@ void Agent::Shutdown() {
   contact_thread_.join();
   {
     std::lock_guard lock(mu_);
-    for (const auto& [id, task] : tasks_) {
-      if (!task.exited) runner_->Stop(id, task.stop_signal, options_.shutdown_grace);
+    for (auto& [id, task] : tasks_) {
+      if (!task.exited) StopTaskLocked(id, task, task.stop_signal, options_.shutdown_grace);
     }
   }
   if (!runner_->WaitIdle(options_.shutdown_grace + milliseconds(2000))) {
@@ -560,9 +562,9 @@ void Agent::Apply(const json& command) {
     if (!stop->signal.empty()) {
       if (auto s = SignalFromName(stop->signal)) signal = *s;
     }
-    runner_->Stop(stop->task_id, signal,
-                  std::chrono::seconds(std::max<int64_t>(stop->grace_seconds, 0)));
     if (it->second.message.empty()) it->second.message = stop->reason;
+    StopTaskLocked(stop->task_id, it->second, signal,
+                   std::chrono::seconds(std::max<int64_t>(stop->grace_seconds, 0)));
   } else {
     spdlog::warn("ignoring command of unknown type '{}'",
                  std::get<protocol::Unknown>(parsed->body).type);
@@ -673,9 +675,12 @@ void Agent::Launch(const protocol::Launch& launch) {
       RecordFailedLaunch(id, "scratch: " + why);
       return;
     }
+    if (launch.keep_scratch) MarkScratchKept(scratch);
     spec.env["GANGWAY_SCRATCH_DIR"] = scratch.string();
     extras.scratch_dir = scratch.string();
   }
+  std::string pull_ref;  // the image this launch must pull first
+  size_t image_at = 0;
   if (launch.container) {
     // podman, as the agent, starts the container as the task's user: the task is the podman
     // process, which forwards the checkpoint signal to the container.
@@ -683,8 +688,57 @@ void Agent::Launch(const protocol::Launch& launch) {
         ContainerRunArgv(options_.containers, options_.inventory.name, launch, spec, extras);
     spec.run_as.reset();
     spec.workdir.clear();
+    image_at = spec.argv.size() - launch.command.size() - 1;
+    const std::string& ref = launch.container->image;
+    // A local image is looked up once; an archive (no local name to look up) is pulled once.
+    if (!images_.contains(ref) && !ref.starts_with("oci-archive:") &&
+        RunQuietly({options_.containers.podman, "image", "exists", ref}) == 0) {
+      images_[ref] = ref;
+    }
+    if (auto known = images_.find(ref); known != images_.end()) {
+      spec.argv[image_at] = known->second;
+    } else {
+      pull_ref = ref;
+    }
   }
   spec.log_path = (options_.data_dir / "logs" / (id + ".log")).string();
+  if (!pull_ref.empty()) {
+    Task& t = tasks_[id];
+    t.log_path = spec.log_path;
+    t.stop_signal = stop_signal;
+    t.grace = grace;
+    t.container = true;
+    t.scratch_dir = scratch;
+    t.keep_scratch = launch.keep_scratch;
+    t.after_pull = spec;
+    t.image_at = image_at;
+    t.image_ref = pull_ref;
+    if (pulls_.contains(pull_ref)) return;  // another task pulls it; this one waits
+    // The pull's progress goes to this task's output, the image's ID to a file of its own.
+    const std::filesystem::path id_file = options_.data_dir / "pulls" / (id + ".id");
+    std::filesystem::create_directories(id_file.parent_path());
+    LaunchSpec pull;
+    pull.task_id = id;
+    pull.argv = {"/bin/sh",
+                 "-c",
+                 "exec \"$0\" pull --quiet \"$1\" > \"$2\"",
+                 options_.containers.podman,
+                 pull_ref,
+                 id_file.string()};
+    pull.log_path = spec.log_path;
+    formats::Expected<pid_t> puller = runner_->Start(pull);
+    if (!puller.ok()) {
+      t.after_pull.reset();
+      RecordFailedLaunch(id, "cannot pull image " + pull_ref + ": " + puller.error());
+      return;
+    }
+    running_journal_->Started(id, *puller);
+    t.pid = *puller;
+    t.pulling = true;
+    pulls_[pull_ref] = id;
+    spdlog::info("task {}: pulling image {} onto this node", id, pull_ref);
+    return;
+  }
   formats::Expected<pid_t> pid = runner_->Start(spec);
   if (!pid.ok()) {
     RecordFailedLaunch(id, pid.error());
@@ -711,6 +765,59 @@ bool Agent::ScratchInUseLocked(const std::filesystem::path& dir, const std::stri
   });
 }
 
+void Agent::StopTaskLocked(const std::string& id, Task& t, int signal, milliseconds grace) {
+  if (t.after_pull && !t.pulling) {  // waits for another task's pull: no process to stop
+    t.exited = true;
+    t.after_pull.reset();
+    t.exit = ExitStatus{.exit_code = 128 + signal, .signal = signal};
+    DropScratchLocked(id, t);
+    report_due_ = true;
+    return;
+  }
+  if (t.pulling) t.stop_requested = true;
+  runner_->Stop(id, signal, grace);
+}
+
+void Agent::DropScratchLocked(const std::string& id, const Task& t) {
+  if (t.scratch_dir.empty() || t.keep_scratch || ScratchInUseLocked(t.scratch_dir, id)) return;
+  // Nothing ran in it: removing it here is quick.
+  if (const std::string why = RemoveTree(SetAsideScratchLocked(t.scratch_dir)); !why.empty()) {
+    spdlog::warn("task {}: could not remove its scratch directory: {}", id, why);
+  }
+}
+
+void Agent::StartAfterPullLocked(const std::string& ref, const std::string& image,
+                                 const std::string& why) {
+  for (auto& [id, t] : tasks_) {
+    if (t.exited || !t.after_pull || t.pulling || t.image_ref != ref) continue;
+    LaunchSpec spec = std::move(*t.after_pull);
+    t.after_pull.reset();
+    if (image.empty() || t.stop_requested || t.lost_contact || commands_stopped_) {
+      t.exited = true;
+      DropScratchLocked(id, t);
+      if (t.stop_requested || t.lost_contact || commands_stopped_) {
+        t.exit = ExitStatus{.exit_code = 128 + t.stop_signal, .signal = t.stop_signal};
+      } else {
+        t.exit = ExitStatus{.exit_code = kLaunchFailedExitCode, .signal = 0};
+        t.message = why;
+      }
+      continue;
+    }
+    spec.argv[t.image_at] = image;
+    formats::Expected<pid_t> pid = runner_->Start(spec);
+    if (!pid.ok()) {
+      t.exited = true;
+      t.exit = ExitStatus{.exit_code = kLaunchFailedExitCode, .signal = 0};
+      t.message = pid.error();
+      DropScratchLocked(id, t);
+      continue;
+    }
+    running_journal_->Started(id, *pid);
+    t.pid = *pid;
+  }
+  report_due_ = true;
+}
+
 std::filesystem::path Agent::SetAsideScratchLocked(const std::filesystem::path& dir) {
   std::filesystem::path aside = dir.parent_path() / (".removing-" + dir.filename().string() + "-" +
                                                      std::to_string(++scratch_removals_));
@@ -726,6 +833,33 @@ void Agent::OnExit(const std::string& task_id, ExitStatus status) {
   {
     std::lock_guard lock(mu_);
     auto it = tasks_.find(task_id);
+    if (it != tasks_.end() && it->second.pulling) {
+      // The image's pull ended: the launches that waited for it run now (this one too), or
+      // fail saying why; the task itself has not exited unless it was stopped.
+      Task& t = it->second;
+      t.pulling = false;
+      pulls_.erase(t.image_ref);
+      const std::filesystem::path id_file = options_.data_dir / "pulls" / (task_id + ".id");
+      std::ifstream in(id_file);
+      std::string image_id;
+      in >> image_id;
+      std::error_code ec;
+      std::filesystem::remove(id_file, ec);
+      std::string image;
+      std::string why;
+      if (status.exit_code == 0 && status.signal == 0 && !image_id.empty()) {
+        image = t.image_ref.starts_with("oci-archive:") ? image_id : t.image_ref;
+        images_[t.image_ref] = image;
+        spdlog::info("task {}: pulled image {} ({})", task_id, t.image_ref, image_id);
+      } else {
+        why = "could not pull image " + t.image_ref + " onto node " + options_.inventory.name +
+              " (podman pull exited " + std::to_string(status.exit_code) +
+              "; its output is the task's)";
+      }
+      StartAfterPullLocked(t.image_ref, image, why);
+      cv_.notify_all();
+      return;
+    }
     if (it != tasks_.end()) {
       container = it->second.container;
       // The job's last task on the node takes its scratch directory with it.
@@ -802,7 +936,7 @@ Clock::time_point Agent::StopTasksOfLostContactLocked() {
           std::chrono::duration<double>(loss_timeout_).count());
     }
     spdlog::warn("task {}: {}", id, t.message);
-    runner_->Stop(id, t.stop_signal, grace);
+    StopTaskLocked(id, t, t.stop_signal, grace);
   }
   return next;
 }
@@ -905,7 +1039,15 @@ protocol::Report Agent::BuildReportLocked(std::vector<SentLog>* sent) {
   size_t budget = options_.max_log_bytes_per_report;
   for (auto& [id, t] : tasks_) {
     const uint64_t size = t.log_path.empty() ? 0 : FileSize(t.log_path);
-    if (!t.exited) {
+    if (!t.exited && t.after_pull) {
+      // Not started yet: a controller that knows "pulling" says so in the job's events.
+      report.tasks.push_back(
+          {.task_id = id,
+           .state = "pulling",
+           .pid = t.pid,
+           .message = "pulling image " + t.image_ref + " onto node " + options_.inventory.name +
+                      (t.pulling ? "" : " (another task of the node pulls it)")});
+    } else if (!t.exited) {
       report.tasks.push_back({.task_id = id, .state = "running", .pid = t.pid});
     } else if (!t.acked) {
       report.tasks.push_back({.task_id = id,

@@ -149,6 +149,14 @@ class Agent {
     // last of them exits unless kept.
     std::filesystem::path scratch_dir;
     bool keep_scratch = false;
+    // A container whose image is not on the node yet: `podman run` waits in `after_pull`
+    // (the image at argv[image_at]) while one task per image runs `podman pull`
+    // (`pulling`, its process is the pull's) and the others wait without a process.
+    std::optional<LaunchSpec> after_pull;
+    size_t image_at = 0;
+    std::string image_ref;
+    bool pulling = false;
+    bool stop_requested = false;  // a stop came while it pulled or waited
   };
 
   // A client of the controller the agent takes to lead now; `at` is set to its index.
@@ -182,6 +190,14 @@ class Agent {
   bool SendReport(httplib::Client& client, size_t at);
   void Apply(const nlohmann::json& command);
   void Launch(const protocol::Launch& launch);
+  // Sends the task its stop (a waiting one, with no process, exits at once); mu_ held.
+  void StopTaskLocked(const std::string& id, Task& t, int signal, std::chrono::milliseconds grace);
+  // Runs the launches that waited for image `ref`: with `image` (what podman runs: the ref, or
+  // the ID an archive was pulled as), or, when it is empty, they fail with `why`. mu_ held.
+  void StartAfterPullLocked(const std::string& ref, const std::string& image,
+                            const std::string& why);
+  // Removes the scratch directory of a task that never ran, unless another uses it; mu_ held.
+  void DropScratchLocked(const std::string& id, const Task& t);
   // True if a task other than `except` that has not exited uses the scratch directory.
   bool ScratchInUseLocked(const std::filesystem::path& dir, const std::string& except) const;
   // Removes a scratch directory no task uses any more: renamed under mu_ (so that a launch
@@ -226,6 +242,11 @@ class Agent {
   std::chrono::steady_clock::time_point last_report_{};
   uint64_t report_seq_ = 0;
   uint64_t scratch_removals_ = 0;  // names directories set aside for removal
+  // Images on this node: a launch's reference -> what `podman run` names (the reference, or
+  // for an oci-archive the ID it was pulled as). Pulls under way: reference -> the task
+  // whose process pulls it.
+  std::map<std::string, std::string> images_;
+  std::map<std::string, std::string> pulls_;
   bool report_due_ = false;
   bool stopping_ = false;
   bool commands_stopped_ = false;

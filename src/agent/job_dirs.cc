@@ -79,6 +79,26 @@ std::string GiveDirectory(const std::filesystem::path& dir, const Credentials& w
   return why;
 }
 
+void MarkScratchKept(const std::filesystem::path& dir) {
+  const std::filesystem::path mark = dir.parent_path() / (".keep-" + dir.filename().string());
+  const int fd = open(mark.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) close(fd);
+}
+
+void RemoveLeftScratchDirs(const std::filesystem::path& root) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> doomed;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool job = !name.empty() && name.find_first_not_of("0123456789") == std::string::npos;
+    if (name.starts_with(".removing-") ||
+        (job && !std::filesystem::exists(root / (".keep-" + name), ec))) {
+      doomed.push_back(entry.path());
+    }
+  }
+  for (const std::filesystem::path& p : doomed) RemoveTree(p);
+}
+
 std::string RemoveTree(const std::filesystem::path& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {

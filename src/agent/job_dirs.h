@@ -28,6 +28,14 @@ std::string GiveDirectory(const std::filesystem::path& dir, const Credentials& w
 std::string MakeScratchDir(const std::filesystem::path& dir,
                            const std::optional<Credentials>& owner);
 
+// Marks <root>/<job>'s directory as kept past the job (a file of the agent's, beside it),
+// so that RemoveLeftScratchDirs leaves it.
+void MarkScratchKept(const std::filesystem::path& dir);
+
+// Removes what an agent that died left under `root`: job directories not marked kept, and
+// those it had set aside for removal. Names that are not a job's are left alone.
+void RemoveLeftScratchDirs(const std::filesystem::path& root);
+
 // Removes `path` and all under it without following links. "" on success (or when it does
 // not exist), else the first error met; what could be removed is removed.
 std::string RemoveTree(const std::filesystem::path& path);

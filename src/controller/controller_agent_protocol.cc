@@ -400,6 +400,12 @@ bool Controller::TakeTaskStatusLocked(NodeEntry& node, const protocol::TaskStatu
       }
       SaveJobLocked(*job);
     }
+  } else if (state == "pulling") {
+    // The task's image is not on its node yet: the wait is the pull's, and the job says so.
+    if (task->state == TaskState::kScheduled && !task->pull_reported) {
+      task->pull_reported = true;
+      EventLocked(job->id, "pulling", t.message);
+    }
   } else if (state == "exited") {
     const int64_t have = logs_.Size(job->id, id);
     const int64_t announced = t.log_bytes;

@@ -61,6 +61,8 @@ struct TaskRecord {
   int64_t stop_deadline = 0;  // while stopping: when its grace ends (unix seconds)
   // Not persisted: the sequence of this epoch's launch command (0 = not sent in this epoch).
   uint64_t launch_seq = 0;
+  // Not persisted: the agent said it pulls the task's image (one event per task and epoch).
+  bool pull_reported = false;
 
   // Holds node resources: scheduled, running or stopping.
   bool Holds() const {

@@ -148,6 +148,8 @@ json ToJson(const Report& m) {
       task["message"] = t.message;
       task["logBytes"] = t.log_bytes;
       if (t.lost_contact) task["lostContact"] = true;
+    } else if (!t.message.empty()) {
+      task["message"] = t.message;
     }
     tasks.push_back(std::move(task));
   }

@@ -90,7 +90,9 @@ struct GpuSample {
 
 struct TaskStatus {
   std::string task_id;
-  std::string state;  // "running" or "exited"; others are ignored
+  // "running", "exited", or "pulling" (a container's image is being pulled onto the node;
+  // `message` says which); others are ignored.
+  std::string state;
   int pid = 0;
   std::optional<int> exit_code;  // none when a signal ended the task
   int signal = 0;

@@ -691,6 +691,50 @@ TEST_F(ContainerAgentTest, MountsAreBoundAsAskedAndTheScratchDirGoesWithTheTask)
                                    (dir_ / "datasets" / "etc").string() + " is /etc"));
 }
 
+// An image not on the node (here an OCI archive) is pulled once: the first launch's process
+// pulls it while the node's other launches of it wait, each reported as "pulling", then all
+// run; a later launch finds it there. A pull that fails fails its launches, saying so.
+TEST_F(ContainerAgentTest, AnImageNotOnTheNodeIsPulledOnceWhileItsLaunchesWait) {
+  const std::string archive = (dir_ / "image.tar").string();
+  const std::string save = "/usr/bin/podman save --format oci-archive -o " + archive + " " +
+                           image_->name() + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(save.c_str()), 0);
+  const std::string ref = "oci-archive:" + archive;
+  StartAgent();
+  for (const char* id : {"60.0.0", "60.0.1", "60.0.2"}) {
+    controller_.Launch(id, {"echo", "ran"}, {{"container", {{"image", ref}}}});
+  }
+  for (const char* id : {"60.0.0", "60.0.1", "60.0.2"}) {
+    ASSERT_TRUE(HasState(id, "exited")) << id;
+    const json exited = *FakeController::Entry(controller_.Reports(), id, "exited");
+    EXPECT_EQ(exited["exitCode"], 0) << exited.dump();
+    EXPECT_TRUE(controller_.WaitUntil([&] { return controller_.logs_[id].ends_with("ran\n"); }))
+        << id << ": " << controller_.LogOf(id);
+  }
+  const std::optional<json> pulling =
+      FakeController::Entry(controller_.Reports(), "60.0.0", "pulling");
+  ASSERT_TRUE(pulling) << "the first launch reported its pull";
+  EXPECT_EQ((*pulling)["message"], "pulling image " + ref + " onto node " + node_);
+  for (const char* id : {"60.0.1", "60.0.2"}) {
+    const std::optional<json> waiting = FakeController::Entry(controller_.Reports(), id, "pulling");
+    ASSERT_TRUE(waiting) << id;
+    EXPECT_THAT((*waiting)["message"].get<std::string>(),
+                ::testing::HasSubstr("another task of the node pulls it"));
+  }
+  controller_.Launch("61.0.0", {"echo", "again"}, {{"container", {{"image", ref}}}});
+  ASSERT_TRUE(HasState("61.0.0", "exited"));
+  EXPECT_FALSE(FakeController::Entry(controller_.Reports(), "61.0.0", "pulling"))
+      << "pulled once per node";
+
+  controller_.Launch("62.0.0", {"true"},
+                     {{"container", {{"image", "oci-archive:" + (dir_ / "none.tar").string()}}}});
+  ASSERT_TRUE(HasState("62.0.0", "exited"));
+  const json failed = *FakeController::Entry(controller_.Reports(), "62.0.0", "exited");
+  EXPECT_THAT(failed.value("message", ""), ::testing::HasSubstr("could not pull image"));
+  EXPECT_TRUE(controller_.WaitUntil([&] { return !controller_.logs_["62.0.0"].empty(); }))
+      << "podman's own words are the task's output";
+}
+
 // A job's tasks on a node share one scratch directory; the last to exit removes it, unless the
 // job keeps it. Plain processes: no podman needed.
 TEST_F(AgentTest, AJobsTasksShareAScratchDirThatTheLastOneRemovesUnlessKept) {

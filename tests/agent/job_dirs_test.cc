@@ -40,5 +40,23 @@ TEST(JobDirsTest, RemoveTreeRemovesEverythingUnderItAndNothingALinkPointsAt) {
   EXPECT_FALSE(std::filesystem::is_symlink(scratch));
 }
 
+TEST(JobDirsTest, WhatADeadAgentLeftIsRemovedButKeptDirsAndOtherNamesStay) {
+  ::gangway::testing::TempDir tmp("gangway_job_dirs_test_");
+  const std::filesystem::path root = tmp.path();
+  for (const char* job : {"7", "8", "9"}) {
+    ASSERT_EQ(MakeScratchDir(root / job, std::nullopt), "");
+    std::ofstream(root / job / "f") << "x";
+  }
+  MarkScratchKept(root / "8");
+  std::filesystem::create_directories(root / ".removing-9-1" / "deep");
+  std::filesystem::create_directories(root / "lost+found");
+  RemoveLeftScratchDirs(root);
+  EXPECT_FALSE(std::filesystem::exists(root / "7"));
+  EXPECT_FALSE(std::filesystem::exists(root / "9"));
+  EXPECT_TRUE(std::filesystem::exists(root / "8" / "f")) << "kept";
+  EXPECT_FALSE(std::filesystem::exists(root / ".removing-9-1"));
+  EXPECT_TRUE(std::filesystem::exists(root / "lost+found")) << "not a job's";
+}
+
 }  // namespace
 }  // namespace gangway::agent

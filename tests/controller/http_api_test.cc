@@ -339,6 +339,29 @@ TEST_F(HttpApiTest, AContainerJobIsCheckedGoesToNodesWithPodmanAndItsLaunchNames
   EXPECT_EQ(job["container"]["mounts"], mounts) << "the job's view shows its mounts";
   EXPECT_EQ(job["scratch"], json({{"keep", true}}));
   EXPECT_EQ(task["env"]["A"], "1") << "the container's env joins the job's";
+  // The agent pulls the image first: the job's events say so, once however often it reports.
+  const json pulling = {{"appliedSeq", 1},
+                        {"tasks",
+                         {{{"taskId", task["taskId"]},
+                           {"state", "pulling"},
+                           {"message", "pulling image localhost/busybox:test onto node n1"}}}}};
+  for (int i = 0; i < 2; ++i) {
+    auto posted =
+        http_->Post("/v1/agents/n1/report", As(token.c_str()), pulling.dump(), "application/json");
+    ASSERT_TRUE(posted && posted->status == 200) << (posted ? posted->body : "no answer");
+  }
+  auto viewed = http_->Get("/v1/jobs/" + std::to_string(id), As(kAliceToken));
+  ASSERT_TRUE(viewed && viewed->status == 200);
+  const json view = json::parse(viewed->body);
+  int pulls = 0;
+  for (const json& e : view["job"]["events"]) {
+    if (e["type"] == "pulling") {
+      ++pulls;
+      EXPECT_EQ(e["message"], "pulling image localhost/busybox:test onto node n1");
+    }
+  }
+  EXPECT_EQ(pulls, 1) << view.dump(2);
+  EXPECT_EQ(view["job"]["state"], "scheduled") << "a pull is not yet running";
 }
 
 TEST_F(HttpApiTest, LogsComeBackWithOffsets) {

@@ -392,6 +392,27 @@ TEST_F(ClientCommandsTest, RunDefaultsToOneTaskInThisDirectory) {
             std::filesystem::canonical(scratch_.dir()));
 }
 
+TEST_F(ClientCommandsTest, RunWithAnImageSendsItsMountsAndScratch) {
+  fake_.Reply("POST /v1/jobs", 201, {{"job", PendingJob()}});
+  Outcome o = Run({"run", "--image", "localhost/eval:3", "--read-only-root", "--mount",
+                   "/datasets/imagenet:/data:ro", "--mount", "/home/alice/out:/out",
+                   "--keep-scratch", "--", "python", "eval.py"});
+  ASSERT_EQ(o.exit_code, 0) << Show(o);
+  auto reqs = fake_.requests("POST", "/v1/jobs");
+  ASSERT_EQ(reqs.size(), 1u);
+  const json job = json::parse(reqs[0].body);
+  EXPECT_EQ(job["container"],
+            json({{"image", "localhost/eval:3"},
+                  {"readOnlyRoot", true},
+                  {"mounts", {"/datasets/imagenet:/data:ro", "/home/alice/out:/out"}}}));
+  EXPECT_EQ(job["scratch"], json({{"keep", true}}));
+  EXPECT_FALSE(job.contains("workdir")) << "the image's own";
+  o = Run({"run", "--mount", "/d:/d", "--", "true"});
+  EXPECT_EQ(o.exit_code, 2) << Show(o);
+  EXPECT_NE(o.err.find("--mount needs --image"), std::string::npos) << o.err;
+  EXPECT_EQ(fake_.requests("POST", "/v1/jobs").size(), 1u);
+}
+
 TEST_F(ClientCommandsTest, RunRejectsGpusThatDoNotSplitEvenly) {
   Outcome o = Run({"run", "--gpus", "6", "--nodes", "4", "--", "true"});
   EXPECT_EQ(o.exit_code, 2) << Show(o);

@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
-"""Submit-to-running of a busybox container beside a plain process (issue 19).
+"""Containers beside plain processes (issue 19): start latency and throughput.
 
-Starts one controller and one agent (fake GPUs, podman with --podman-arg limits for hosts
-whose hard limits are below podman's defaults) on loopback ports in a temporary directory,
-imports an image from the static busybox (busybox-static), then submits RUNS jobs of
-`touch $GANGWAY_CHECKPOINT_DIR/up; sleep 2` (no GPU) as a process and RUNS in a container,
-one at a time, and polls each every millisecond: until the controller reports it running
-(for a container: its podman process started), and until the file it touches exists (the
-command itself ran, inside the container for the second kind). Prints p50, p90 and max of each;
-nothing is asserted. Needs root and podman.
+Starts one controller and AGENTS agents (8 fake GPUs each; podman with --podman-arg limits for
+hosts whose hard limits are below podman's defaults) on loopback ports in a temporary
+directory and imports an image from the static busybox (busybox-static). Then:
 
-  bench/containers/start_latency.py [--gangway build/release/gangway] [--runs 20]
+  latency     RUNS jobs of `touch $GANGWAY_CHECKPOINT_DIR/up; sleep 2` (no GPU) as a process
+              and RUNS in a container, one at a time, each polled every millisecond: until
+              the controller reports it running (for a container: its podman process
+              started), and until the file it touches exists (the command itself ran, inside
+              the container for the second kind). Prints p50, p90 and max of each.
+  throughput  JOBS one-GPU jobs of `true` submitted at once as processes, then JOBS in
+              containers; prints the time from the first submit to the last job succeeded,
+              and jobs per second.
+
+Nothing is asserted. Needs root and podman.
+
+  bench/containers/container_bench.py [--gangway build/release/gangway] latency [--runs 20]
+  bench/containers/container_bench.py throughput [--agents 4] [--jobs 256]
 """
 
 import argparse
@@ -52,11 +59,39 @@ def wait(predicate, timeout, what):
     sys.exit("timed out waiting for " + what)
 
 
+def throughput(url, token, image, jobs, nodes, work):
+    for kind in ("process", "container"):
+        job = {"name": kind, "gpu": 1, "command": ["true"]}
+        if kind == "container":
+            job["container"] = {"image": image}
+        body = json.dumps(job).encode()
+        t0 = time.monotonic()
+        ids = [call("POST", url + "/v1/jobs", token, body)["job"]["id"] for _ in range(jobs)]
+        submitted = time.monotonic() - t0
+        left = set(ids)
+        while left:
+            for job_id in list(left):
+                state = call("GET", "%s/v1/jobs/%d" % (url, job_id), token)["job"]["state"]
+                if state == "failed":
+                    sys.exit("a %s job failed: see %s/agent-*.log" % (kind, work))
+                if state == "succeeded":
+                    left.discard(job_id)
+            time.sleep(0.05)
+        total = time.monotonic() - t0
+        print("%-9s %d one-GPU jobs on %d agents x 8 GPUs: submitted in %.2f s, all succeeded "
+              "after %.2f s: %.1f jobs/s" % (kind, jobs, nodes, submitted, total, jobs / total),
+              flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gangway", default="build/release/gangway")
+    ap.add_argument("mode", choices=("latency", "throughput"))
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--agents", type=int, default=None, help="default: 1 (latency), 4")
+    ap.add_argument("--jobs", type=int, default=256)
     args = ap.parse_args()
+    agents = args.agents or (1 if args.mode == "latency" else 4)
     if os.geteuid() != 0 or not os.access("/usr/bin/podman", os.X_OK):
         sys.exit("needs root and /usr/bin/podman")
     gangway = os.path.abspath(args.gangway)
@@ -80,19 +115,26 @@ def main():
         wait(lambda: os.path.exists(work + "/server/client.json"), 10, "the controller")
         token = json.load(open(work + "/server/client.json"))["token"]
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        procs.append(subprocess.Popen(
-            [gangway, "agent", "--server", url, "--join-token-file", work + "/server/join.token",
-             "--name", "n1", "--fake-gpus", "8xH100-80GB", "--data", work + "/agent",
-             "--podman-arg=--ulimit=nofile=%d:%d" % (soft, hard),
-             "--podman-arg=--ulimit=nproc=1024:1024"],
-            stdout=subprocess.DEVNULL, stderr=open(work + "/agent.log", "w")))
+        nodes = ["n%d" % (i + 1) for i in range(agents)]
+        for node in nodes:
+            procs.append(subprocess.Popen(
+                [gangway, "agent", "--server", url, "--join-token-file",
+                 work + "/server/join.token", "--name", node, "--fake-gpus", "8xH100-80GB",
+                 "--data", work + "/agent-" + node,
+                 "--podman-arg=--ulimit=nofile=%d:%d" % (soft, hard),
+                 "--podman-arg=--ulimit=nproc=1024:1024"],
+                stdout=subprocess.DEVNULL, stderr=open(work + "/agent-%s.log" % node, "w")))
 
         def ready():
             try:
-                return call("GET", url + "/v1/nodes/n1", token)["node"]["state"] == "ready"
+                return all(call("GET", url + "/v1/nodes/" + n, token)["node"]["state"] == "ready"
+                           for n in nodes)
             except OSError:
                 return False
-        wait(ready, 20, "the agent")
+        wait(ready, 20, "the agents")
+        if args.mode == "throughput":
+            throughput(url, token, image, args.jobs, len(nodes), work)
+            return
         for kind in ("process", "container"):
             running, output = [], []
             for _ in range(args.runs):
