@@ -681,6 +681,7 @@ void Agent::Launch(const protocol::Launch& launch) {
   }
   std::string pull_ref;  // the image this launch must pull first
   size_t image_at = 0;
+  std::string image_digest;
   if (launch.container) {
     // podman, as the agent, starts the container as the task's user: the task is the podman
     // process, which forwards the checkpoint signal to the container.
@@ -697,6 +698,7 @@ void Agent::Launch(const protocol::Launch& launch) {
     }
     if (auto known = images_.find(ref); known != images_.end()) {
       spec.argv[image_at] = known->second;
+      image_digest = DigestLocked(known->second);
     } else {
       pull_ref = ref;
     }
@@ -755,6 +757,7 @@ void Agent::Launch(const protocol::Launch& launch) {
   t.stop_signal = stop_signal;
   t.grace = grace;
   t.container = launch.container.has_value();
+  t.image_digest = image_digest;
   t.scratch_dir = scratch;
   t.keep_scratch = launch.keep_scratch;
 }
@@ -763,6 +766,14 @@ bool Agent::ScratchInUseLocked(const std::filesystem::path& dir, const std::stri
   return std::any_of(tasks_.begin(), tasks_.end(), [&](const auto& entry) {
     return entry.first != except && !entry.second.exited && entry.second.scratch_dir == dir;
   });
+}
+
+std::string Agent::DigestLocked(const std::string& image) {
+  auto it = image_digests_.find(image);
+  if (it == image_digests_.end()) {
+    it = image_digests_.emplace(image, ImageDigest(options_.containers.podman, image)).first;
+  }
+  return it->second;
 }
 
 void Agent::StopTaskLocked(const std::string& id, Task& t, int signal, milliseconds grace) {
@@ -804,6 +815,7 @@ void Agent::StartAfterPullLocked(const std::string& ref, const std::string& imag
       continue;
     }
     spec.argv[t.image_at] = image;
+    t.image_digest = DigestLocked(image);
     formats::Expected<pid_t> pid = runner_->Start(spec);
     if (!pid.ok()) {
       t.exited = true;
@@ -1048,7 +1060,8 @@ protocol::Report Agent::BuildReportLocked(std::vector<SentLog>* sent) {
            .message = "pulling image " + t.image_ref + " onto node " + options_.inventory.name +
                       (t.pulling ? "" : " (another task of the node pulls it)")});
     } else if (!t.exited) {
-      report.tasks.push_back({.task_id = id, .state = "running", .pid = t.pid});
+      report.tasks.push_back(
+          {.task_id = id, .state = "running", .pid = t.pid, .image_digest = t.image_digest});
     } else if (!t.acked) {
       report.tasks.push_back({.task_id = id,
                               .state = "exited",

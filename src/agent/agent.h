@@ -157,6 +157,7 @@ class Agent {
     std::string image_ref;
     bool pulling = false;
     bool stop_requested = false;  // a stop came while it pulled or waited
+    std::string image_digest;     // of the image its container runs, once started
   };
 
   // A client of the controller the agent takes to lead now; `at` is set to its index.
@@ -190,6 +191,8 @@ class Agent {
   bool SendReport(httplib::Client& client, size_t at);
   void Apply(const nlohmann::json& command);
   void Launch(const protocol::Launch& launch);
+  // The digest of an image on the node (asked of podman once per image); mu_ held.
+  std::string DigestLocked(const std::string& image);
   // Sends the task its stop (a waiting one, with no process, exits at once); mu_ held.
   void StopTaskLocked(const std::string& id, Task& t, int signal, std::chrono::milliseconds grace);
   // Runs the launches that waited for image `ref`: with `image` (what podman runs: the ref, or
@@ -246,6 +249,7 @@ class Agent {
   // for an oci-archive the ID it was pulled as). Pulls under way: reference -> the task
   // whose process pulls it.
   std::map<std::string, std::string> images_;
+  std::map<std::string, std::string> image_digests_;  // what podman runs -> its digest
   std::map<std::string, std::string> pulls_;
   bool report_due_ = false;
   bool stopping_ = false;

@@ -134,6 +134,39 @@ int RunQuietly(const std::vector<std::string>& argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+std::string ImageDigest(const std::string& podman, const std::string& image) {
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return "";
+  std::vector<std::string> copy = {podman, "image", "inspect", "--format", "{{.Digest}}", image};
+  std::vector<char*> args;
+  for (std::string& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  std::string text;
+  if (rc == 0) {
+    char buf[512];
+    ssize_t n = 0;
+    while ((n = read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+      if (n > 0 && text.size() < 4096) text.append(buf, static_cast<size_t>(n));
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) text.clear();
+  }
+  close(out[0]);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text.starts_with("sha256:") && text.find('\n') == std::string::npos ? text : "";
+}
+
 void RemoveContainer(const std::string& podman, const std::string& node,
                      const std::string& task_id) {
   RunQuietly({podman, "rm", "--force", "--ignore", "--time=0", ContainerName(node, task_id)});

@@ -72,6 +72,10 @@ std::vector<std::string> ContainerRunArgv(const ContainerSettings& settings,
 // Runs `argv` with no input or output and waits for it; its exit status, or -1.
 int RunQuietly(const std::vector<std::string>& argv);
 
+// The digest of a local image ("sha256:..."), from `podman image inspect`; "" if podman
+// cannot tell.
+std::string ImageDigest(const std::string& podman, const std::string& image);
+
 // Removes the task's container if it is still there (podman rm --force --ignore).
 void RemoveContainer(const std::string& podman, const std::string& node,
                      const std::string& task_id);

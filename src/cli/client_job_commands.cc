@@ -259,6 +259,15 @@ void RunDescribe(const DescribeFlags& f) {
       }
     }
   }
+  // The digests the tasks' containers run (one, unless the image changed between pulls).
+  std::vector<std::string> digests;
+  for (const json& task : TaskList(job)) {
+    const std::string d = Str(task, "imageDigest");
+    if (!d.empty() && std::find(digests.begin(), digests.end(), d) == digests.end()) {
+      digests.push_back(d);
+    }
+  }
+  for (const std::string& d : digests) add("Digest", d);
   if (const auto scratch = job.find("scratch"); scratch != job.end() && scratch->is_object()) {
     add("Scratch", scratch->value("keep", false) ? "per node, kept after the job"
                                                  : "per node, removed after the job");

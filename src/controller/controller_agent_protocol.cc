@@ -390,6 +390,7 @@ bool Controller::TakeTaskStatusLocked(NodeEntry& node, const protocol::TaskStatu
     if (task->state == TaskState::kScheduled) {
       task->state = TaskState::kRunning;
       task->started_at = Now();
+      task->image_digest = t.image_digest;
       if (std::all_of(job->tasks.begin(), job->tasks.end(),
                       [](const TaskRecord& x) { return x.state != TaskState::kScheduled; }) &&
           job->state == JobState::kScheduled) {

@@ -116,7 +116,8 @@ json JobDoc(const JobRecord& j) {
                      {"finishedAt", t.finished_at},
                      {"message", t.message},
                      {"logBytes", t.log_bytes},
-                     {"stopDeadline", t.stop_deadline}});
+                     {"stopDeadline", t.stop_deadline},
+                     {"imageDigest", t.image_digest}});
   }
   json doc = {{"id", j.id},
               {"spec", j.spec_text},
@@ -191,6 +192,7 @@ std::optional<JobRecord> JobFromDoc(const json& doc) {
       r.message = t.at("message").get<std::string>();
       r.log_bytes = t.at("logBytes").get<int64_t>();
       r.stop_deadline = t.value("stopDeadline", int64_t{0});
+      r.image_digest = t.value("imageDigest", std::string());
       j.tasks.push_back(std::move(r));
     }
     return j;

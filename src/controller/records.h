@@ -59,6 +59,7 @@ struct TaskRecord {
   std::string message;
   int64_t log_bytes = -1;     // final output size the agent announced; -1 = not yet known
   int64_t stop_deadline = 0;  // while stopping: when its grace ends (unix seconds)
+  std::string image_digest;   // of the image its container runs, as its agent reported
   // Not persisted: the sequence of this epoch's launch command (0 = not sent in this epoch).
   uint64_t launch_seq = 0;
   // Not persisted: the agent said it pulls the task's image (one event per task and epoch).

@@ -79,19 +79,21 @@ json JobView(const JobRecord& j, const std::vector<StoredEvent>* detail) {
   for (const TaskRecord& t : j.tasks) {
     json gpus = json::array();
     for (const auto& g : t.alloc.gpus) gpus.push_back(g.gpu);
-    tasks.push_back({{"index", t.index},
-                     {"id", j.TaskId(t.index)},
-                     {"group", j.live.job.groups[static_cast<size_t>(t.group)].name},
-                     {"replica", t.replica},
-                     {"node", t.node},
-                     {"gpus", gpus},
-                     {"gpuMilli", GpuMilli(t.alloc)},
-                     {"state", TaskStateName(t.state)},
-                     {"exitCode", t.exit_code ? json(*t.exit_code) : json(nullptr)},
-                     {"signal", t.signal},
-                     {"startedAt", TimeOrNull(t.started_at)},
-                     {"finishedAt", TimeOrNull(t.finished_at)},
-                     {"message", t.message}});
+    tasks.push_back(
+        {{"index", t.index},
+         {"id", j.TaskId(t.index)},
+         {"group", j.live.job.groups[static_cast<size_t>(t.group)].name},
+         {"replica", t.replica},
+         {"node", t.node},
+         {"gpus", gpus},
+         {"gpuMilli", GpuMilli(t.alloc)},
+         {"state", TaskStateName(t.state)},
+         {"exitCode", t.exit_code ? json(*t.exit_code) : json(nullptr)},
+         {"signal", t.signal},
+         {"startedAt", TimeOrNull(t.started_at)},
+         {"finishedAt", TimeOrNull(t.finished_at)},
+         {"message", t.message},
+         {"imageDigest", t.image_digest.empty() ? json(nullptr) : json(t.image_digest)}});
   }
   out["taskList"] = tasks;
   if (detail) {

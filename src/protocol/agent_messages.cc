@@ -151,6 +151,7 @@ json ToJson(const Report& m) {
     } else if (!t.message.empty()) {
       task["message"] = t.message;
     }
+    if (!t.image_digest.empty()) task["imageDigest"] = t.image_digest;
     tasks.push_back(std::move(task));
   }
   json logs = json::array();
@@ -192,6 +193,7 @@ Parsed<Report> ParseReport(const json& body) {
     t.String("message", s.message);
     t.Integer("logBytes", s.log_bytes);
     t.Bool("lostContact", s.lost_contact);
+    t.String("imageDigest", s.image_digest);
     if (!t.ok()) return r.Fail(t.error().field, t.error().reason);
     m.tasks.push_back(std::move(s));
   });

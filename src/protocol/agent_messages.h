@@ -99,6 +99,8 @@ struct TaskStatus {
   std::string message;
   int64_t log_bytes = -1;     // exited: all the output it wrote; -1 unknown
   bool lost_contact = false;  // stopped by the agent, having lost the controller
+  // A container's: the digest of the image it runs ("sha256:..."); empty for a process.
+  std::string image_digest;
 };
 
 struct LogChunk {

@@ -583,6 +583,9 @@ TEST_F(ContainerAgentTest, ATaskRunsInItsImageAsItsUserWithItsEnvAndCheckpointDi
   EXPECT_TRUE(
       controller_.WaitUntil([&] { return controller_.logs_["20.0.0"].ends_with("only\n"); }));
   EXPECT_EQ(controller_.LogOf("20.0.0"), "A=x\n61001\nown-root\nsaved\nread-only\n");
+  const json running = *FakeController::Entry(controller_.Reports(), "20.0.0", "running");
+  EXPECT_THAT(running.value("imageDigest", ""), ::testing::StartsWith("sha256:"))
+      << "the image's digest, for describe: " << running.dump();
   EXPECT_TRUE(std::filesystem::exists(ckpt + "/saved")) << "the checkpoint dir is the host's";
   EXPECT_EQ(Containers().find(ContainerName(node_, "20.0.0")), std::string::npos) << Containers();
   std::filesystem::remove_all(open);
@@ -721,6 +724,8 @@ TEST_F(ContainerAgentTest, AnImageNotOnTheNodeIsPulledOnceWhileItsLaunchesWait) 
     EXPECT_THAT((*waiting)["message"].get<std::string>(),
                 ::testing::HasSubstr("another task of the node pulls it"));
   }
+  const json ran = *FakeController::Entry(controller_.Reports(), "60.0.1", "running");
+  EXPECT_THAT(ran.value("imageDigest", ""), ::testing::StartsWith("sha256:")) << ran.dump();
   controller_.Launch("61.0.0", {"echo", "again"}, {{"container", {{"image", ref}}}});
   ASSERT_TRUE(HasState("61.0.0", "exited"));
   EXPECT_FALSE(FakeController::Entry(controller_.Reports(), "61.0.0", "pulling"))

@@ -362,6 +362,18 @@ TEST_F(HttpApiTest, AContainerJobIsCheckedGoesToNodesWithPodmanAndItsLaunchNames
   }
   EXPECT_EQ(pulls, 1) << view.dump(2);
   EXPECT_EQ(view["job"]["state"], "scheduled") << "a pull is not yet running";
+  json running = pulling;
+  running["tasks"][0] = {
+      {"taskId", task["taskId"]}, {"state", "running"}, {"imageDigest", "sha256:abc"}};
+  ASSERT_EQ(
+      http_->Post("/v1/agents/n1/report", As(token.c_str()), running.dump(), "application/json")
+          ->status,
+      200);
+  RestartAll(o);  // the digest is kept with the job
+  auto after = http_->Get("/v1/jobs/" + std::to_string(id), As(kAliceToken));
+  ASSERT_TRUE(after && after->status == 200);
+  EXPECT_EQ(json::parse(after->body)["job"]["taskList"][0]["imageDigest"], "sha256:abc")
+      << after->body;
 }
 
 TEST_F(HttpApiTest, LogsComeBackWithOffsets) {

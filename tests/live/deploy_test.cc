@@ -274,6 +274,7 @@ TEST_F(DeployTest, TheUnitsCommandsRunAClusterThatUsersReachWithTheirOwnTokens) 
   EXPECT_NE(boxed.out.find("61003\nin-image\nsaved\n"), std::string::npos) << Show(boxed);
   const Completed described = Cli(carol, {"describe", "boxed"});
   EXPECT_NE(described.out.find(image.name()), std::string::npos) << Show(described);
+  EXPECT_NE(described.out.find("Digest:"), std::string::npos) << Show(described);
 }
 
 }  // namespace
