@@ -10,7 +10,11 @@
 #    counts the CUDA devices it sees (expect 1);
 # 3. the live loop on the real GPU: a controller and an NVML agent, `gangway run --gpus 1 -w`
 #    of a PyTorch program that allocates on the GPU it was given;
-# 4. with GANGWAY_LOAD: the live benchmarks of SPEC section 6 (latency, end-to-end throughput
+# 4. with podman and a static busybox: a container job on the real GPU, the way the agent
+#    gives it (CDI where /etc/cdi or /var/run/cdi hold NVIDIA's specs, else device nodes and
+#    driver libraries): it lists the GPU devices and driver libraries it sees (the busybox
+#    image has no glibc to run nvidia-smi or CUDA in);
+# 5. with GANGWAY_LOAD: the live benchmarks of SPEC section 6 (latency, end-to-end throughput
 #    of /bin/true jobs, 10,000 heartbeating agents), pinned to 2 cores with taskset, plus the
 #    machine's raw fork+exec rate of /bin/true on one core for scale.
 # Without GANGWAY_BIN it builds `gangway` (Release) if cmake and the build dependencies exist.
@@ -73,6 +77,38 @@ fi
 kill "${pids[@]}" 2>/dev/null || true
 wait 2>/dev/null || true
 pids=()
+
+busybox="$(command -v busybox || true)"
+if command -v podman >/dev/null && [[ -n "$busybox" ]] &&
+  ldd "$busybox" 2>&1 | grep -q "not a dynamic"; then
+  echo "== a container on GPU 0 (podman $(podman --version | awk '{print $3}'))"
+  ls /etc/cdi /var/run/cdi 2>/dev/null || echo "no CDI specs: device nodes and driver libraries"
+  mkdir -p "$work/rootfs/bin"
+  cp "$busybox" "$work/rootfs/bin/busybox"
+  for t in sh ls echo cat; do ln -s busybox "$work/rootfs/bin/$t"; done
+  tar -C "$work/rootfs" -c . | podman import -q - localhost/gangway-device-check:1 >/dev/null
+  "$bin" server --data "$work/data2" --listen 127.0.0.1:0 --heartbeat 1s >"$work/server2.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do [[ -f "$work/data2/client.json" ]] && break; sleep 0.1; done
+  export GANGWAY_SERVER="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["server"])' "$work/data2/client.json")"
+  export GANGWAY_TOKEN="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$work/data2/client.json")"
+  "$bin" agent --server "$GANGWAY_SERVER" --join-token-file "$work/data2/join.token" \
+    --name gpu-box --data "$work/agent2" --scratch-root "$work/scratch" \
+    --podman-arg="--ulimit=nofile=$(ulimit -n):$(ulimit -Hn)" \
+    --podman-arg=--ulimit=nproc=4096:4096 >"$work/agent2.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do "$bin" nodes 2>/dev/null | grep -q gpu-box && break; sleep 0.1; done
+  grep "containers get their GPUs" "$work/agent2.log" || true
+  "$bin" run --gpus 1 --image localhost/gangway-device-check:1 -w -- sh -c \
+    'echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"; ls /dev | grep nvidia; ls /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu 2>/dev/null | grep -E "libcuda|libnvidia-ml"' \
+    || { echo "container job failed; agent log:"; tail -20 "$work/agent2.log"; }
+  kill "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  pids=()
+  podman rmi -f localhost/gangway-device-check:1 >/dev/null 2>&1 || true
+else
+  echo "== containers: skipped (needs podman and a static busybox)"
+fi
 
 if [[ -n "${GANGWAY_LOAD:-}" ]]; then
   echo "== raw fork+exec of /bin/true on one core"
