@@ -556,12 +556,13 @@ void RunUp(const UpFlags& f) {
 
   std::vector<pid_t> agent_pids;
   for (const std::string& name : node_names) {
-    Child agent = Spawn(
-        "agent", exe,
-        {"agent", "--server", url, "--join-token-file", join_token_file.string(), "--fake-gpus",
-         f.fake_gpus, "--name", name, "--cpu", f.node_cpu, "--memory", f.node_memory, "--data",
-         (data / ("agent-" + name)).string(), "--private-dir", data.string()},
-        agent_log(name));
+    Child agent =
+        Spawn("agent", exe,
+              {"agent", "--server", url, "--join-token-file", join_token_file.string(),
+               "--fake-gpus", f.fake_gpus, "--name", name, "--cpu", f.node_cpu, "--memory",
+               f.node_memory, "--data", (data / ("agent-" + name)).string(), "--private-dir",
+               data.string(), "--scratch-root", (data / ("scratch-" + name)).string()},
+              agent_log(name));
     agent_pids.push_back(agent.pid);
     sup.Add(agent);
   }

@@ -161,6 +161,7 @@ class SystemTest : public ::testing::Test {
   std::string Port() const { return url_.substr(url_.rfind(':') + 1); }
 
   // Starts `gangway agent` for node `name` and waits until the controller reports it ready.
+  // Its scratch root is the test's own: tests in parallel share node names.
   void StartAgent(const std::string& name, const std::string& gpus) {
     std::vector<std::string> args = {GANGWAY_BINARY,
                                      "agent",
@@ -179,7 +180,9 @@ class SystemTest : public ::testing::Test {
                                      "--heartbeat",
                                      "1s",
                                      "--shutdown-grace",
-                                     "1s"};
+                                     "1s",
+                                     "--scratch-root",
+                                     (dir_ / ("scratch-" + name)).string()};
     args.insert(args.end(), agent_args_.begin(), agent_args_.end());
     // SIGTERM if the test binary dies: the agent then stops its tasks.
     auto& agent = agents_[name] =
