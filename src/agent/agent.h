@@ -1,7 +1,8 @@
 #ifndef GANGWAY_AGENT_AGENT_H_
 #define GANGWAY_AGENT_AGENT_H_
 
-// The node agent's protocol loop (docs/design/live-system.md, "Agent protocol").
+// The node agent's protocol loop (docs/design/live-system.md, "Agent protocol"). Its tasks'
+// lifecycle (launch, image pulls, stops, exits) is in agent_tasks.cc.
 //
 // Four threads:
 //   commands  long-polls /v1/agents/{node}/commands and applies launches and stops in
@@ -115,6 +116,9 @@ struct AgentOptions {
   // (protocol/agent_messages.h).
   std::shared_ptr<const util::Clock> clock;
 };
+
+// The exit code of a task that could not be started (bad launch, missing image, ...).
+inline constexpr int kLaunchFailedExitCode = 127;
 
 class Agent {
  public:
