@@ -175,6 +175,7 @@ void Agent::Launch(const protocol::Launch& launch) {
     if (!puller.ok()) {
       t.after_pull.reset();
       RecordFailedLaunch(id, "cannot pull image " + pull_ref + ": " + puller.error());
+      DropScratchLocked(id, t);
       return;
     }
     running_journal_->Started(id, *puller);
@@ -187,10 +188,11 @@ void Agent::Launch(const protocol::Launch& launch) {
   formats::Expected<pid_t> pid = runner_->Start(spec);
   if (!pid.ok()) {
     RecordFailedLaunch(id, pid.error());
-    tasks_[id].log_path = spec.log_path;
-    if (!scratch.empty() && !launch.keep_scratch && !ScratchInUseLocked(scratch, id)) {
-      RemoveTree(scratch);
-    }
+    Task& t = tasks_[id];
+    t.log_path = spec.log_path;
+    t.scratch_dir = scratch;
+    t.keep_scratch = launch.keep_scratch;
+    DropScratchLocked(id, t);
     return;
   }
   running_journal_->Started(id, *pid);
