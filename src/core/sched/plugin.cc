@@ -1,5 +1,7 @@
 #include "core/sched/plugin.h"
 
+#include "core/sched/signature.h"
+
 namespace gangway::core {
 
 uint64_t Rng::Next() {
@@ -21,6 +23,16 @@ uint64_t Rng::Below(uint64_t n) {
 
 bool QueueOrder::Precedes(const CycleContext& /*ctx*/, const Job& a, const Job& b) const {
   return a.priority > b.priority;
+}
+
+void QueueOrder::AppendPrecedenceKey(std::string& key, const Job& job) const {
+  AppendInt(key, job.priority);
+}
+
+void Preemption::AppendPreemptorKey(std::string& key, const QueueOrder& /*order*/,
+                                    const Job& preemptor) const {
+  key += 'j';
+  AppendInt(key, static_cast<int64_t>(preemptor.id.value));
 }
 
 }  // namespace gangway::core

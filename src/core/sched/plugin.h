@@ -78,6 +78,12 @@ class QueueOrder {
   // order (e.g. 2D-LAS lets a job with less attained service displace one with more).
   // Default: higher priority first.
   virtual bool Precedes(const CycleContext& ctx, const Job& a, const Job& b) const;
+  // Appends what Precedes reads of a job, so that jobs with equal keys rank alike against
+  // every other job within a cycle (Precedes(a, x) == Precedes(b, x) and Precedes(x, a) ==
+  // Precedes(x, b)). The cycle shares a preemption search among such jobs. Each field ends
+  // with a separator. Default: the priority, which the default Precedes reads. An order that
+  // overrides Precedes overrides this too; the job id is always a correct, unshared key.
+  virtual void AppendPrecedenceKey(std::string& key, const Job& job) const;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -221,6 +227,19 @@ class Preemption {
   virtual std::optional<std::string> MayPreempt(const CycleContext& ctx, const QueueOrder& order,
                                                 const Job& preemptor,
                                                 const RunningJob& victim) const = 0;
+  // MayPreempt(...).has_value(), without building the reason: the cycle asks this of many
+  // running jobs and MayPreempt only of the victims it picks. Override where the reason costs
+  // more than the check; the two must agree.
+  virtual bool Allows(const CycleContext& ctx, const QueueOrder& order, const Job& preemptor,
+                      const RunningJob& victim) const {
+    return MayPreempt(ctx, order, preemptor, victim).has_value();
+  }
+  // Appends what MayPreempt reads of the preemptor besides its queue and its request, so that
+  // preemptors with equal queue, request and key may displace the same victims within a
+  // cycle (the preemption search shares its work among them). Each field ends with a
+  // separator. Default: the job id, a correct key that shares nothing.
+  virtual void AppendPreemptorKey(std::string& key, const QueueOrder& order,
+                                  const Job& preemptor) const;
   // False if MayPreempt would refuse every victim for `preemptor` (what depends on the
   // preemptor alone), so that the cycle skips the policy without visiting the running jobs.
   virtual bool MayPreemptAny(const CycleContext& /*ctx*/, const Job& /*preemptor*/) const {

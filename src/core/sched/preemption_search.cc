@@ -86,6 +86,8 @@ void PreemptionSearch::Started(size_t running_index) {
   }
   if (released_queues_ && r.queue.valid()) released_queues_->AddUsage(r.queue, r.usage);
   stopping_flag_.push_back(false);
+  allowed_.clear();  // policies may read the queues' usage
+  allowed_size_ = 0;
   if (victims_.contains(r.job->job.id)) MarkStopping(running_index);
 }
 
@@ -101,6 +103,28 @@ void PreemptionSearch::MarkStopping(size_t i) {
   if (r.queue.valid()) released_queues_->RemoveUsage(r.queue, r.usage);
 }
 
+void PreemptionSearch::RankVictims() {
+  ranked_.emplace();
+  for (size_t i = 0; i < in_.running.size(); ++i) {
+    const RunningJob& v = *in_.running[i].job;
+    if (!v.job.preemptible) continue;
+    if (v.started_at == in_.now) continue;  // started in this cycle
+    if (in_.now - v.started_at < in_.min_runtime) continue;
+    ranked_->push_back(i);
+  }
+  std::sort(ranked_->begin(), ranked_->end(), [&](size_t a, size_t b) {
+    const RunningJob& x = *in_.running[a].job;
+    const RunningJob& y = *in_.running[b].job;
+    if (x.job.priority != y.job.priority) return x.job.priority < y.job.priority;
+    if (x.job.progress_since_checkpoint != y.job.progress_since_checkpoint) {
+      return x.job.progress_since_checkpoint < y.job.progress_since_checkpoint;
+    }
+    if (x.started_at != y.started_at) return x.started_at > y.started_at;
+    if (x.job.id != y.job.id) return x.job.id < y.job.id;
+    return a < b;
+  });
+}
+
 bool PreemptionSearch::FitsAfterStopping(const Job& job, QueueIndex q, bool check_quota) {
   Plan plan(*this);
   return plan.Fits(job, q, check_quota);
@@ -111,15 +135,18 @@ std::optional<Outcome> PreemptionSearch::TryPreempt(const Job& job, QueueIndex q
                                                     std::vector<PreemptDecision>& preemptions) {
   if (in_.policies.empty()) return std::nullopt;
   // Within a cycle, victims only get fewer and free capacity and quota only shrink, so a job
-  // that found no victims fails again for every job that looks the same to the policies.
+  // that found no victims fails again for every job that looks the same to the placement
+  // (signature, reserved nodes), the quota (queue, request) and the policies (their keys).
   std::string& key = key_;
   key.clear();
   AppendSignature(key, job, true);
   key.append(job.queue).append(1, '|');
   AppendInt(key, job.priority);
-  AppendInt(key, job.attained_service_gpu_seconds);
-  AppendInt(key, job.expected_duration.value_or(Duration(-1)).count());
-  AppendInt(key, job.remaining_duration.value_or(Duration(-1)).count());
+  in_.reservations.AppendEligibilityKey(key, job);
+  for (const auto& policy : in_.policies) {
+    policy->AppendPreemptorKey(key, in_.order, job);
+    key += ';';
+  }
   key += quota_blocked ? 'q' : 'r';
   if (no_victims_.contains(key)) return std::nullopt;
   std::optional<Outcome> outcome = FindVictims(job, q, ctx, quota_blocked, preemptions);
@@ -138,58 +165,80 @@ std::optional<Outcome> PreemptionSearch::FindVictims(const Job& job, QueueIndex 
                                                         "stopping job", "stopping jobs") +
                                                  " to release resources"};
   }
-  // Candidates: whole running gangs some policy lets this job displace.
-  struct Candidate {
-    const RunningJob* job;
-    std::string reason;
-    const RunningJobs::Entry* running;
-  };
+  // Candidates: whole running gangs some policy lets this job displace, in victim rank order.
   std::vector<const Preemption*> policies;
   for (const auto& policy : in_.policies) {
     if (policy->MayPreemptAny(ctx, job)) policies.push_back(policy.get());
   }
   if (policies.empty()) return std::nullopt;
-  std::vector<Candidate> candidates;
-  for (size_t i = 0; i < in_.running.size(); ++i) {
-    const RunningJobs::Entry& r = in_.running[i];
-    const RunningJob& v = *r.job;
-    if (stopping_flag_[i] || !v.job.preemptible) continue;  // terminating, or a victim already
-    if (v.started_at == in_.now) continue;                  // started in this cycle
-    if (in_.now - v.started_at < in_.min_runtime) continue;
-    for (const Preemption* policy : policies) {
-      if (auto why = policy->MayPreempt(ctx, in_.order, job, v)) {
-        candidates.push_back({&v, std::move(*why), &r});
-        break;
+  // Every running job the policies let this one displace, in victim order; shared by the
+  // jobs of this key until the next start changes the queues' usage.
+  const std::vector<Candidate>* allowed = nullptr;
+  std::vector<Candidate> uncached;
+  if (auto it = allowed_.find(key_); it != allowed_.end()) {
+    allowed = &it->second;
+  } else {
+    if (!ranked_) RankVictims();
+    for (size_t i : *ranked_) {
+      if (stopping_flag_[i]) continue;  // a victim already
+      const RunningJobs::Entry& r = in_.running[i];
+      for (const Preemption* policy : policies) {
+        if (policy->Allows(ctx, in_.order, job, *r.job)) {
+          uncached.push_back({&r, i, policy});
+          break;
+        }
       }
     }
+    // Bounded: with policies whose keys share nothing, every pending job has its own list.
+    constexpr size_t kMaxAllowedCached = size_t{1} << 20;
+    if (allowed_size_ + uncached.size() <= kMaxAllowedCached) {
+      allowed_size_ += uncached.size();
+      allowed = &allowed_.emplace(key_, std::move(uncached)).first->second;
+    } else {
+      allowed = &uncached;
+    }
+  }
+  constexpr size_t kMaxCandidates = 256;
+  std::vector<Candidate> candidates;
+  for (const Candidate& c : *allowed) {
+    if (stopping_flag_[c.index]) continue;
+    candidates.push_back(c);
+    if (candidates.size() == kMaxCandidates) break;
   }
   if (candidates.empty()) return std::nullopt;
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) {
-                     const RunningJob& x = *a.job;
-                     const RunningJob& y = *b.job;
-                     if (x.job.priority != y.job.priority) return x.job.priority < y.job.priority;
-                     if (x.job.progress_since_checkpoint != y.job.progress_since_checkpoint) {
-                       return x.job.progress_since_checkpoint < y.job.progress_since_checkpoint;
-                     }
-                     if (x.started_at != y.started_at) return x.started_at > y.started_at;
-                     return x.job.id < y.job.id;
-                   });
-  constexpr size_t kMaxCandidates = 256;
-  if (candidates.size() > kMaxCandidates) candidates.resize(kMaxCandidates);
 
   // Take victims in order until the job fits, then give back every victim it can do without
-  // (most valuable first).
+  // (most valuable first). Fitting only gets easier as more victims are out, so the shortest
+  // prefix that fits is found by galloping and bisection.
   std::vector<size_t> picked;
   {
-    Plan plan(*this);  // besides the stopping jobs, the picked candidates are out
-    bool fits = false;
-    for (size_t i = 0; i < candidates.size() && !fits; ++i) {
-      plan.Release(*candidates[i].running);
-      picked.push_back(i);
-      fits = plan.Fits(job, q, quota_blocked);
+    Plan plan(*this);  // besides the stopping jobs, the candidates out are [0, out)
+    size_t out = 0;
+    auto take_out = [&](size_t want) {
+      for (; out < want; ++out) plan.Release(*candidates[out].running);
+      for (; out > want; --out) plan.Restore(*candidates[out - 1].running);
+    };
+    // Galloping: prefixes of 1, 2, 4, ... until one fits (few victims usually do), then
+    // bisection between the last two.
+    size_t fails = 0;  // the longest prefix known not to fit
+    size_t fits = 0;   // the shortest prefix known to fit; 0 while none is known
+    for (size_t n = 1; fits == 0; n = std::min(2 * n, candidates.size())) {
+      take_out(n);
+      if (plan.Fits(job, q, quota_blocked)) {
+        fits = n;
+      } else if (n == candidates.size()) {
+        return std::nullopt;
+      } else {
+        fails = n;
+      }
     }
-    if (!fits) return std::nullopt;
+    while (fits - fails > 1) {
+      const size_t mid = fails + (fits - fails) / 2;
+      take_out(mid);
+      (plan.Fits(job, q, quota_blocked) ? fits : fails) = mid;
+    }
+    take_out(fits);
+    for (size_t i = 0; i < fits; ++i) picked.push_back(i);
     for (size_t k = picked.size(); k-- > 0;) {
       const RunningJobs::Entry& r = *candidates[picked[k]].running;
       plan.Restore(r);
@@ -201,17 +250,18 @@ std::optional<Outcome> PreemptionSearch::FindVictims(const Job& job, QueueIndex 
     }
   }  // the plan is undone before the victims stop for real
   for (size_t i : picked) {
-    const RunningJob& v = *candidates[i].job;
+    const RunningJob& v = *candidates[i].running->job;
     victims_.insert(v.job.id);
-    preemptions.push_back({.job = v.job.id,
-                           .grace = v.job.checkpoint_grace,
-                           .for_job = job.id,
-                           .reason = candidates[i].reason});
+    preemptions.push_back(
+        {.job = v.job.id,
+         .grace = v.job.checkpoint_grace,
+         .for_job = job.id,
+         .reason = candidates[i].policy->MayPreempt(ctx, in_.order, job, v).value_or("")});
   }
   for (size_t i : picked) {
     // Every running entry with the victim's id stops (ids are unique in valid input).
     for (size_t r = 0; r < in_.running.size(); ++r) {
-      if (!stopping_flag_[r] && in_.running[r].job->job.id == candidates[i].job->job.id) {
+      if (!stopping_flag_[r] && in_.running[r].job->job.id == candidates[i].running->job->job.id) {
         MarkStopping(r);
       }
     }

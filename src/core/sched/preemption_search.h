@@ -9,10 +9,14 @@
 //   2. Candidates: running jobs that are preemptible, did not start in this cycle, have run
 //      at least the profile's minimum runtime, and that some Preemption policy lets this job
 //      displace (the first policy that agrees gives the reason). Ranked lowest priority
-//      first, then least progress since the last checkpoint, then youngest; at most 256.
+//      first, then least progress since the last checkpoint, then youngest; the first 256.
+//      The ranking does not depend on the pending job, so a cycle sorts once (RankVictims).
 //   3. Victims are taken in that order until the job would fit (placement through the
 //      profile's placer, quota when it was quota-blocked and always with the exact usage of
 //      the placement), then every victim it can do without is given back, most valuable first.
+//      Fitting is taken to get no harder as victims are added (true of whole-GPU placement
+//      and quota; a heuristic placer may in rare cases disagree), so the shortest prefix is
+//      found by galloping (1, 2, 4, ... victims) and then bisection.
 //   4. The victims become PreemptDecisions (grace = their checkpoint grace) and stop for the
 //      rest of the cycle: their resources stay held (no start relies on a preemption), and
 //      later jobs may count on them in step 1.
@@ -25,8 +29,10 @@
 // id is a victim of this cycle; while any entry is stopping, the released copies equal the
 // cycle's state and usage without the stopping entries (the cycle reports each start through
 // Started to keep it so). A search that found no victims is remembered by the job's shape,
-// queue, priority and service: within a cycle victims only get fewer and free capacity and
-// quota only shrink, so an equal job would fail again.
+// queue, priority, reserved nodes and the policies' keys (Preemption::AppendPreemptorKey):
+// within a cycle victims only get fewer and free capacity and quota only shrink, so an equal
+// job would fail again. Jobs of one key also share the list of victims the policies allow
+// until the next start.
 //
 // Not thread-safe; one per cycle.
 
@@ -35,6 +41,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/model/job.h"
@@ -83,12 +90,19 @@ class PreemptionSearch {
 
  private:
   class Plan;
+  struct Candidate {
+    const RunningJobs::Entry* running;
+    size_t index;              // of `running` in in_.running
+    const Preemption* policy;  // the first that agrees; it gives the reason
+  };
   std::optional<Outcome> FindVictims(const Job& job, QueueIndex queue, const CycleContext& ctx,
                                      bool quota_blocked, std::vector<PreemptDecision>& preemptions);
   // Whether the job would fit (and pass quota when `check_quota`) once the stopping jobs
   // were gone.
   bool FitsAfterStopping(const Job& job, QueueIndex queue, bool check_quota);
   void MarkStopping(size_t running_index);
+  // Fills ranked_: the running entries that may ever be victims this cycle, in victim order.
+  void RankVictims();
 
   PreemptionInputs in_;
   std::set<JobId> victims_;
@@ -100,7 +114,16 @@ class PreemptionSearch {
   std::optional<ClusterState> released_;
   std::optional<QueueTree> released_queues_;
   std::set<std::string> no_victims_;  // TryPreempt keys that found nothing this cycle
-  std::string key_;                   // reused TryPreempt key
+  // Entries of in_.running present when first needed: preemptible, started before this cycle
+  // and past the minimum runtime, by victim rank (see 2. above). Entries that stop later
+  // stay listed and are skipped by their stopping flag.
+  std::optional<std::vector<size_t>> ranked_;
+  // By TryPreempt key: the ranked entries the policies allowed as victims, found since the
+  // last start (entries that stop since are skipped by their flag). allowed_size_: their
+  // total length, which is bounded.
+  std::unordered_map<std::string, std::vector<Candidate>> allowed_;
+  size_t allowed_size_ = 0;
+  std::string key_;  // reused TryPreempt key
 };
 
 }  // namespace gangway::core

@@ -2,12 +2,27 @@
 
 #include <algorithm>
 
+#include "core/sched/signature.h"
 #include "core/state/transaction.h"
 
 namespace gangway::core {
 
 bool Reservations::Unrestricted(const Job& job) const {
   return reservations_.empty() || (job.time_limit && EndOf(now_, job.time_limit) <= earliest_);
+}
+
+void Reservations::AppendEligibilityKey(std::string& key, const Job& job) const {
+  if (reservations_.empty()) return;
+  int per_task = 1;
+  for (const TaskGroup& g : job.groups) {
+    if (g.request.gpu.kind == GpuRequest::Kind::kWhole) {
+      per_task = std::max(per_task, g.request.gpu.count);
+    }
+  }
+  AppendInt(key, per_task);
+  const Instant end = EndOf(now_, job.time_limit);
+  for (const Reservation& r : reservations_) key += end > r.start ? 'y' : 'n';
+  key += '|';
 }
 
 bool Reservations::MayUseNode(const Job& job, NodeIndex n) const {

@@ -62,6 +62,9 @@ class Reservations {
   bool Unrestricted(const Job& job) const;
   // Whether `job` may take a task's GPUs on node `n` without delaying a reservation.
   bool MayUseNode(const Job& job, NodeIndex n) const;
+  // Appends what MayUseNode and Delayed read of a job: the GPUs per task and, per
+  // reservation, whether the job may run past its start. Nothing without reservations.
+  void AppendEligibilityKey(std::string& key, const Job& job) const;
   // MayUseNode as a placement filter; empty (no filter) when there are no reservations.
   std::function<bool(NodeIndex)> AllowedFor(const Job& job) const;
   // The reservation that `tasks` of `job` would push back, if any: a job that ends after a

@@ -40,8 +40,10 @@ class Cycle {
   void Start(const Job& job, QueueIndex q, Transaction& tx, std::vector<TaskAllocation> tasks,
              ResourceList usage);
   // For a job placement failed for lack of resources: kube-scheduler style, how many nodes
-  // could take its largest task and why the others cannot.
-  std::string DiagnoseNodes(const Job& job) const;
+  // could take its largest task and why the others cannot. Shared by the jobs whose largest
+  // task and reservation eligibility are the same until the next start or reservation.
+  const std::string& DiagnoseNodes(const Job& job);
+  std::string CountFittingNodes(const Job& job, const TaskGroup& hardest) const;
   // When a job the cycle preempts for can start: the longest grace of its victims.
   Instant PreemptionStart(const Job& job) const;
   void Pend(PendingJob pending) { result_.pending.push_back(std::move(pending)); }
@@ -59,6 +61,11 @@ class Cycle {
   const Job* blocked_by_ = nullptr;  // strict order: the first job blocked for resources
   std::string sig_;                  // reused key buffer: the job's signature in Consider
   std::unordered_map<std::string, Outcome> failed_;  // placement failures by signature
+  // DiagnoseNodes by its key; exact because it is cleared whenever a start or a reservation
+  // changes what a node can take. With a backlog of jobs that differ only in their time
+  // limits, counting every node for each of them was half of an EASY backfill cycle.
+  std::unordered_map<std::string, std::string> diagnoses_;
+  std::string diagnosis_key_;  // reused key buffer
   int considered_ = 0;
 };
 
@@ -112,14 +119,25 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
   return std::move(result_);
 }
 
-std::string Cycle::DiagnoseNodes(const Job& job) const {
+const std::string& Cycle::DiagnoseNodes(const Job& job) {
+  const TaskGroup& hardest = job.groups.front();
+  // What the count reads: the task's request and which reserved nodes the job may use.
+  std::string& key = diagnosis_key_;
+  key.clear();
+  AppendGroupSignature(key, hardest);
+  reservations_.AppendEligibilityKey(key, job);
+  auto it = diagnoses_.find(key);
+  if (it == diagnoses_.end()) it = diagnoses_.emplace(key, CountFittingNodes(job, hardest)).first;
+  return it->second;
+}
+
+std::string Cycle::CountFittingNodes(const Job& job, const TaskGroup& hardest) const {
   // "0/12 nodes can take a task (8 GPUs): 10 not enough free GPUs, ..."
-  const TaskGroup* hardest = &job.groups.front();
   std::map<FitFailure, int> why;
   int fits = 0;
   for (size_t i = 0; i < state_.node_count(); ++i) {
     NodeIndex n(static_cast<uint32_t>(i));
-    FitFailure f = FitTask(state_, n, hardest->request).failure;
+    FitFailure f = FitTask(state_, n, hardest.request).failure;
     if (f == FitFailure::kNone && !reservations_.MayUseNode(job, n)) f = FitFailure::kReserved;
     if (f == FitFailure::kNone) {
       ++fits;
@@ -128,7 +146,7 @@ std::string Cycle::DiagnoseNodes(const Job& job) const {
     }
   }
   std::string msg = std::to_string(fits) + "/" + std::to_string(state_.node_count()) +
-                    " nodes can take a task (" + DescribeRequest(hardest->request) + ")";
+                    " nodes can take a task (" + DescribeRequest(hardest.request) + ")";
   bool first = true;
   for (const auto& [f, count] : why) {
     msg += (first ? ": " : ", ") + std::to_string(count) + " " + std::string(FitFailureText(f));
@@ -148,6 +166,7 @@ Instant Cycle::PreemptionStart(const Job& job) const {
 void Cycle::Start(const Job& job, QueueIndex q, Transaction& tx, std::vector<TaskAllocation> tasks,
                   ResourceList usage) {
   tx.Commit();
+  diagnoses_.clear();
   if (q.valid()) queues_->AddUsage(q, usage);
   reservations_.Started(job, tasks);
   const size_t index = running_.Add(job, tasks, snap_.now, q, std::move(usage));
@@ -292,6 +311,7 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
       pending.code = PendingCode::kReserved;
       pending.estimated_start = reserved->start;
       pending.message += "; resources reserved for it from the estimated start";
+      diagnoses_.clear();
       result_.reservations.push_back(std::move(*reserved));
     } else {
       pending.message += "; no start time can be estimated (running jobs without time limits)";

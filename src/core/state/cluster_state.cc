@@ -169,6 +169,7 @@ ClusterState::ClusterState(const std::vector<Node>& nodes) : nodes_(&nodes) {
   shared_index_.assign(models, NodeSet(n));
   mig_index_.assign(models, NodeSet(n));
   whole_free_index_.assign(k_max + 1, NodeSet(n));
+  whole_free_nodes_.assign(k_max + 1, 0);
   indexed_whole_free_.assign(n, -1);
   for (size_t l = 0; l < layout->levels.size(); ++l) {
     level_whole_free_[l].assign(layout->levels[l].members.size(), 0);
@@ -375,11 +376,15 @@ void ClusterState::Reindex(NodeIndex n) {
     shared_index_[m].Erase(n);
     mig_index_[m].Erase(n);
   }
-  if (indexed_whole_free_[ni] >= 0) whole_free_index_[indexed_whole_free_[ni]].Erase(n);
+  if (indexed_whole_free_[ni] >= 0) {
+    whole_free_index_[indexed_whole_free_[ni]].Erase(n);
+    --whole_free_nodes_[indexed_whole_free_[ni]];
+  }
   indexed_whole_free_[ni] = -1;
   if (!schedulable_[ni]) return;
   indexed_whole_free_[ni] = whole_free_[ni];
   whole_free_index_[whole_free_[ni]].Insert(n);
+  ++whole_free_nodes_[whole_free_[ni]];
   for (uint32_t i = models_begin; i < models_end; ++i) indexed_free_[i] = 0;
   const Node& node = this->node(n);
   const uint32_t base = layout_->gpu_offset[ni];

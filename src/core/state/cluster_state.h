@@ -11,7 +11,8 @@
 //    the device's compute slices; a MIG-enabled GPU holds only MIG instances.
 //  - per node: used CPU, memory and extras never exceed capacity.
 //  - index: a node is in NodesWithFree(m, k) iff it is schedulable and has exactly k
-//    untouched, healthy, non-MIG GPUs of model m.
+//    untouched, healthy, non-MIG GPUs of model m; CountWithWholeFree(k) is the size of
+//    NodesWithWholeFree(k).
 //
 // Thread safety: none; one cycle owns one state.
 
@@ -94,6 +95,8 @@ class ClusterState {
   // Schedulable nodes with exactly k whole-free GPUs of any model (whole_free(n) == k),
   // 0 <= k <= max_gpus_per_node; k == 0 includes schedulable nodes without GPUs.
   const NodeSet& NodesWithWholeFree(int k) const { return whole_free_index_[k]; }
+  // How many nodes NodesWithWholeFree(k) holds.
+  int64_t CountWithWholeFree(int k) const { return whole_free_nodes_[k]; }
   // Schedulable nodes with at least one shareable GPU of model m that holds a fraction.
   const NodeSet& NodesWithSharedGpus(ModelIndex m) const { return shared_index_[m.value()]; }
   // Schedulable nodes with a MIG-enabled GPU of model m.
@@ -177,6 +180,7 @@ class ClusterState {
   std::vector<NodeSet> shared_index_;             // [model]
   std::vector<NodeSet> mig_index_;                // [model]
   std::vector<NodeSet> whole_free_index_;         // [k], any model
+  std::vector<int64_t> whole_free_nodes_;         // [k], nodes in whole_free_index_[k]
   std::vector<int16_t> indexed_whole_free_;       // per node: k it is indexed under, -1 = none
   std::array<std::vector<int64_t>, 3> level_whole_free_;  // [level slot][domain]
   int64_t cluster_whole_free_ = 0;

@@ -44,6 +44,52 @@ TEST(ClusterState, FreeIndexTracksWholeFreeGpusPerModel) {
   EXPECT_FALSE(s.FindModel("V100").valid());
 }
 
+// CountWithWholeFree(k) is the size of NodesWithWholeFree(k) through allocations, releases,
+// bulk loads and cordons, in random order.
+TEST(ClusterState, WholeFreeCountsMatchTheIndex) {
+  SnapshotBuilder b;
+  for (int i = 0; i < 12; ++i) b.Node(MakeNode("n" + std::to_string(i)).Gpus(i % 3 == 0 ? 4 : 8));
+  Snapshot snap = b.Build();
+  ClusterState s(snap.nodes);
+  auto check = [&](int step) {
+    for (int k = 0; k <= s.max_gpus_per_node(); ++k) {
+      int64_t members = 0;
+      s.NodesWithWholeFree(k).ForEachUntil([&](NodeIndex) {
+        ++members;
+        return true;
+      });
+      ASSERT_EQ(s.CountWithWholeFree(k), members) << "k=" << k << " after step " << step;
+    }
+  };
+  uint64_t x = 12345;
+  auto next = [&](uint64_t n) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (x >> 33) % n;
+  };
+  std::vector<TaskAllocation> held;
+  for (int step = 0; step < 400; ++step) {
+    const uint64_t op = next(10);
+    if (op < 5) {
+      const auto node = static_cast<uint32_t>(next(12));
+      const int gpu = static_cast<int>(next(4));
+      TaskAllocation t = Whole(node, {gpu});
+      if (s.CanAllocate(t)) {
+        if (op == 0) s.BeginBulkLoad();
+        s.Allocate(t);
+        if (op == 0) s.EndBulkLoad();
+        held.push_back(t);
+      }
+    } else if (op < 8 && !held.empty()) {
+      const size_t i = next(held.size());
+      s.Release(held[i]);
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      s.SetSchedulable(NodeIndex(static_cast<uint32_t>(next(12))), op == 9);
+    }
+    check(step);
+  }
+}
+
 TEST(ClusterState, FractionsShareAGpuUpToItsCapacityAndMemory) {
   Snapshot snap = SnapshotBuilder().Node(MakeNode("n").Gpus(1, "A100-40GB")).Build();
   ClusterState s(snap.nodes);

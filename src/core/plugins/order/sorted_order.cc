@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/sched/signature.h"
+
 namespace gangway::core {
 namespace {
 
@@ -32,6 +34,11 @@ std::unique_ptr<JobCursor> SortedOrder::Begin(const CycleContext& ctx,
 
 bool SortedOrder::Precedes(const CycleContext& ctx, const Job& a, const Job& b) const {
   return Less(ctx, a, b);
+}
+
+void SortedOrder::AppendPrecedenceKey(std::string& key, const Job& job) const {
+  key += 'j';
+  AppendInt(key, static_cast<int64_t>(job.id.value));
 }
 
 }  // namespace gangway::core

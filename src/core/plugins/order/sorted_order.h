@@ -15,6 +15,8 @@ class SortedOrder : public QueueOrder {
   std::unique_ptr<JobCursor> Begin(const CycleContext& ctx,
                                    std::span<const Job* const> pending) const final;
   bool Precedes(const CycleContext& ctx, const Job& a, const Job& b) const override;
+  // Precedes is Less: subclasses append what their Less reads. Default: the job id.
+  void AppendPrecedenceKey(std::string& key, const Job& job) const override;
 
  protected:
   // Strict weak order: whether `a` is considered before `b`; equal jobs fall back to FIFO.

@@ -8,6 +8,7 @@
 #include "core/plugins/order/drf_order.h"
 #include "core/plugins/order/sorted_order.h"
 #include "core/sched/registry.h"
+#include "core/sched/signature.h"
 
 namespace gangway::core {
 namespace {
@@ -17,6 +18,7 @@ class FifoOrder final : public SortedOrder {
  public:
   std::string_view name() const override { return "fifo"; }
   bool Precedes(const CycleContext&, const Job&, const Job&) const override { return false; }
+  void AppendPrecedenceKey(std::string&, const Job&) const override {}
 
  protected:
   bool Less(const CycleContext&, const Job&, const Job&) const override { return false; }
@@ -26,6 +28,9 @@ class FifoOrder final : public SortedOrder {
 class PriorityOrder final : public SortedOrder {
  public:
   std::string_view name() const override { return "priority"; }
+  void AppendPrecedenceKey(std::string& key, const Job& job) const override {
+    AppendInt(key, job.priority);
+  }
 
  protected:
   bool Less(const CycleContext&, const Job& a, const Job& b) const override {
@@ -38,6 +43,10 @@ class PriorityOrder final : public SortedOrder {
 class SjfOrder final : public SortedOrder {
  public:
   std::string_view name() const override { return "sjf"; }
+  void AppendPrecedenceKey(std::string& key, const Job& job) const override {
+    AppendInt(key, job.priority);
+    AppendInt(key, Key(job));
+  }
 
  protected:
   bool Less(const CycleContext&, const Job& a, const Job& b) const override {
@@ -55,6 +64,10 @@ class SjfOrder final : public SortedOrder {
 class SrtfOrder final : public SortedOrder {
  public:
   std::string_view name() const override { return "srtf"; }
+  void AppendPrecedenceKey(std::string& key, const Job& job) const override {
+    AppendInt(key, job.priority);
+    AppendInt(key, Key(job));
+  }
 
  protected:
   bool Less(const CycleContext&, const Job& a, const Job& b) const override {
@@ -77,6 +90,10 @@ class LasOrder final : public SortedOrder {
  public:
   explicit LasOrder(std::vector<int64_t> thresholds) : thresholds_(std::move(thresholds)) {}
   std::string_view name() const override { return "las"; }
+  void AppendPrecedenceKey(std::string& key, const Job& job) const override {
+    AppendInt(key, job.priority);
+    AppendInt(key, static_cast<int64_t>(Level(job)));
+  }
 
  protected:
   bool Less(const CycleContext&, const Job& a, const Job& b) const override {

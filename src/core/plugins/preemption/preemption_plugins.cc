@@ -11,6 +11,7 @@
 
 #include "core/plugins/builtin.h"
 #include "core/sched/registry.h"
+#include "core/sched/signature.h"
 #include "core/sched/usage.h"
 
 namespace gangway::core {
@@ -20,22 +21,27 @@ class PriorityPreemption final : public Preemption {
  public:
   explicit PriorityPreemption(bool same_queue) : same_queue_(same_queue) {}
   std::string_view name() const override { return "priority"; }
-  std::optional<std::string> MayPreempt(const CycleContext& ctx, const QueueOrder&,
+  void AppendPreemptorKey(std::string& key, const QueueOrder&,
+                          const Job& preemptor) const override {
+    AppendInt(key, preemptor.priority);
+  }
+  std::optional<std::string> MayPreempt(const CycleContext& ctx, const QueueOrder& order,
                                         const Job& preemptor,
                                         const RunningJob& victim) const override {
-    if (victim.job.priority >= preemptor.priority) return std::nullopt;
-    if (victim.job.queue != preemptor.queue) {
-      if (same_queue_) return std::nullopt;
-      // Across queues, priority never takes what another queue's guarantee covers: that would
-      // only hand the capacity back by reclaim in the next cycle (a preemption loop).
-      QueueIndex theirs = ctx.queues.Find(victim.job.queue);
-      if (theirs.valid() &&
-          ctx.queues.IsGuaranteed(theirs, AllocationUsage(ctx.snapshot.nodes, victim.tasks))) {
-        return std::nullopt;
-      }
-    }
+    if (!Allows(ctx, order, preemptor, victim)) return std::nullopt;
     return "job " + preemptor.name + " has priority " + std::to_string(preemptor.priority) +
            ", above this job's " + std::to_string(victim.job.priority);
+  }
+  bool Allows(const CycleContext& ctx, const QueueOrder&, const Job& preemptor,
+              const RunningJob& victim) const override {
+    if (victim.job.priority >= preemptor.priority) return false;
+    if (victim.job.queue == preemptor.queue) return true;
+    if (same_queue_) return false;
+    // Across queues, priority never takes what another queue's guarantee covers: that would
+    // only hand the capacity back by reclaim in the next cycle (a preemption loop).
+    QueueIndex theirs = ctx.queues.Find(victim.job.queue);
+    return !theirs.valid() ||
+           !ctx.queues.IsGuaranteed(theirs, AllocationUsage(ctx.snapshot.nodes, victim.tasks));
   }
 
  private:
@@ -45,18 +51,22 @@ class PriorityPreemption final : public Preemption {
 class ReclaimPreemption final : public Preemption {
  public:
   std::string_view name() const override { return "reclaim"; }
-  std::optional<std::string> MayPreempt(const CycleContext& ctx, const QueueOrder&,
+  // Reads the preemptor's queue and request only.
+  void AppendPreemptorKey(std::string&, const QueueOrder&, const Job&) const override {}
+  std::optional<std::string> MayPreempt(const CycleContext& ctx, const QueueOrder& order,
                                         const Job& preemptor,
                                         const RunningJob& victim) const override {
-    if (victim.job.queue == preemptor.queue) return std::nullopt;
+    if (!Allows(ctx, order, preemptor, victim)) return std::nullopt;
+    return "queue " + preemptor.queue + " reclaims its guarantee from queue " + victim.job.queue;
+  }
+  bool Allows(const CycleContext& ctx, const QueueOrder&, const Job& preemptor,
+              const RunningJob& victim) const override {
+    if (victim.job.queue == preemptor.queue) return false;
     QueueIndex mine = ctx.queues.Find(preemptor.queue);
     QueueIndex theirs = ctx.queues.Find(victim.job.queue);
-    if (!mine.valid() || !theirs.valid()) return std::nullopt;
-    if (!ctx.queues.WithinGuarantee(mine, RequestUsage(preemptor))) return std::nullopt;
-    if (!ctx.queues.IsBorrowed(theirs, AllocationUsage(ctx.snapshot.nodes, victim.tasks))) {
-      return std::nullopt;
-    }
-    return "queue " + preemptor.queue + " reclaims its guarantee from queue " + victim.job.queue;
+    if (!mine.valid() || !theirs.valid()) return false;
+    if (!ctx.queues.WithinGuarantee(mine, RequestUsage(preemptor))) return false;
+    return ctx.queues.IsBorrowed(theirs, AllocationUsage(ctx.snapshot.nodes, victim.tasks));
   }
   // Only a job its queue's guarantee covers reclaims.
   bool MayPreemptAny(const CycleContext& ctx, const Job& preemptor) const override {
@@ -68,11 +78,19 @@ class ReclaimPreemption final : public Preemption {
 class OrderPreemption final : public Preemption {
  public:
   std::string_view name() const override { return "order"; }
+  void AppendPreemptorKey(std::string& key, const QueueOrder& order,
+                          const Job& preemptor) const override {
+    order.AppendPrecedenceKey(key, preemptor);
+  }
   std::optional<std::string> MayPreempt(const CycleContext& ctx, const QueueOrder& order,
                                         const Job& preemptor,
                                         const RunningJob& victim) const override {
     if (!order.Precedes(ctx, preemptor, victim.job)) return std::nullopt;
     return "the " + std::string(order.name()) + " order ranks job " + preemptor.name + " before it";
+  }
+  bool Allows(const CycleContext& ctx, const QueueOrder& order, const Job& preemptor,
+              const RunningJob& victim) const override {
+    return order.Precedes(ctx, preemptor, victim.job);
   }
 };
 
