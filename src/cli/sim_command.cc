@@ -660,7 +660,8 @@ void AddRunFlags(CLI::App* cmd, SimFlags& f) {
                   "Least virtual time between cycles; events in between are batched")
       ->default_str("0");
   cmd->add_option("--tick", f.tick,
-                  "Periodic cycle while jobs wait and preemption is on (default: minRuntime)");
+                  "Cycle every TICK while jobs wait instead of when time alone can change a "
+                  "decision (default: 0, event-driven)");
   cmd->add_flag("--plots", f.plots,
                 "Draw allocation.svg and jct_cdf.svg into --out-dir with gnuplot");
   cmd->add_option("--sample-interval", f.sample_interval,

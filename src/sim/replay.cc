@@ -207,7 +207,7 @@ void Replay::Setup() {
       static_cast<double>(std::max<int64_t>(1, options_.profile.fair_share_half_life.count()));
   queue_decayed_.assign(snapshot_.queues.size(), 0.0);
   queue_milli_.assign(snapshot_.queues.size(), 0);
-  tick_ = options_.tick.count() > 0 ? options_.tick.count() : options_.profile.min_runtime.count();
+  tick_ = options_.tick.count();
   result_.policy = options_.profile.order.name + "/" + options_.profile.scorer.name + "/" +
                    options_.profile.backfill.name;
   result_.seed = options_.seed;
@@ -500,12 +500,21 @@ void Replay::Cycle() {
     r.reason = p.message;
     ++done_;
   }
-  if (Periodic()) {
-    const int64_t at = now_ + tick_;
-    if (wake_at_ > at) {
-      wake_at_ = at;
-      Push(at, EventKind::kWake);
+  // The next cycle that time alone calls for: every tick when one is set, else when the
+  // core says a decision could change, or a backfill reservation is due to start.
+  int64_t at = INT64_MAX;
+  if (tick_ > 0) {
+    if (Periodic()) at = now_ + tick_;
+  } else if (!pending_.empty() && !snapshot_.running.empty()) {
+    const core::Instant change = scheduler_.NextTimeDependentChange(snapshot_, pending_);
+    if (change != core::kNever) at = std::max(now_ + 1, core::ToSeconds(change));
+    for (const core::ReserveDecision& r : cycle->reservations) {
+      if (r.start != core::kNever) at = std::min(at, std::max(now_ + 1, core::ToSeconds(r.start)));
     }
+  }
+  if (at != INT64_MAX && wake_at_ > at) {
+    wake_at_ = at;
+    Push(at, EventKind::kWake);
   }
 }
 
@@ -544,8 +553,12 @@ core::Result<ReplayResult> Replay::Run() {
           Repair(e.job);
           break;
         case EventKind::kWake:
-          if (wake_at_ == t) wake_at_ = INT64_MAX;
-          dirty_ = true;  // time alone may change decisions
+          // A wake that an earlier one replaced is stale: the cycle that replaced it set
+          // the next one.
+          if (wake_at_ == t) {
+            wake_at_ = INT64_MAX;
+            dirty_ = true;  // time alone may change decisions
+          }
           break;
       }
     }

@@ -8,8 +8,11 @@
 // one instant: completions, ends of preemption grace periods, arrivals; then one scheduling
 // cycle over everything pending (events at one instant are batched; with
 // `min_cycle_interval` > 0, cycles are at least that far apart and events in between are
-// batched into the next). While jobs wait and the profile can preempt (or orders by attained
-// service), a cycle also runs every `tick`, since those decisions change with time alone.
+// batched into the next). While jobs wait and others run, a cycle also runs when time alone
+// could change a decision (core::Scheduler::NextTimeDependentChange: a running job passes the
+// minimum runtime, crosses a 2D-LAS threshold, or decayed fair-share usage moves by 1/64 of
+// its half-life) and when a backfill reservation is due to start. With `tick` > 0 it runs
+// every `tick` instead (the replay before event-driven cycles, kept to check them against).
 //
 // Applying decisions:
 //   StartDecision    the job holds its tasks' resources until it completes after its
@@ -70,7 +73,8 @@ struct ReplayOptions {
   // divided by this (2 = arrivals twice as dense; durations and sizes unchanged). > 0.
   double load = 1.0;
   core::Duration min_cycle_interval{0};
-  // 0 = the profile's min_runtime.
+  // > 0: while jobs wait and others run, a cycle every `tick` instead of at the instants the
+  // core names; 0 = event-driven.
   core::Duration tick{0};
   // Elastic gangs: a job of several tasks may start with as few as ceil(elastic x tasks) of
   // them, and then runs tasks / started tasks times longer (work scales linearly with GPUs);

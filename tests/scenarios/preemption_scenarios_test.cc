@@ -103,6 +103,21 @@ std::vector<Scenario> PreemptionScenarios() {
        .expect = {.preemptions = {{.job = 100, .for_job = 1}, {.job = 101, .for_job = 1}},
                   .pending = {{.job = 1, .code = kPreempting, .message = "preempting 2 jobs"}}}},
 
+      // The free GPUs a preempting job counts on are held from the jobs behind it. Node 0 has
+      // 4 free GPUs and job 100 on the other 4; job 1 needs all 8 and preempts 100. Job 2 (4
+      // GPUs, ranked after job 1) would fit the free half, but taking it would leave job 1
+      // short when 100 exits, and it would preempt again and again.
+      {.name = "preempting_job_holds_the_free_gpus_it_needs",
+       .cluster = SnapshotBuilder()
+                      .Now(kNow)
+                      .Nodes(1, MakeNode("n").Gpus(8))
+                      .Running(MakeJob(100).Priority(1).Gpus(4), {0})
+                      .Build(),
+       .pending = {MakeJob(1).Priority(10).Gpus(8).Obj(), MakeJob(2).Priority(5).Gpus(4).Obj()},
+       .profile = Preempt({"priority"}),
+       .expect = {.preemptions = {{.job = 100, .for_job = 1}},
+                  .pending = {{.job = 1, .code = kPreempting}, {.job = 2, .code = kPreempting}}}},
+
       // Freeing one whole node: node 0 runs priorities 1 and 3, node 1 two jobs of priority 2.
       // Taking the two priority-2 jobs frees node 1 without touching priority 3; the
       // priority-1 job is given back because it does not help.

@@ -29,6 +29,10 @@ void QueueOrder::AppendPrecedenceKey(std::string& key, const Job& job) const {
   AppendInt(key, job.priority);
 }
 
+Instant QueueOrder::NextChange(const Snapshot& /*snapshot*/, Duration /*resolution*/) const {
+  return kNever;
+}
+
 void Preemption::AppendPreemptorKey(std::string& key, const QueueOrder& /*order*/,
                                     const Job& preemptor) const {
   key += 'j';

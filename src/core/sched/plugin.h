@@ -84,6 +84,12 @@ class QueueOrder {
   // with a separator. Default: the priority, which the default Precedes reads. An order that
   // overrides Precedes overrides this too; the job id is always a correct, unshared key.
   virtual void AppendPrecedenceKey(std::string& key, const Job& job) const;
+  // The earliest instant after snapshot.now at which this order may rank jobs differently
+  // with nothing changed but the clock, running jobs gaining attained service at the GPUs
+  // they hold per second (Scheduler::NextTimeDependentChange). An order that reads something
+  // continuous (decayed usage) answers now + `resolution`. Default: kNever, for orders that
+  // read nothing that moves with time. Early answers cost a cycle; late ones miss a decision.
+  virtual Instant NextChange(const Snapshot& snapshot, Duration resolution) const;
 };
 
 // ---------------------------------------------------------------------------------------------

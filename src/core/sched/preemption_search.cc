@@ -103,6 +103,34 @@ void PreemptionSearch::MarkStopping(size_t i) {
   if (r.queue.valid()) released_queues_->RemoveUsage(r.queue, r.usage);
 }
 
+void PreemptionSearch::Hold(const Job& job) {
+  if (!released_) return;  // nothing stops: there is nothing to wait for
+  std::vector<TaskAllocation> tasks;
+  {
+    Transaction tx(*released_);
+    PlaceResult placed = in_.placer.Place({.tx = tx,
+                                           .job = job,
+                                           .scorer = in_.scorer,
+                                           .allowed = in_.reservations.AllowedFor(job),
+                                           .rng = in_.rng});
+    if (!placed.ok()) return;
+    tasks = std::move(placed.tasks);
+  }  // rolled back
+  for (const TaskAllocation& t : tasks) {
+    TaskAllocation hold{.node = t.node};
+    for (const GpuAssignment& g : t.gpus) {
+      if (g.milli == kGpuMilli && in_.state.gpu_usage(t.node, g.gpu).tasks == 0) {
+        hold.gpus.push_back({.gpu = g.gpu, .milli = kGpuMilli});
+      }
+    }
+    if (hold.gpus.empty() || !in_.state.CanAllocate(hold) || !released_->CanAllocate(hold)) {
+      continue;
+    }
+    in_.state.Allocate(hold);
+    released_->Allocate(hold);
+  }
+}
+
 void PreemptionSearch::RankVictims() {
   ranked_.emplace();
   for (size_t i = 0; i < in_.running.size(); ++i) {

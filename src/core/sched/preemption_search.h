@@ -20,6 +20,10 @@
 //   4. The victims become PreemptDecisions (grace = their checkpoint grace) and stop for the
 //      rest of the cycle: their resources stay held (no start relies on a preemption), and
 //      later jobs may count on them in step 1.
+//   5. Hold: the whole GPUs that are free now and that the job will start on once its
+//      victims exit are held from later jobs for the rest of the cycle. Without it, jobs
+//      behind it took them, the job preempted again when those passed the minimum runtime,
+//      and a gang as large as the cluster could wait forever.
 //
 // Every plan is a what-if on the cluster and queue usage without the stopping jobs, undone
 // before the search returns: the cycle's ClusterState and QueueTree are unchanged by a
@@ -87,6 +91,12 @@ class PreemptionSearch {
   // also make room in the quota.
   std::optional<Outcome> TryPreempt(const Job& job, QueueIndex queue, const CycleContext& ctx,
                                     bool quota_blocked, std::vector<PreemptDecision>& preemptions);
+
+  // After TryPreempt answered kPreempting for `job`: places it as if the stopping jobs were
+  // gone and allocates, in the cycle's state and the released copy, the whole GPUs of that
+  // placement that are free now (5. above). Fractions, MIG slices, CPU and memory are not
+  // held.
+  void Hold(const Job& job);
 
  private:
   class Plan;

@@ -17,6 +17,10 @@
 
 namespace gangway::core {
 
+namespace {
+constexpr int kFairShareSteps = 64;  // see NextTimeDependentChange
+}  // namespace
+
 // The state of one RunCycle call: it walks the pending jobs and runs each through the phases
 // (feasibility, admission, placement, preemption, reservation), which keep their own state
 // for the cycle.
@@ -200,7 +204,11 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
       if (auto pre = preemption_->TryPreempt(job, q, ctx, true, result_.preemptions)) {
         pending.code = pre->code;
         pending.message = pre->message + " (" + pending.message + ")";
-        if (pre->code == PendingCode::kPreempting) pending.estimated_start = PreemptionStart(job);
+        if (pre->code == PendingCode::kPreempting) {
+          pending.estimated_start = PreemptionStart(job);
+          preemption_->Hold(job);
+          diagnoses_.clear();  // held GPUs are no longer free
+        }
       }
       return Pend(std::move(pending));
     }
@@ -301,7 +309,11 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
   if (auto pre = preemption_->TryPreempt(job, q, ctx, false, result_.preemptions)) {
     pending.code = pre->code;
     pending.message = pre->message;
-    if (pre->code == PendingCode::kPreempting) pending.estimated_start = PreemptionStart(job);
+    if (pre->code == PendingCode::kPreempting) {
+      pending.estimated_start = PreemptionStart(job);
+      preemption_->Hold(job);
+      diagnoses_.clear();  // held GPUs are no longer free
+    }
     return Pend(std::move(pending));
   }
   // Backfill: an estimated start, with resources held for it from then.
@@ -320,6 +332,24 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     pending.message += "; reserved capacity is held for a higher-ranked job";
   }
   Pend(std::move(pending));
+}
+
+Instant Scheduler::NextTimeDependentChange(const Snapshot& snapshot,
+                                           std::span<const Job> pending) const {
+  if (pending.empty()) return kNever;
+  // Decayed usage moves continuously: follow it at 1/64 of its half-life (1.1 % of the
+  // decay), at least every second.
+  const Duration resolution =
+      std::max(Duration(1), profile_.fair_share_half_life / kFairShareSteps);
+  Instant next = order_->NextChange(snapshot, resolution);
+  if (!preemption_.empty()) {
+    for (const RunningJob& r : snapshot.running) {
+      if (r.terminating || !r.job.preemptible) continue;
+      const Instant eligible = SaturatingAdd(r.started_at, profile_.min_runtime);
+      if (eligible > snapshot.now) next = std::min(next, eligible);
+    }
+  }
+  return next;
 }
 
 Result<Scheduler> Scheduler::Create(const Profile& profile, const Registry& registry) {

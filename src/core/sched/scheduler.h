@@ -46,6 +46,17 @@ class Scheduler {
   Result<CycleResult> RunCycle(const Snapshot& snapshot, std::span<const Job> pending,
                                uint64_t seed) const;
 
+  // The earliest instant after snapshot.now at which a cycle could decide differently with
+  // nothing changed but the clock; kNever if time alone changes nothing. What changes with
+  // time alone: a running job passes the minimum runtime and may be preempted (when the
+  // profile preempts), and whatever the queue order reads that moves with time
+  // (QueueOrder::NextChange: a 2D-LAS level crossed by a running job's attained service,
+  // decayed fair-share usage). The attained service of a running job is taken to grow by the
+  // GPUs it holds per second. Not a trigger: a job's progress since its checkpoint (it only
+  // ranks victims) and shrinking remaining times of running jobs (SRTF victims only get
+  // fewer). Callers that run cycles on events (the simulator) also run one at this instant.
+  Instant NextTimeDependentChange(const Snapshot& snapshot, std::span<const Job> pending) const;
+
   const Profile& profile() const { return profile_; }
 
  private:

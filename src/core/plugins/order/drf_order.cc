@@ -76,6 +76,13 @@ class DrfOrder final : public QueueOrder {
                                    std::span<const Job* const> pending) const override {
     return std::make_unique<DrfCursor>(ctx, pending);
   }
+  // Decayed usage history moves continuously; without any, shares move only on events.
+  Instant NextChange(const Snapshot& snapshot, Duration resolution) const override {
+    for (const QueueSpec& q : snapshot.queues) {
+      if (!q.usage_history.empty()) return SaturatingAdd(snapshot.now, resolution);
+    }
+    return kNever;
+  }
 };
 
 }  // namespace

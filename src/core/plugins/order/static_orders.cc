@@ -94,6 +94,25 @@ class LasOrder final : public SortedOrder {
     AppendInt(key, job.priority);
     AppendInt(key, static_cast<int64_t>(Level(job)));
   }
+  // When the first running job reaches its next level: attained + GPUs x seconds >= the
+  // threshold. Rounded down (a caller's own rounding of service may reach it a second early).
+  Instant NextChange(const Snapshot& snapshot, Duration) const override {
+    Instant next = kNever;
+    for (const RunningJob& r : snapshot.running) {
+      if (r.terminating) continue;
+      const size_t level = Level(r.job);
+      if (level == thresholds_.size()) continue;
+      int64_t milli = 0;
+      for (const TaskAllocation& t : r.tasks) {
+        for (const GpuAssignment& g : t.gpus) milli += g.milli;
+      }
+      if (milli <= 0) continue;
+      const int64_t missing = thresholds_[level] - r.job.attained_service_gpu_seconds;
+      const int64_t seconds = std::max<int64_t>(1, missing * kGpuMilli / milli);
+      next = std::min(next, SaturatingAdd(snapshot.now, Duration(seconds)));
+    }
+    return next;
+  }
 
  protected:
   bool Less(const CycleContext&, const Job& a, const Job& b) const override {
