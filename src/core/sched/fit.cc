@@ -202,7 +202,9 @@ FitResult FitTask(const ClusterState& state, NodeIndex n, const TaskRequest& req
                   FitOptions options) {
   const Node& node = state.node(n);
   if (!state.Schedulable(n)) return {.failure = FitFailure::kUnschedulable};
-  if (FitFailure f = CheckStatic(node, request); f != FitFailure::kNone) return {.failure = f};
+  if (!options.static_ok) {
+    if (FitFailure f = CheckStatic(node, request); f != FitFailure::kNone) return {.failure = f};
+  }
   if (request.cpu_milli > state.cpu_free(n)) return {.failure = FitFailure::kCpu};
   if (request.memory_bytes > state.memory_free(n)) return {.failure = FitFailure::kMemory};
   for (const auto& [name, amount] : request.extras.entries()) {

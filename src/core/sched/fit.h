@@ -54,6 +54,9 @@ enum class GpuPreference : uint8_t {
 struct FitOptions {
   GpuPreference gpu = GpuPreference::kPack;
   int only_gpu = -1;  // for fractions and MIG: use exactly this GPU index, if it fits
+  // The caller knows CheckStatic(node, request) is kNone (it keeps the answer per node while
+  // the node list stays): FitTask skips it.
+  bool static_ok = false;
 };
 
 struct FitResult {

@@ -90,6 +90,10 @@ class QueueOrder {
   // continuous (decayed usage) answers now + `resolution`. Default: kNever, for orders that
   // read nothing that moves with time. Early answers cost a cycle; late ones miss a decision.
   virtual Instant NextChange(const Snapshot& snapshot, Duration resolution) const;
+  // Whether answers depend on the queues' usage (what running and started jobs hold). When
+  // no plugin of a profile reads it, a cycle skips summing every running job's usage per
+  // queue. Default: true.
+  virtual bool ReadsQueueUsage() const { return true; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -148,6 +152,10 @@ class Admission {
   // Whether queues' guarantees bind: then a cycle considers the jobs their queue's guarantee
   // covers before jobs that must borrow (see guarantee_first_cursor.h).
   virtual bool EnforcesGuarantees() const { return false; }
+  // Whether answers depend on the queues' usage (what running and started jobs hold). When
+  // no plugin of a profile reads it, a cycle skips summing every running job's usage per
+  // queue. Default: true.
+  virtual bool ReadsQueueUsage() const { return true; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -251,6 +259,10 @@ class Preemption {
   virtual bool MayPreemptAny(const CycleContext& /*ctx*/, const Job& /*preemptor*/) const {
     return true;
   }
+  // Whether answers depend on the queues' usage (what running and started jobs hold). When
+  // no plugin of a profile reads it, a cycle skips summing every running job's usage per
+  // queue. Default: true.
+  virtual bool ReadsQueueUsage() const { return true; }
 };
 
 }  // namespace gangway::core

@@ -47,7 +47,8 @@ class Cycle {
   // could take its largest task and why the others cannot. Shared by the jobs whose largest
   // task and reservation eligibility are the same until the next start or reservation.
   const std::string& DiagnoseNodes(const Job& job);
-  std::string CountFittingNodes(const Job& job, const TaskGroup& hardest) const;
+  std::string CountFittingNodes(const Job& job, const TaskGroup& hardest);
+  const std::vector<FitFailure>& StaticFits(const TaskGroup& group);
   // When a job the cycle preempts for can start: the longest grace of its victims.
   Instant PreemptionStart(const Job& job) const;
   void Pend(PendingJob pending) { result_.pending.push_back(std::move(pending)); }
@@ -70,6 +71,9 @@ class Cycle {
   // limits, counting every node for each of them was half of an EASY backfill cycle.
   std::unordered_map<std::string, std::string> diagnoses_;
   std::string diagnosis_key_;  // reused key buffer
+  // CheckStatic of a task request (by AppendGroupSignature) on every node: fixed for the
+  // cycle, while diagnoses are recounted after every start.
+  std::unordered_map<std::string, std::vector<FitFailure>> static_fits_;
   int considered_ = 0;
 };
 
@@ -85,7 +89,9 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
                                 .history_weight = s_.profile_.fair_share_history_weight});
   if (!tree.ok()) return tree.error();
   queues_.emplace(std::move(tree).value());
-  running_.AccountQueues(*queues_, state_);
+  // Without a reader, queue usage stays what the cycle's starts add (entries of running jobs
+  // get no queue, so preemption plans leave usage alone).
+  if (s_.reads_queue_usage_) running_.AccountQueues(*queues_, state_);
   preemption_.emplace(PreemptionInputs{.policies = s_.preemption_,
                                        .order = *s_.order_,
                                        .placer = *s_.placer_,
@@ -135,13 +141,32 @@ const std::string& Cycle::DiagnoseNodes(const Job& job) {
   return it->second;
 }
 
-std::string Cycle::CountFittingNodes(const Job& job, const TaskGroup& hardest) const {
+const std::vector<FitFailure>& Cycle::StaticFits(const TaskGroup& group) {
+  std::string key;
+  AppendGroupSignature(key, group);
+  auto it = static_fits_.find(key);
+  if (it == static_fits_.end()) {
+    std::vector<FitFailure> fits(state_.node_count());
+    for (size_t i = 0; i < fits.size(); ++i) {
+      fits[i] = CheckStatic(state_.node(NodeIndex(static_cast<uint32_t>(i))), group.request);
+    }
+    it = static_fits_.emplace(std::move(key), std::move(fits)).first;
+  }
+  return it->second;
+}
+
+std::string Cycle::CountFittingNodes(const Job& job, const TaskGroup& hardest) {
   // "0/12 nodes can take a task (8 GPUs): 10 not enough free GPUs, ..."
+  const std::vector<FitFailure>& static_fits = StaticFits(hardest);
   std::map<FitFailure, int> why;
   int fits = 0;
   for (size_t i = 0; i < state_.node_count(); ++i) {
     NodeIndex n(static_cast<uint32_t>(i));
-    FitFailure f = FitTask(state_, n, hardest.request).failure;
+    // FitTask's order: schedulable, then static, then what is free now.
+    FitFailure f = !state_.Schedulable(n) ? FitFailure::kUnschedulable
+                   : static_fits[i] != FitFailure::kNone
+                       ? static_fits[i]
+                       : FitTask(state_, n, hardest.request, {.static_ok = true}).failure;
     if (f == FitFailure::kNone && !reservations_.MayUseNode(job, n)) f = FitFailure::kReserved;
     if (f == FitFailure::kNone) {
       ++fits;
@@ -376,6 +401,8 @@ Result<Scheduler> Scheduler::Create(const Profile& profile, const Registry& regi
     s.preemption_.push_back(std::move(p).value());
   }
   if (profile.min_runtime.count() < 0) return InvalidArgument("min_runtime must not be negative");
+  s.reads_queue_usage_ = s.admission_->ReadsQueueUsage() || s.order_->ReadsQueueUsage();
+  for (const auto& p : s.preemption_) s.reads_queue_usage_ |= p->ReadsQueueUsage();
   return s;
 }
 

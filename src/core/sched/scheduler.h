@@ -70,6 +70,7 @@ class Scheduler {
   std::unique_ptr<GangPlacer> placer_;
   std::unique_ptr<BackfillPolicy> backfill_;
   std::vector<std::unique_ptr<Preemption>> preemption_;
+  bool reads_queue_usage_ = true;  // some plugin's ReadsQueueUsage()
 };
 
 }  // namespace gangway::core

@@ -28,6 +28,7 @@ class QuotaAdmission final : public Admission {
 class NoAdmission final : public Admission {
  public:
   std::string_view name() const override { return "none"; }
+  bool ReadsQueueUsage() const override { return false; }
   AdmissionVerdict Admit(const CycleContext&, QueueIndex, const ResourceList&) const override {
     return AdmissionVerdict::Admitted();
   }

@@ -17,6 +17,8 @@ class SortedOrder : public QueueOrder {
   bool Precedes(const CycleContext& ctx, const Job& a, const Job& b) const override;
   // Precedes is Less: subclasses append what their Less reads. Default: the job id.
   void AppendPrecedenceKey(std::string& key, const Job& job) const override;
+  // Sorted orders rank jobs by their own fields.
+  bool ReadsQueueUsage() const override { return false; }
 
  protected:
   // Strict weak order: whether `a` is considered before `b`; equal jobs fall back to FIFO.

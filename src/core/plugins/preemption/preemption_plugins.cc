@@ -78,6 +78,7 @@ class ReclaimPreemption final : public Preemption {
 class OrderPreemption final : public Preemption {
  public:
   std::string_view name() const override { return "order"; }
+  bool ReadsQueueUsage() const override { return false; }  // the order's answer only
   void AppendPreemptorKey(std::string& key, const QueueOrder& order,
                           const Job& preemptor) const override {
     order.AppendPrecedenceKey(key, preemptor);
