@@ -45,7 +45,7 @@ class Cycle {
              ResourceList usage);
   // For a job placement failed for lack of resources: kube-scheduler style, how many nodes
   // could take its largest task and why the others cannot. Shared by the jobs whose largest
-  // task and reservation eligibility are the same until the next start or reservation.
+  // task and reservation eligibility are the same until the next start, reservation or hold.
   const std::string& DiagnoseNodes(const Job& job);
   std::string CountFittingNodes(const Job& job, const TaskGroup& hardest);
   const std::vector<FitFailure>& StaticFits(const TaskGroup& group);
@@ -66,9 +66,9 @@ class Cycle {
   const Job* blocked_by_ = nullptr;  // strict order: the first job blocked for resources
   std::string sig_;                  // reused key buffer: the job's signature in Consider
   std::unordered_map<std::string, Outcome> failed_;  // placement failures by signature
-  // DiagnoseNodes by its key; exact because it is cleared whenever a start or a reservation
-  // changes what a node can take. With a backlog of jobs that differ only in their time
-  // limits, counting every node for each of them was half of an EASY backfill cycle.
+  // DiagnoseNodes by its key; exact because it is cleared whenever a start, a reservation or
+  // a preempting job's hold changes what a node can take. With a backlog of jobs that differ only
+  // in their time limits, counting every node for each of them was half of an EASY backfill cycle.
   std::unordered_map<std::string, std::string> diagnoses_;
   std::string diagnosis_key_;  // reused key buffer
   // CheckStatic of a task request (by AppendGroupSignature) on every node: fixed for the

@@ -13,7 +13,8 @@
 //      GPU models actually chosen.
 //   3. A job that does not fit may preempt (PreemptionSearch: whole gangs chosen by the
 //      Preemption policies, lowest priority first, then least progress lost since the last
-//      checkpoint, never jobs younger than the minimum runtime), or get a backfill
+//      checkpoint, never jobs younger than the minimum runtime; the free GPUs it will start
+//      on are held from the jobs after it), or get a backfill
 //      reservation at the earliest time running jobs' time limits free enough room
 //      (Reservations). Later jobs may use reserved capacity only if they end before the
 //      reservation starts, or if the node has room for both.
