@@ -29,6 +29,7 @@
 #include "sim/plots.h"
 #include "sim/replay.h"
 #include "sim/report.h"
+#include "sim/synthetic.h"
 #include "sim/trace.h"
 
 namespace gangway::cli {
@@ -73,6 +74,15 @@ struct SimFlags {
   std::string tick = "0";
   std::string sample_interval = "0";
   int max_gpus_per_task = 0;
+  // Generate.
+  std::string philly_trace;
+  std::string openb_pods;
+  int64_t generate_jobs = 1'000'000;
+  int64_t generate_nodes = 10'000;
+  std::string span = "30d";
+  double openb_share = 0.5;
+  double generate_load = 0;
+  int nodes_per_leaf = 16;
   // Output.
   std::string output = "table";
   std::string out_dir;
@@ -587,6 +597,59 @@ void PrintReplays(const SimFlags& f, const std::vector<sim::ReplayRun>& runs, do
 }
 
 // ---------------------------------------------------------------------------------------------
+// generate
+
+sim::Trace ReadSource(const std::string& flag, const std::string& path, sim::TraceFormat format) {
+  if (path.empty()) Fail("--" + flag + " FILE is required");
+  auto trace = sim::ReadTrace(path, {.format = format});
+  if (!trace.ok()) Fail(trace.ErrorText());
+  return std::move(trace).value();
+}
+
+void Generate(const SimFlags& f) {
+  if (f.out_dir.empty()) Fail("--out-dir DIR is required: the trace and cluster are files");
+  const sim::SyntheticOptions options{.jobs = f.generate_jobs,
+                                      .nodes = f.generate_nodes,
+                                      .span_seconds = DurationFlag("span", f.span).count(),
+                                      .openb_share = f.openb_share,
+                                      .load = f.generate_load,
+                                      .nodes_per_leaf = f.nodes_per_leaf,
+                                      .seed = ParseSeeds(f.seeds, 1).front()};
+  sim::SyntheticSources sources;
+  sources.philly = ReadSource("philly-trace", f.philly_trace, sim::TraceFormat::kPhilly).jobs;
+  if (f.openb_share > 0) {
+    sources.openb_pods = ReadSource("openb-pods", f.openb_pods, sim::TraceFormat::kOpenb).jobs;
+  }
+  if (f.openb_nodes.empty()) Fail("--openb-nodes FILE is required: node shapes come from it");
+  auto nodes = sim::ReadOpenbNodes(f.openb_nodes);
+  if (!nodes.ok()) Fail(nodes.ErrorText());
+  sources.openb_nodes = std::move(nodes).value();
+
+  auto workload = sim::GenerateSynthetic(sources, options);
+  if (!workload.ok()) Fail(workload.error());
+  const std::filesystem::path dir = OutDir(f);
+  {
+    const std::filesystem::path path = dir / "trace.csv";
+    std::ofstream out(path, std::ios::binary);
+    sim::WriteSyntheticTrace(out, workload->jobs);
+    out.close();
+    if (!out) Fail(path.string() + ": cannot write");
+  }
+  WriteFile(dir / "cluster.yaml", sim::SyntheticClusterYaml(*workload, options));
+  const sim::SyntheticWorkload& w = *workload;
+  std::cout << "generate: " << w.jobs.size() << " jobs over " << Human(options.span_seconds) << " ("
+            << w.from_openb << " openb pods, " << w.jobs.size() - w.from_openb
+            << " Philly jobs) for " << options.nodes << " nodes with " << w.cluster_gpus
+            << " GPUs in " << w.pools.size() << " pools, " << w.queues.size() << " queues\n"
+            << "offered load " << Fixed(w.offered_load, 3) << " of the GPU time (run times x "
+            << Fixed(w.duration_scale, 3) << ", " << w.cut_to_span << " cut to the span)\n"
+            << "wrote " << (dir / "trace.csv").string() << " and "
+            << (dir / "cluster.yaml").string() << "\n"
+            << "replay: gangway sim run --cluster " << (dir / "cluster.yaml").string()
+            << " --trace " << (dir / "trace.csv").string() << " --policy PROFILE.yaml\n";
+}
+
+// ---------------------------------------------------------------------------------------------
 // wiring
 
 void AddClusterFlags(CLI::App* cmd, SimFlags& f) {
@@ -716,6 +779,44 @@ void AddSimCommand(CLI::App& app) {
     auto runs = RunFills(fl, policies, ParseSeeds(fl.seeds, 42));
     PrintFill(fl, policies, runs, clock.Seconds());
   });
+
+  CLI::App* generate = sim->add_subcommand(
+      "generate",
+      "A seeded synthetic trace and cluster of any size, drawn from the Philly and openb traces");
+  generate
+      ->add_option("--philly-trace", f.philly_trace,
+                   "Philly jobs (philly_jobs_pollux.csv[.xz]): gangs, run times, queues, "
+                   "arrival times of week")
+      ->type_name("FILE");
+  generate
+      ->add_option("--openb-pods", f.openb_pods,
+                   "openb pod list: GPU shares, CPU, memory and run times of pods")
+      ->type_name("FILE");
+  generate->add_option("--openb-nodes", f.openb_nodes, "openb node list: node shapes")
+      ->type_name("FILE");
+  generate->add_option("--jobs", f.generate_jobs, "Jobs to draw")
+      ->check(CLI::PositiveNumber)
+      ->default_str("1000000");
+  generate->add_option("--nodes", f.generate_nodes, "Nodes to draw")
+      ->check(CLI::PositiveNumber)
+      ->default_str("10000");
+  generate->add_option("--span", f.span, "Virtual time the arrivals spread over")
+      ->default_str("30d");
+  generate->add_option("--openb-share", f.openb_share, "Share of jobs drawn from openb pods")
+      ->check(CLI::Range(0.0, 1.0))
+      ->default_str("0.5");
+  generate
+      ->add_option("--load", f.generate_load,
+                   "Scale run times so the jobs offer this share of the GPU time (0: as drawn)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_str("0");
+  generate->add_option("--nodes-per-leaf", f.nodes_per_leaf, "Nodes per topology leaf (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_str("16");
+  generate->add_option("--seed", f.seeds, "Seed")->default_str("1");
+  generate->add_option("--out-dir", f.out_dir, "Write trace.csv and cluster.yaml here")
+      ->type_name("DIR");
+  generate->callback([flags] { Generate(*flags); });
 
   CLI::App* compare = sim->add_subcommand(
       "compare", "Several policies x seeds of fill or run, in parallel, one table");

@@ -118,7 +118,11 @@ bool ReadShape(Context& ctx, MapReader& m, NodeShape& s) {
     }
   }
   std::optional<Field> memory_f = m.Take("gpuMemory");
-  if (memory_f) {
+  // `unknown`: traces that name GPUs without saying their memory (openb's anonymised G2 and
+  // G3); GPU memory stays 0, so tasks that ask for GPU memory never fit there.
+  const bool memory_unknown =
+      memory_f && memory_f->node.IsScalar() && memory_f->node.as<std::string>() == "unknown";
+  if (memory_f && !memory_unknown) {
     if (auto v = ReadBytes(ctx, *memory_f)) {
       if (*v <= 0) {
         ctx.Error(*memory_f, "GPU memory must be more than 0");

@@ -249,15 +249,42 @@ formats::ParseResult<Trace> ReadTiresias(CsvReader& csv, const TraceReadOptions&
   });
 }
 
+// The mapping of a CSV whose columns are named after the mapping's keys (`submit`, `gpus`,
+// ...), as `gangway sim generate` writes them.
+ColumnMapping MappingByColumnNames(const std::vector<std::string>& header) {
+  ColumnMapping m;
+  std::map<std::string_view, std::string*> keys = {{"submit", &m.submit},
+                                                   {"duration", &m.duration},
+                                                   {"end", &m.end},
+                                                   {"gpus", &m.gpus},
+                                                   {"queue", &m.queue},
+                                                   {"user", &m.user},
+                                                   {"model", &m.model},
+                                                   {"fraction", &m.fraction},
+                                                   {"gpu_milli", &m.gpu_milli},
+                                                   {"priority", &m.priority},
+                                                   {"name", &m.name},
+                                                   {"cpu_milli", &m.cpu_milli},
+                                                   {"memory_mib", &m.memory_mib}};
+  for (const std::string& column : header) {
+    if (auto it = keys.find(column); it != keys.end()) *it->second = column;
+  }
+  if (!m.duration.empty()) m.end.clear();
+  if (!m.gpu_milli.empty()) m.fraction.clear();
+  return m;
+}
+
 formats::ParseResult<Trace> ReadMapped(CsvReader& csv, const TraceReadOptions& options) {
-  const ColumnMapping& m = options.mapping;
+  const ColumnMapping m = options.mapping.submit.empty() && options.mapping.gpus.empty()
+                              ? MappingByColumnNames(csv.header())
+                              : options.mapping;
   Columns c(csv);
   if (m.submit.empty() || m.gpus.empty() || (m.duration.empty() && m.end.empty())) {
     return std::vector<formats::Diagnostic>{HeaderError(
         csv,
-        "this header matches no known trace format; give a column mapping with at least "
-        "submit=, gpus= and duration= (or end=), e.g. --columns "
-        "submit=start,duration=runtime,gpus=num_gpus")};
+        "this header matches no known trace format; name the columns submit, gpus and "
+        "duration (or end), or give a column mapping with at least submit=, gpus= and "
+        "duration= (or end=), e.g. --columns submit=start,duration=runtime,gpus=num_gpus")};
   }
   const std::optional<size_t> submit = c.Mapped("submit", m.submit),
                               duration = c.Mapped("duration", m.duration),

@@ -13,7 +13,9 @@
 //              total_steps, arrival_time_s, scale_factor_gpus. They give steps, not seconds:
 //              duration = total_steps * seconds_per_step when that option is set, else unknown.
 //   tiresias   the Tiresias simulator's CSV: job_id, num_gpu, submit_time, duration, ...
-//   csv        any CSV, through a ColumnMapping (ParseColumnMapping).
+//   csv        any CSV, through a ColumnMapping (ParseColumnMapping). A CSV whose columns
+//              are named after the mapping's keys (submit, duration or end, gpus, and any of
+//              the others), as `gangway sim generate` writes, needs no mapping.
 //
 // A row that cannot be read is an error naming file, line, column and field; with
 // `skip_bad_rows` it is skipped and counted instead. Readers return every error (up to

@@ -125,6 +125,15 @@ TEST(ClusterFileTest, ExpandsPoolTopologyShorthand) {
   EXPECT_TRUE(f.snapshot.nodes[34].healthy);
 }
 
+TEST(ClusterFileTest, GpuMemoryMayBeUnknownForAnonymisedModels) {
+  ClusterFile f = MustParse(R"(pools:
+  - {name: g2, count: 2, gpus: 8, model: G2, gpuMemory: unknown, cpu: 96, memory: 768Gi}
+)");
+  ASSERT_EQ(f.snapshot.nodes.size(), 2u);
+  EXPECT_EQ(f.snapshot.nodes[1].gpus[7].model, "G2");
+  EXPECT_EQ(f.snapshot.nodes[1].gpus[7].memory_bytes, 0);
+}
+
 TEST(ClusterFileTest, PlacesMigAndFractionsWithoutExplicitSlots) {
   ClusterFile f = MustParse(R"(nodes:
   - {name: m, gpus: 2, model: A100-40GB, mig: [0], cpu: 16, memory: 64Gi, unhealthyGpus: [1]}

@@ -190,5 +190,36 @@ TEST(SimCommandTest, ClusterAndPolicyFiles) {
   EXPECT_EQ(j["policy"], "priority/best-fit/easy");
 }
 
+TEST(SimCommandTest, GenerateWritesATraceAndClusterThatReplay) {
+  TempDir dir;
+  const std::string data = std::string(GANGWAY_SOURCE_DIR) + "/tests/data/traces/";
+  const std::string out_dir = dir.path() + "/month";
+  const std::string generate =
+      "sim generate --philly-trace " + data + "philly_jobs_pollux.every300.csv --openb-pods " +
+      data + "openb_pod_list_default.every27.csv --openb-nodes " + data +
+      "openb_node_list_all_node.every8.csv --jobs 400 --nodes 60 --span 7d --load 0.5 --seed 3 "
+      "--out-dir " +
+      out_dir;
+  Output o = Gangway(dir, generate);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("generate: 400 jobs over 7.0d"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("offered load 0.50"), std::string::npos) << o.out;
+  const std::string trace = Slurp(out_dir + "/trace.csv");
+  Output again = Gangway(dir, generate);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(Slurp(out_dir + "/trace.csv"), trace);
+
+  Output run = Gangway(dir, "sim run --cluster " + out_dir + "/cluster.yaml --trace " + out_dir +
+                                "/trace.csv --policy " + GANGWAY_SOURCE_DIR +
+                                "/examples/sim/philly/las.yaml -o json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  nlohmann::json j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["jobs"]["completed"], 400);
+
+  Output missing = Gangway(dir, "sim generate --out-dir " + out_dir);
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("--philly-trace FILE is required"), std::string::npos) << missing.err;
+}
+
 }  // namespace
 }  // namespace gangway::sim
