@@ -11,15 +11,25 @@ bool Reservations::Unrestricted(const Job& job) const {
   return reservations_.empty() || (job.time_limit && EndOf(now_, job.time_limit) <= earliest_);
 }
 
-void Reservations::AppendEligibilityKey(std::string& key, const Job& job) const {
-  if (reservations_.empty()) return;
+namespace {
+
+// The whole GPUs one task of the job takes on a node (at least 1): what a node's slack
+// under a reservation must leave room for.
+int GpusPerTask(const Job& job) {
   int per_task = 1;
   for (const TaskGroup& g : job.groups) {
     if (g.request.gpu.kind == GpuRequest::Kind::kWhole) {
       per_task = std::max(per_task, g.request.gpu.count);
     }
   }
-  AppendInt(key, per_task);
+  return per_task;
+}
+
+}  // namespace
+
+void Reservations::AppendEligibilityKey(std::string& key, const Job& job) const {
+  if (reservations_.empty()) return;
+  AppendInt(key, GpusPerTask(job));
   const Instant end = EndOf(now_, job.time_limit);
   for (const Reservation& r : reservations_) key += end > r.start ? 'y' : 'n';
   key += '|';
@@ -28,11 +38,7 @@ void Reservations::AppendEligibilityKey(std::string& key, const Job& job) const 
 bool Reservations::MayUseNode(const Job& job, NodeIndex n) const {
   if (reservations_.empty()) return true;
   Instant end = EndOf(now_, job.time_limit);
-  int per_task = 1;
-  for (const TaskGroup& g : job.groups) {
-    if (g.request.gpu.kind == GpuRequest::Kind::kWhole)
-      per_task = std::max(per_task, g.request.gpu.count);
-  }
+  const int per_task = GpusPerTask(job);
   for (const Reservation& r : reservations_) {
     auto it = r.slack.find(n.value());
     if (it == r.slack.end()) continue;
