@@ -103,6 +103,8 @@ class Replay {
   // Seconds node `node` stays up from its `k`-th start: exponential with mean node_mtbf.
   int64_t UpTime(uint32_t node, uint64_t k) const;
   void NodesChanged();
+  // Rebuilds loaded_ from the idle state and the running jobs.
+  void LoadRunning();
   // Nothing that could still happen would change the result: no arrivals left, nothing
   // running, and nothing pending that a cycle on the whole cluster could still start.
   bool Quiescent() const;
@@ -122,6 +124,9 @@ class Replay {
   const ReplayOptions& options_;
   core::Scheduler scheduler_;
   core::Snapshot snapshot_;
+  // The cluster with the running jobs' tasks allocated, kept in step as jobs start and stop,
+  // and handed to every cycle (Snapshot::loaded_state) so that it need not account them.
+  std::shared_ptr<core::ClusterState> loaded_;
   std::vector<core::Job> pending_;
   std::vector<uint32_t> pending_ids_;  // job index of pending_[i]
   std::vector<uint32_t> running_ids_;  // job index of snapshot_.running[i]
@@ -213,6 +218,7 @@ void Replay::Setup() {
   result_.seed = options_.seed;
   result_.cluster_gpus = CountGpus(snapshot_.nodes);
   snapshot_.idle_state = std::make_shared<const core::ClusterState>(snapshot_.nodes);
+  LoadRunning();
   if (options_.fragmentation_workload) {
     workload_ = options_.fragmentation_workload;
   } else if (auto typical = TypicalPods(trace_); typical.ok()) {
@@ -236,7 +242,18 @@ int64_t Replay::UpTime(uint32_t node, uint64_t k) const {
 
 void Replay::NodesChanged() {
   snapshot_.idle_state = std::make_shared<const core::ClusterState>(snapshot_.nodes);
+  LoadRunning();
   dirty_ = true;
+}
+
+void Replay::LoadRunning() {
+  loaded_ = std::make_shared<core::ClusterState>(*snapshot_.idle_state, snapshot_.nodes);
+  loaded_->BeginBulkLoad();
+  for (const core::RunningJob& r : snapshot_.running) {
+    for (const core::TaskAllocation& t : r.tasks) loaded_->Allocate(t);
+  }
+  loaded_->EndBulkLoad();
+  snapshot_.loaded_state = loaded_;
 }
 
 void Replay::Fail(uint32_t node) {
@@ -278,13 +295,7 @@ bool Replay::Periodic() const {
 
 int64_t Replay::Fragmented() {
   if (!workload_) return 0;
-  // The cycle's own state is gone: rebuild the accounting of the running jobs.
-  core::ClusterState state(*snapshot_.idle_state, snapshot_.nodes);
-  state.BeginBulkLoad();
-  for (const core::RunningJob& r : snapshot_.running) {
-    for (const core::TaskAllocation& t : r.tasks) state.Allocate(t);
-  }
-  state.EndBulkLoad();
+  const core::ClusterState& state = *loaded_;
   double frag = 0;
   for (uint32_t n = 0; n < state.node_count(); ++n) {
     const core::NodeIndex node(n);
@@ -356,6 +367,7 @@ void Replay::RemovePending(uint32_t j) {
 void Replay::RemoveRunning(uint32_t j) {
   const auto pos = static_cast<size_t>(jobs_[j].running_pos);
   std::vector<core::RunningJob>& running = snapshot_.running;
+  for (const core::TaskAllocation& t : running[pos].tasks) loaded_->Release(t);
   if (pos + 1 != running.size()) {
     running[pos] = std::move(running.back());
     running_ids_[pos] = running_ids_.back();
@@ -379,6 +391,8 @@ void Replay::Start(const core::StartDecision& d) {
                            .tasks = d.tasks,
                            .started_at = core::FromSeconds(now_)};
   RemovePending(j);
+  // The cycle placed the job on the state it copied from loaded_, so its tasks fit here.
+  for (const core::TaskAllocation& t : d.tasks) loaded_->Allocate(t);
   int64_t milli = 0;
   for (const core::TaskAllocation& t : d.tasks) {
     for (const core::GpuAssignment& g : t.gpus) milli += g.milli;

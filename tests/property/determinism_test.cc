@@ -53,36 +53,57 @@ TEST(PropertyDeterminism, SameInputsAndSeedGiveIdenticalResults) {
     ASSERT_TRUE(scheduler.ok()) << scheduler.error().message();
     const uint64_t seed = 500 + i;
     ClusterDriver driver(seed);
-    RunCycles(driver, *scheduler, kCycles,
-              [&](int cycle, const Snapshot& snap, const std::vector<Job>& pending,
-                  const CycleResult& r) {
-                if (cycle % kRecheckEvery != kRecheckEvery - 1) return true;
-                const std::string first = CycleResultText(r);
-                // A fresh registry and scheduler: plugins keep no state between cycles.
-                const std::string fresh = CycleResultText(
-                    testing::RunCycle(snap, pending, profile, CycleSeed(seed, cycle)));
-                // Copies of the inputs: nothing depends on addresses.
-                const Snapshot snap_copy = snap;
-                const std::vector<Job> pending_copy = pending;
-                auto again = scheduler->RunCycle(snap_copy, pending_copy, CycleSeed(seed, cycle));
-                EXPECT_TRUE(again.ok());
-                const std::string copied = again.ok() ? CycleResultText(*again) : "";
-                // A caller-supplied idle state (built from an equal node list at another
-                // address) changes nothing.
-                Snapshot with_idle = snap;
-                with_idle.idle_state = std::make_shared<const ClusterState>(snap.nodes);
-                auto idle = scheduler->RunCycle(with_idle, pending, CycleSeed(seed, cycle));
-                EXPECT_TRUE(idle.ok());
-                const std::string from_idle = idle.ok() ? CycleResultText(*idle) : "";
-                if (first == fresh && first == copied && first == from_idle) return true;
-                ADD_FAILURE() << Describe(profile) << ", seed " << seed << ", cycle " << cycle
-                              << ": the same inputs gave different results\n--- first\n"
-                              << first << "--- fresh scheduler\n"
-                              << fresh << "--- copied inputs\n"
-                              << copied << "--- idle state supplied\n"
-                              << from_idle;
+    RunCycles(
+        driver, *scheduler, kCycles,
+        [&](int cycle, const Snapshot& snap, const std::vector<Job>& pending,
+            const CycleResult& r) {
+          if (cycle % kRecheckEvery != kRecheckEvery - 1) return true;
+          const std::string first = CycleResultText(r);
+          // A fresh registry and scheduler: plugins keep no state between cycles.
+          const std::string fresh =
+              CycleResultText(testing::RunCycle(snap, pending, profile, CycleSeed(seed, cycle)));
+          // Copies of the inputs: nothing depends on addresses.
+          const Snapshot snap_copy = snap;
+          const std::vector<Job> pending_copy = pending;
+          auto again = scheduler->RunCycle(snap_copy, pending_copy, CycleSeed(seed, cycle));
+          EXPECT_TRUE(again.ok());
+          const std::string copied = again.ok() ? CycleResultText(*again) : "";
+          // A caller-supplied idle state (built from an equal node list at another
+          // address) changes nothing.
+          Snapshot with_idle = snap;
+          with_idle.idle_state = std::make_shared<const ClusterState>(snap.nodes);
+          auto idle = scheduler->RunCycle(with_idle, pending, CycleSeed(seed, cycle));
+          EXPECT_TRUE(idle.ok());
+          const std::string from_idle = idle.ok() ? CycleResultText(*idle) : "";
+          // Nor does a caller-supplied state holding the running jobs.
+          Snapshot with_loaded = snap;
+          auto loaded = std::make_shared<ClusterState>(snap.nodes);
+          for (const RunningJob& running : snap.running) {
+            for (const TaskAllocation& t : running.tasks) {
+              if (!loaded->CanAllocate(t)) {
+                ADD_FAILURE() << "the driver's running job " << running.job.name
+                              << " does not fit the cluster";
                 return false;
-              });
+              }
+              loaded->Allocate(t);
+            }
+          }
+          with_loaded.loaded_state = loaded;
+          auto preloaded = scheduler->RunCycle(with_loaded, pending, CycleSeed(seed, cycle));
+          EXPECT_TRUE(preloaded.ok());
+          const std::string from_loaded = preloaded.ok() ? CycleResultText(*preloaded) : "";
+          if (first == fresh && first == copied && first == from_idle && first == from_loaded) {
+            return true;
+          }
+          ADD_FAILURE() << Describe(profile) << ", seed " << seed << ", cycle " << cycle
+                        << ": the same inputs gave different results\n--- first\n"
+                        << first << "--- fresh scheduler\n"
+                        << fresh << "--- copied inputs\n"
+                        << copied << "--- idle state supplied\n"
+                        << from_idle << "--- loaded state supplied\n"
+                        << from_loaded;
+          return false;
+        });
   }
 }
 

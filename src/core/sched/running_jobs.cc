@@ -4,7 +4,17 @@
 
 namespace gangway::core {
 
-RunningJobs::RunningJobs(const Snapshot& snapshot, ClusterState& state, size_t max_starts) {
+RunningJobs::RunningJobs(const Snapshot& snapshot, ClusterState& state, size_t max_starts,
+                         Load load) {
+  started_.reserve(max_starts);
+  if (load == kAllocated) {
+    entries_.reserve(snapshot.running.size());
+    for (const RunningJob& r : snapshot.running) {
+      entries_.push_back(
+          {&r, r.terminating ? snapshot.now + r.job.checkpoint_grace : r.ExpectedEnd()});
+    }
+    return;
+  }
   state.BeginBulkLoad();
   for (const RunningJob& r : snapshot.running) {
     bool ok = true;
@@ -17,7 +27,6 @@ RunningJobs::RunningJobs(const Snapshot& snapshot, ClusterState& state, size_t m
         {&r, r.terminating ? snapshot.now + r.job.checkpoint_grace : r.ExpectedEnd()});
   }
   state.EndBulkLoad();
-  started_.reserve(max_starts);
 }
 
 void RunningJobs::AccountQueues(QueueTree& queues, const ClusterState& state) {

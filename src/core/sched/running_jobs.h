@@ -5,14 +5,16 @@
 // preemption search picks victims among them and backfill releases them at their expected
 // ends.
 //
-// Invariants: every entry's tasks are allocated in the cycle's ClusterState (a snapshot job
-// the state cannot hold is inconsistent input and left out, for the caller to reconcile);
+// Invariants: every entry's tasks are allocated in the cycle's ClusterState (when this class
+// allocates them, a snapshot job the state cannot hold is inconsistent input and left out,
+// for the caller to reconcile);
 // entries are never removed, so an index or an entry's `job` pointer stays valid for the
 // whole cycle; an entry's `usage` is what it adds to its queue's live usage.
 //
 // Not thread-safe; one per cycle.
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "core/model/job.h"
@@ -34,9 +36,14 @@ class RunningJobs {
     ResourceList usage;  // AllocationUsage of its tasks, when `queue` is valid
   };
 
-  // Allocates the snapshot's running jobs in `state` (one bulk load). `max_starts`: how many
-  // jobs the cycle may start at most (its pending jobs), for Add's storage.
-  RunningJobs(const Snapshot& snapshot, ClusterState& state, size_t max_starts);
+  enum Load : uint8_t {
+    kAllocate,   // allocate the snapshot's running jobs in the state (one bulk load)
+    kAllocated,  // the state already holds exactly them (Snapshot::loaded_state)
+  };
+  // Records the snapshot's running jobs, allocating them in `state` unless `load` says it
+  // holds them. `max_starts`: how many jobs the cycle may start at most (its pending jobs),
+  // for Add's storage.
+  RunningJobs(const Snapshot& snapshot, ClusterState& state, size_t max_starts, Load load);
   RunningJobs(const RunningJobs&) = delete;
   RunningJobs& operator=(const RunningJobs&) = delete;
 

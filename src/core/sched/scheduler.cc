@@ -30,9 +30,11 @@ class Cycle {
       : s_(s),
         snap_(snap),
         rng_(seed),
-        state_(snap.idle_state ? ClusterState(*snap.idle_state, snap.nodes)
-                               : ClusterState(snap.nodes)),
-        running_(snap, state_, pending.size()),
+        state_(snap.loaded_state ? ClusterState(*snap.loaded_state, snap.nodes)
+               : snap.idle_state ? ClusterState(*snap.idle_state, snap.nodes)
+                                 : ClusterState(snap.nodes)),
+        running_(snap, state_, pending.size(),
+                 snap.loaded_state ? RunningJobs::kAllocated : RunningJobs::kAllocate),
         feasibility_(snap.nodes, state_),
         reservations_(snap.now, *s.placer_, *s.scorer_, rng_) {}
 
