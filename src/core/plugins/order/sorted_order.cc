@@ -1,6 +1,7 @@
 #include "core/plugins/order/sorted_order.h"
 
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
 #include "core/sched/signature.h"
@@ -22,18 +23,26 @@ class VectorCursor final : public JobCursor {
 
 std::unique_ptr<JobCursor> SortedOrder::Begin(const CycleContext& ctx,
                                               std::span<const Job* const> pending) const {
-  std::vector<const Job*> jobs(pending.begin(), pending.end());
-  std::sort(jobs.begin(), jobs.end(), [&](const Job* a, const Job* b) {
-    if (Less(ctx, *a, *b)) return true;
-    if (Less(ctx, *b, *a)) return false;
-    if (a->submit_time != b->submit_time) return a->submit_time < b->submit_time;
-    return a->id < b->id;
+  struct Keyed {
+    SortKey key;
+    Instant submit;
+    uint64_t id;
+    const Job* job;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(pending.size());
+  for (const Job* j : pending) keyed.push_back({Key(ctx, *j), j->submit_time, j->id.value, j});
+  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    return std::tie(a.key, a.submit, a.id) < std::tie(b.key, b.submit, b.id);
   });
+  std::vector<const Job*> jobs;
+  jobs.reserve(keyed.size());
+  for (const Keyed& k : keyed) jobs.push_back(k.job);
   return std::make_unique<VectorCursor>(std::move(jobs));
 }
 
 bool SortedOrder::Precedes(const CycleContext& ctx, const Job& a, const Job& b) const {
-  return Less(ctx, a, b);
+  return Key(ctx, a) < Key(ctx, b);
 }
 
 void SortedOrder::AppendPrecedenceKey(std::string& key, const Job& job) const {

@@ -21,7 +21,7 @@ class FifoOrder final : public SortedOrder {
   void AppendPrecedenceKey(std::string&, const Job&) const override {}
 
  protected:
-  bool Less(const CycleContext&, const Job&, const Job&) const override { return false; }
+  SortKey Key(const CycleContext&, const Job&) const override { return {0, 0}; }
 };
 
 // Higher priority first, FIFO within a priority.
@@ -33,8 +33,8 @@ class PriorityOrder final : public SortedOrder {
   }
 
  protected:
-  bool Less(const CycleContext&, const Job& a, const Job& b) const override {
-    return a.priority > b.priority;
+  SortKey Key(const CycleContext&, const Job& job) const override {
+    return {-int64_t{job.priority}, 0};
   }
 };
 
@@ -45,17 +45,16 @@ class SjfOrder final : public SortedOrder {
   std::string_view name() const override { return "sjf"; }
   void AppendPrecedenceKey(std::string& key, const Job& job) const override {
     AppendInt(key, job.priority);
-    AppendInt(key, Key(job));
+    AppendInt(key, Length(job));
   }
 
  protected:
-  bool Less(const CycleContext&, const Job& a, const Job& b) const override {
-    if (a.priority != b.priority) return a.priority > b.priority;
-    return Key(a) < Key(b);
+  SortKey Key(const CycleContext&, const Job& job) const override {
+    return {-int64_t{job.priority}, Length(job)};
   }
 
  private:
-  static int64_t Key(const Job& j) {
+  static int64_t Length(const Job& j) {
     return j.expected_duration ? j.expected_duration->count() : std::numeric_limits<int64_t>::max();
   }
 };
@@ -66,17 +65,16 @@ class SrtfOrder final : public SortedOrder {
   std::string_view name() const override { return "srtf"; }
   void AppendPrecedenceKey(std::string& key, const Job& job) const override {
     AppendInt(key, job.priority);
-    AppendInt(key, Key(job));
+    AppendInt(key, Remaining(job));
   }
 
  protected:
-  bool Less(const CycleContext&, const Job& a, const Job& b) const override {
-    if (a.priority != b.priority) return a.priority > b.priority;
-    return Key(a) < Key(b);
+  SortKey Key(const CycleContext&, const Job& job) const override {
+    return {-int64_t{job.priority}, Remaining(job)};
   }
 
  private:
-  static int64_t Key(const Job& j) {
+  static int64_t Remaining(const Job& j) {
     if (j.remaining_duration) return j.remaining_duration->count();
     if (j.expected_duration) return j.expected_duration->count();
     return std::numeric_limits<int64_t>::max();
@@ -115,9 +113,8 @@ class LasOrder final : public SortedOrder {
   }
 
  protected:
-  bool Less(const CycleContext&, const Job& a, const Job& b) const override {
-    if (a.priority != b.priority) return a.priority > b.priority;
-    return Level(a) < Level(b);
+  SortKey Key(const CycleContext&, const Job& job) const override {
+    return {-int64_t{job.priority}, static_cast<int64_t>(Level(job))};
   }
 
  private:
