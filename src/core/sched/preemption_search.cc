@@ -24,14 +24,14 @@ class PreemptionSearch::Plan {
   Plan& operator=(const Plan&) = delete;
   ~Plan() {
     for (const RunningJobs::Entry* r : out_) {
-      if (r->queue.valid()) queues_.AddUsage(r->queue, r->usage);
+      if (r->queue.valid()) queues_.AddUsage(r->queue, s_.in_.running.Usage(*r));
     }
     // tx_ rolls back the cluster.
   }
 
   void Release(const RunningJobs::Entry& r) {
     for (const TaskAllocation& t : r.job->tasks) tx_.Release(t);
-    if (r.queue.valid()) queues_.RemoveUsage(r.queue, r.usage);
+    if (r.queue.valid()) queues_.RemoveUsage(r.queue, s_.in_.running.Usage(r));
     out_.push_back(&r);
   }
 
@@ -41,7 +41,7 @@ class PreemptionSearch::Plan {
       // It held exactly this before Release; nothing has taken its place since.
       [[maybe_unused]] bool restored = tx_.Allocate(t);
     }
-    if (r.queue.valid()) queues_.AddUsage(r.queue, r.usage);
+    if (r.queue.valid()) queues_.AddUsage(r.queue, s_.in_.running.Usage(r));
     out_.erase(std::find(out_.begin(), out_.end(), &r));
   }
 
@@ -84,7 +84,8 @@ void PreemptionSearch::Started(size_t running_index) {
   if (released_) {
     for (const TaskAllocation& t : r.job->tasks) released_->Allocate(t);
   }
-  if (released_queues_ && r.queue.valid()) released_queues_->AddUsage(r.queue, r.usage);
+  if (released_queues_ && r.queue.valid())
+    released_queues_->AddUsage(r.queue, in_.running.Usage(r));
   stopping_flag_.push_back(false);
   allowed_.clear();  // policies may read the queues' usage
   allowed_size_ = 0;
@@ -100,7 +101,7 @@ void PreemptionSearch::MarkStopping(size_t i) {
   }
   const RunningJobs::Entry& r = in_.running[i];
   for (const TaskAllocation& t : r.job->tasks) released_->Release(t);
-  if (r.queue.valid()) released_queues_->RemoveUsage(r.queue, r.usage);
+  if (r.queue.valid()) released_queues_->RemoveUsage(r.queue, in_.running.Usage(r));
 }
 
 void PreemptionSearch::Hold(const Job& job) {

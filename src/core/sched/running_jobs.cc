@@ -30,21 +30,36 @@ RunningJobs::RunningJobs(const Snapshot& snapshot, ClusterState& state, size_t m
 }
 
 void RunningJobs::AccountQueues(QueueTree& queues, const ClusterState& state) {
+  state_ = &state;
+  std::vector<std::optional<UsageSum>> per_queue(queues.size());
   for (Entry& r : entries_) {
     r.queue = queues.Find(r.job->job.queue);
     if (!r.queue.valid()) continue;
-    r.usage = AllocationUsage(state, r.job->tasks);
-    queues.AddUsage(r.queue, r.usage);
+    std::optional<UsageSum>& sum = per_queue[r.queue.value()];
+    if (!sum) sum.emplace(state);
+    sum->Add(r.job->tasks);
   }
+  for (size_t q = 0; q < per_queue.size(); ++q) {
+    if (per_queue[q]) queues.AddUsage(QueueIndex(static_cast<uint32_t>(q)), per_queue[q]->Total());
+  }
+  usage_.clear();
+  usage_.resize(entries_.size());
+}
+
+const ResourceList& RunningJobs::Usage(size_t i) const {
+  if (usage_.size() <= i) usage_.resize(i + 1);
+  std::optional<ResourceList>& u = usage_[i];
+  if (!u) u = AllocationUsage(*state_, entries_[i].job->tasks);
+  return *u;
 }
 
 size_t RunningJobs::Add(const Job& job, const std::vector<TaskAllocation>& tasks, Instant now,
                         QueueIndex queue, ResourceList usage) {
   started_.push_back({.job = job, .tasks = tasks, .started_at = now});
-  entries_.push_back({.job = &started_.back(),
-                      .end = started_.back().ExpectedEnd(),
-                      .queue = queue,
-                      .usage = queue.valid() ? std::move(usage) : ResourceList()});
+  entries_.push_back(
+      {.job = &started_.back(), .end = started_.back().ExpectedEnd(), .queue = queue});
+  usage_.resize(entries_.size());
+  if (queue.valid()) usage_.back() = std::move(usage);
   return entries_.size() - 1;
 }
 

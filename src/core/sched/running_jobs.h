@@ -9,12 +9,13 @@
 // allocates them, a snapshot job the state cannot hold is inconsistent input and left out,
 // for the caller to reconcile);
 // entries are never removed, so an index or an entry's `job` pointer stays valid for the
-// whole cycle; an entry's `usage` is what it adds to its queue's live usage.
+// whole cycle; Usage(i) is what entry i adds to its queue's live usage.
 //
-// Not thread-safe; one per cycle.
+// Not thread-safe, not even its const members (Usage fills a cache); one per cycle.
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/model/job.h"
@@ -30,10 +31,9 @@ class RunningJobs {
  public:
   struct Entry {
     const RunningJob* job;
-    Instant end;         // expected end (time limit), the end of a terminating job's grace,
-                         // or kNever
-    QueueIndex queue;    // its queue in the cycle's QueueTree; invalid if unknown
-    ResourceList usage;  // AllocationUsage of its tasks, when `queue` is valid
+    Instant end;       // expected end (time limit), the end of a terminating job's grace,
+                       // or kNever
+    QueueIndex queue;  // its queue in the cycle's QueueTree; invalid if unknown
   };
 
   enum Load : uint8_t {
@@ -47,8 +47,16 @@ class RunningJobs {
   RunningJobs(const RunningJobs&) = delete;
   RunningJobs& operator=(const RunningJobs&) = delete;
 
-  // Once the queue tree exists: sets each entry's queue and usage and adds the usage to it.
+  // Once the queue tree exists: sets each entry's queue and adds the entries' usage to the
+  // queues, summed per queue (the usage of one entry is computed only when Usage asks).
   void AccountQueues(QueueTree& queues, const ClusterState& state);
+
+  // What entry `i` adds to its queue's live usage: AllocationUsage of its tasks. Precondition:
+  // the entry's queue is valid (set by AccountQueues or Add).
+  const ResourceList& Usage(size_t i) const;
+  const ResourceList& Usage(const Entry& e) const {
+    return Usage(static_cast<size_t>(&e - entries_.data()));
+  }
 
   // Records a job the cycle started at `now` on `tasks`, already allocated, whose usage the
   // caller added to `queue`. Returns its index. Precondition: fewer than max_starts calls.
@@ -62,7 +70,10 @@ class RunningJobs {
 
  private:
   std::vector<Entry> entries_;
-  std::vector<RunningJob> started_;  // capacity reserved up front: entries point into it
+  std::vector<RunningJob> started_;      // capacity reserved up front: entries point into it
+  const ClusterState* state_ = nullptr;  // the cycle's, for Usage; set by AccountQueues
+  // Usage by entry index, filled on first use (or by Add); as long as entries_ once accounted.
+  mutable std::vector<std::optional<ResourceList>> usage_;
 };
 
 }  // namespace gangway::core

@@ -60,6 +60,40 @@ ResourceList AllocationUsage(const ClusterState& state, const std::vector<TaskAl
       [&](ModelIndex m) { return state.model_name(m); });
 }
 
+UsageSum::UsageSum(const ClusterState& state)
+    : state_(&state), per_model_(state.model_count(), 0), model_used_(state.model_count(), false) {}
+
+void UsageSum::Add(const std::vector<TaskAllocation>& tasks) {
+  for (const TaskAllocation& t : tasks) {
+    for (const GpuAssignment& g : t.gpus) {
+      any_gpu_ = true;
+      gpu_ += g.milli;
+      const size_t m = state_->gpu_model(t.node, g.gpu).value();
+      per_model_[m] += g.milli;
+      model_used_[m] = true;
+    }
+    any_cpu_ = any_cpu_ || t.cpu_milli != 0;
+    any_memory_ = any_memory_ || t.memory_bytes != 0;
+    cpu_ += t.cpu_milli;
+    memory_ += t.memory_bytes;
+    if (!t.extras.empty()) extras_.Add(t.extras);
+  }
+}
+
+ResourceList UsageSum::Total() const {
+  ResourceList usage = extras_;
+  if (any_gpu_) usage.Add(kGpuResource, gpu_);
+  for (size_t m = 0; m < per_model_.size(); ++m) {
+    if (model_used_[m]) {
+      usage.Add(GpuModelResource(state_->model_name(ModelIndex(static_cast<uint32_t>(m)))),
+                per_model_[m]);
+    }
+  }
+  if (any_cpu_) usage.Add(kCpuResource, cpu_);
+  if (any_memory_) usage.Add(kMemoryResource, memory_);
+  return usage;
+}
+
 ResourceList RequestUsage(const Job& job) {
   ResourceList usage;
   for (const TaskGroup& g : job.groups) {

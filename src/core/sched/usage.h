@@ -20,6 +20,27 @@ ResourceList AllocationUsage(const std::vector<Node>& nodes,
 // tasks' nodes and GPUs exist in `state`.
 ResourceList AllocationUsage(const ClusterState& state, const std::vector<TaskAllocation>& tasks);
 
+// Sums the AllocationUsage of many allocations on one cluster with integer additions only:
+// after Add(tasks) for each, Total() equals the ResourceList sum of AllocationUsage(state,
+// tasks) over them (the same names, the same amounts), while no list is built per allocation.
+// A cycle accounts every running job's usage to its queue this way.
+//
+// Not thread-safe. Precondition: every task's node and GPUs exist in `state`, which outlives it.
+class UsageSum {
+ public:
+  explicit UsageSum(const ClusterState& state);
+  void Add(const std::vector<TaskAllocation>& tasks);
+  ResourceList Total() const;
+
+ private:
+  const ClusterState* state_;
+  std::vector<int64_t> per_model_;  // milli-GPUs by ModelIndex
+  std::vector<bool> model_used_;    // some GPU of the model was added (even at 0 milli)
+  int64_t gpu_ = 0, cpu_ = 0, memory_ = 0;
+  bool any_gpu_ = false, any_cpu_ = false, any_memory_ = false;
+  ResourceList extras_;
+};
+
 // Usage of the job at its minimum size before placement. "gpu/<model>" is included only when
 // every group allows exactly one model (otherwise the model is known after placement).
 ResourceList RequestUsage(const Job& job);
