@@ -26,7 +26,8 @@ constexpr int kFairShareSteps = 64;  // see NextTimeDependentChange
 // for the cycle.
 class Cycle {
  public:
-  Cycle(const Scheduler& s, const Snapshot& snap, std::span<const Job> pending, uint64_t seed)
+  Cycle(const Scheduler& s, const Snapshot& snap, std::span<const Job> pending, uint64_t seed,
+        Reasons reasons)
       : s_(s),
         snap_(snap),
         rng_(seed),
@@ -36,7 +37,8 @@ class Cycle {
         running_(snap, state_, pending.size(),
                  snap.loaded_state ? RunningJobs::kAllocated : RunningJobs::kAllocate),
         feasibility_(snap.nodes, state_),
-        reservations_(snap.now, *s.placer_, *s.scorer_, rng_) {}
+        reservations_(snap.now, *s.placer_, *s.scorer_, rng_),
+        reasons_(reasons) {}
 
   Result<CycleResult> Run(std::span<const Job> pending);
 
@@ -77,11 +79,12 @@ class Cycle {
   // cycle, while diagnoses are recounted after every start.
   std::unordered_map<std::string, std::vector<FitFailure>> static_fits_;
   int considered_ = 0;
+  Reasons reasons_;
 };
 
 Result<CycleResult> Scheduler::RunCycle(const Snapshot& snapshot, std::span<const Job> pending,
-                                        uint64_t seed) const {
-  Cycle cycle(*this, snapshot, pending, seed);
+                                        uint64_t seed, Reasons reasons) const {
+  Cycle cycle(*this, snapshot, pending, seed, reasons);
   return cycle.Run(pending);
 }
 
@@ -325,7 +328,8 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     }
     if (failure.code == PendingCode::kResources &&
         (job.MaxTasks() == 1 || failure.message.empty())) {
-      failure.message = DiagnoseNodes(job);
+      failure.message =
+          reasons_ == Reasons::kBrief ? std::string(kBriefResourcesReason) : DiagnoseNodes(job);
     }
     failed_.emplace(sig, failure);
   }

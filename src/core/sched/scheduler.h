@@ -26,8 +26,10 @@
 // result, byte for byte once serialised. A Scheduler does not change after Create: RunCycle
 // keeps all its state in the call.
 
+#include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "core/model/result.h"
 #include "core/sched/decision.h"
@@ -38,6 +40,16 @@
 
 namespace gangway::core {
 
+// How much the sentence of a job that waits for resources says. kNodeCounts, what users read:
+// how many nodes could take its largest task and why the others cannot ("0/12 nodes can take
+// a task (8 GPUs): 10 not enough free GPUs, 2 cordoned"), counted over every node. kBrief: a
+// fixed sentence instead of the count. Decisions, codes, estimated starts and every other
+// sentence are the same either way; a replay that reads only the codes runs its cycles brief.
+enum class Reasons : uint8_t { kNodeCounts, kBrief };
+// The sentence that replaces the node count under Reasons::kBrief.
+inline constexpr std::string_view kBriefResourcesReason =
+    "not enough free resources now (nodes not counted: brief reasons)";
+
 class Scheduler {
  public:
   // Resolves every plugin of `profile`; fails naming the unknown policy or bad argument.
@@ -45,7 +57,7 @@ class Scheduler {
 
   // Fails only if the snapshot's queue tree is malformed.
   Result<CycleResult> RunCycle(const Snapshot& snapshot, std::span<const Job> pending,
-                               uint64_t seed) const;
+                               uint64_t seed, Reasons reasons = Reasons::kNodeCounts) const;
 
   // The earliest instant after snapshot.now at which a cycle could decide differently with
   // nothing changed but the clock; kNever if time alone changes nothing. What changes with
