@@ -343,6 +343,27 @@ TEST(ReplayTest, TimeSeriesMeasuresFragmentationAgainstTheWorkload) {
   EXPECT_GT(s.avg_fragmentation_pct, 0);
 }
 
+TEST(ReplayTest, FragmentationFollowsEveryStartAndEnd) {
+  // 3-GPU tasks on one 4-GPU node: 3 free GPUs take one (0 fragmented), 2 cannot (2,000).
+  // Job 1 holds a GPU over [0, 200), job 2 another over [120, 300); samples every 50 s. The
+  // replay measures only the nodes that changed since its last sample, so each start and end
+  // must be seen.
+  std::vector<TraceJob> jobs = {Job(1, 0, 1, 200), Job(2, 120, 1, 180)};
+  auto workload = core::TargetWorkload::Make({{.cpu_milli = 0, .gpu_milli = 1000, .gpu_count = 3}});
+  ASSERT_TRUE(workload.ok());
+  auto r = Replay(jobs,
+                  {.profile = Fifo("none"),
+                   .fragmentation_workload = workload.value(),
+                   .sample_interval = core::Duration(50)},
+                  4);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  std::vector<std::pair<int64_t, int64_t>> series;
+  for (const TimePoint& p : r->series) series.emplace_back(p.time, p.fragmented_gpu_milli);
+  const std::vector<std::pair<int64_t, int64_t>> expected = {
+      {0, 0}, {50, 0}, {100, 0}, {150, 2000}, {200, 0}, {250, 0}, {300, 0}};
+  EXPECT_EQ(series, expected);
+}
+
 TEST(ReplayTest, JobsWithoutDurationAreAnError) {
   TraceJob j = Job(1, 0, 1, 10);
   j.duration.reset();
