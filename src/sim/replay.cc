@@ -7,6 +7,7 @@
 #include <numeric>
 #include <queue>
 #include <tuple>
+#include <unordered_set>
 
 #include "core/plugins/builtin.h"
 #include "core/plugins/gang/span.h"
@@ -230,6 +231,8 @@ void Replay::Setup() {
   result_.seed = options_.seed;
   result_.cluster_gpus = CountGpus(snapshot_.nodes);
   snapshot_.idle_state = std::make_shared<const core::ClusterState>(snapshot_.nodes);
+  // Pending jobs' feasibility, checked once per job (dropped when it starts).
+  snapshot_.feasible_jobs = std::make_shared<std::unordered_set<core::JobId>>();
   if (options_.fragmentation_workload) {
     workload_ = options_.fragmentation_workload;
   } else if (auto typical = TypicalPods(trace_); typical.ok()) {
@@ -254,6 +257,7 @@ int64_t Replay::UpTime(uint32_t node, uint64_t k) const {
 
 void Replay::NodesChanged() {
   snapshot_.idle_state = std::make_shared<const core::ClusterState>(snapshot_.nodes);
+  snapshot_.feasible_jobs->clear();  // health alone does not change it; a new list might
   LoadRunning();
   dirty_ = true;
 }
@@ -418,6 +422,7 @@ void Replay::Start(const core::StartDecision& d) {
                            .tasks = d.tasks,
                            .started_at = core::FromSeconds(now_)};
   RemovePending(j);
+  snapshot_.feasible_jobs->erase(d.job);
   // The cycle placed the job on the state it copied from loaded_, so its tasks fit here.
   for (const core::TaskAllocation& t : d.tasks) {
     loaded_->Allocate(t);

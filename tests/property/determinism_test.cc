@@ -1,13 +1,14 @@
 // Property test: scheduling is deterministic. The same snapshot, pending list, profile and seed
 // give byte-identical results (every field, see CycleResultText), whether the cycle runs on a
 // long-lived Scheduler, a freshly built one, copies of the inputs at other addresses, or with a
-// caller-supplied idle ClusterState or one holding the running jobs; brief reasons change only
-// the sentences of jobs that wait for resources; and a whole trajectory replayed from the same seed
-// is identical cycle by cycle.
+// caller-supplied idle ClusterState, one holding the running jobs, or a set of jobs known
+// feasible; brief reasons change only the sentences of jobs that wait for resources; and a
+// whole trajectory replayed from the same seed is identical cycle by cycle.
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/plugins/builtin.h"
@@ -94,6 +95,15 @@ TEST(PropertyDeterminism, SameInputsAndSeedGiveIdenticalResults) {
           auto preloaded = scheduler->RunCycle(with_loaded, pending, CycleSeed(seed, cycle));
           EXPECT_TRUE(preloaded.ok());
           const std::string from_loaded = preloaded.ok() ? CycleResultText(*preloaded) : "";
+          // Nor does a set of jobs known feasible, filled by one cycle and read by the next.
+          Snapshot with_memo = snap;
+          with_memo.feasible_jobs = std::make_shared<std::unordered_set<JobId>>();
+          std::string from_memo;
+          for (int pass = 0; pass < 2; ++pass) {
+            auto memo = scheduler->RunCycle(with_memo, pending, CycleSeed(seed, cycle));
+            EXPECT_TRUE(memo.ok());
+            from_memo += memo.ok() ? CycleResultText(*memo) : "";
+          }
           // Brief reasons change only the sentences of jobs that wait for resources.
           auto brief = scheduler->RunCycle(snap, pending, CycleSeed(seed, cycle), Reasons::kBrief);
           EXPECT_TRUE(brief.ok());
@@ -115,7 +125,7 @@ TEST(PropertyDeterminism, SameInputsAndSeedGiveIdenticalResults) {
             from_brief = CycleResultText(shortened);
           }
           if (first == fresh && first == copied && first == from_idle && first == from_loaded &&
-              first_unexplained == from_brief) {
+              first_unexplained == from_brief && first + first == from_memo) {
             return true;
           }
           ADD_FAILURE() << Describe(profile) << ", seed " << seed << ", cycle " << cycle
@@ -124,7 +134,10 @@ TEST(PropertyDeterminism, SameInputsAndSeedGiveIdenticalResults) {
                         << fresh << "--- copied inputs\n"
                         << copied << "--- idle state supplied\n"
                         << from_idle << "--- loaded state supplied\n"
-                        << from_loaded;
+                        << from_loaded << "--- known-feasible set, filled then read\n"
+                        << from_memo << "--- brief reasons, resource sentences blanked\n"
+                        << from_brief << "--- first, the same sentences blanked\n"
+                        << first_unexplained;
           return false;
         });
   }

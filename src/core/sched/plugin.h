@@ -156,6 +156,9 @@ class Admission {
   // no plugin of a profile reads it, a cycle skips summing every running job's usage per
   // queue. Default: true.
   virtual bool ReadsQueueUsage() const { return true; }
+  // Whether every Admit answers Admitted, whatever it is asked: then a cycle does not ask
+  // (nor compute the usage it would ask with). Default: false.
+  virtual bool AdmitsEverything() const { return false; }
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -68,6 +68,7 @@ class Cycle {
   std::optional<PreemptionSearch> preemption_;
   CycleResult result_;
   const Job* blocked_by_ = nullptr;  // strict order: the first job blocked for resources
+  std::string blocked_message_;      // the sentence of the jobs behind it
   std::string sig_;                  // reused key buffer: the job's signature in Consider
   std::unordered_map<std::string, Outcome> failed_;  // placement failures by signature
   // DiagnoseNodes by its key; exact because it is cleared whenever a start, a reservation or
@@ -222,10 +223,13 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     q = queues_->Find(job.queue);
     if (auto bad = Feasibility::CheckQueue(*queues_, q, job)) return pend(std::move(*bad));
   }
-  if (auto bad = feasibility_.Check(job)) return pend(std::move(*bad));
+  if (snap_.feasible_jobs == nullptr || !snap_.feasible_jobs->contains(job.id)) {
+    if (auto bad = feasibility_.Check(job)) return pend(std::move(*bad));
+    if (snap_.feasible_jobs != nullptr) snap_.feasible_jobs->insert(job.id);
+  }
 
   // Admission of the job's request: never, not now (perhaps reclaim by preemption), or go on.
-  if (q.valid()) {
+  if (q.valid() && !s_.admission_->AdmitsEverything()) {
     AdmissionVerdict verdict = s_.admission_->Admit(ctx, q, RequestUsage(job));
     if (verdict.never()) return pend({PendingCode::kInfeasible, std::move(verdict).reason()});
     if (!verdict.admitted()) {
@@ -244,11 +248,7 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     }
   }
 
-  if (blocked_by_ != nullptr) {
-    return pend({PendingCode::kBackfill, "waits behind job " + blocked_by_->name +
-                                             " (strict order: no job starts ahead of a "
-                                             "blocked one)"});
-  }
+  if (blocked_by_ != nullptr) return pend({PendingCode::kBackfill, blocked_message_});
 
   // Placement, all or nothing, then admission of the exact usage of the GPUs chosen. Outcomes
   // are shared by jobs of one signature (signature.h).
@@ -348,7 +348,11 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     return Pend(std::move(pending));
   }
   // Backfill: an estimated start, with resources held for it from then.
-  if (s_.backfill_->StrictOrder()) blocked_by_ = &job;
+  if (s_.backfill_->StrictOrder()) {
+    blocked_by_ = &job;
+    blocked_message_ =
+        "waits behind job " + job.name + " (strict order: no job starts ahead of a blocked one)";
+  }
   if (static_cast<int>(reservations_.size()) < s_.backfill_->MaxReservations()) {
     if (auto reserved = reservations_.Reserve(job, sig, state_, running_)) {
       pending.code = PendingCode::kReserved;

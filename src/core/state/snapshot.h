@@ -2,6 +2,7 @@
 #define GANGWAY_CORE_STATE_SNAPSHOT_H_
 
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "core/model/job.h"
@@ -31,6 +32,13 @@ struct Snapshot {
   // equal to `nodes` and reflecting its current health and cordons, holding the tasks of
   // every job of `running` and nothing else; null = each cycle accounts the running jobs.
   std::shared_ptr<const ClusterState> loaded_state;
+  // Optional, owned by the caller and written by cycles: the ids of jobs a cycle found
+  // feasible (feasibility.h), which later cycles need not check again. Feasibility depends
+  // only on the job and on the nodes' hardware, labels and layout, so the caller keeps the
+  // set while neither changes: it clears the set when the node list changes and removes a job
+  // whose spec changes (and may remove jobs that left the pending list, to bound its size).
+  // One cycle at a time may use a set. null = every cycle checks every job.
+  std::shared_ptr<std::unordered_set<JobId>> feasible_jobs;
 };
 
 }  // namespace gangway::core

@@ -29,6 +29,7 @@ class NoAdmission final : public Admission {
  public:
   std::string_view name() const override { return "none"; }
   bool ReadsQueueUsage() const override { return false; }
+  bool AdmitsEverything() const override { return true; }
   AdmissionVerdict Admit(const CycleContext&, QueueIndex, const ResourceList&) const override {
     return AdmissionVerdict::Admitted();
   }
