@@ -14,7 +14,8 @@
 namespace gangway::core {
 
 // Everything a cycle reads, immutable for its duration. The caller (simulator or controller)
-// builds it; the core never changes it.
+// builds it; the core never changes it, except the set `feasible_jobs` points to, a cache the
+// caller opts into and a cycle adds to.
 struct Snapshot {
   Instant now{};
   std::vector<Node> nodes;
