@@ -626,7 +626,9 @@ TEST_F(ContainerAgentTest, StopSignalsTheContainerAndAKillPastTheGraceLeavesNoCo
 // the next agent of the node removes them, and leaves another node's alone.
 TEST_F(ContainerAgentTest, AStartingAgentRemovesTheContainersItsNodeWasLeftWith) {
   auto leave = [&](const std::string& name) {
-    std::string line = "/usr/bin/podman run -d --name " + name;
+    // The host's network, as the agent runs tasks: podman's default bridge needs iptables,
+    // which a fresh Debian 12 with scripts/deps.sh does not have.
+    std::string line = "/usr/bin/podman run -d --network=host --name " + name;
     for (const std::string& a : ::gangway::testing::BusyboxImage::PodmanArgs()) line += " " + a;
     line += " " + image_->name() + " sleep 600 >/dev/null 2>&1";
     return std::system(line.c_str());
