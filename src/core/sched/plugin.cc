@@ -21,6 +21,10 @@ uint64_t Rng::Below(uint64_t n) {
   return x % n;
 }
 
+void JobCursor::TakeRest(std::vector<const Job*>& out) {
+  while (const Job* job = Next()) out.push_back(job);
+}
+
 bool QueueOrder::Precedes(const CycleContext& /*ctx*/, const Job& a, const Job& b) const {
   return a.priority > b.priority;
 }

@@ -60,12 +60,16 @@ struct CycleContext {
 
 // Yields pending jobs in the order the policy wants them considered. The cycle calls Next()
 // until it returns nullptr, and Started() after each job that started, so dynamic orders
-// (fair share) can re-rank.
+// (fair share) can re-rank. A cycle that no longer needs the order of the jobs left calls
+// TakeRest() instead of Next().
 class JobCursor {
  public:
   virtual ~JobCursor() = default;
   virtual const Job* Next() = 0;
   virtual void Started(const Job& /*job*/) {}
+  // Appends to `out` every job Next() has not returned yet, each once and in no promised
+  // order, and ends the cursor (Next() returns nullptr after it). Default: drains Next().
+  virtual void TakeRest(std::vector<const Job*>& out);
 };
 
 class QueueOrder {
