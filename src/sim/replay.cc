@@ -526,10 +526,10 @@ void Replay::Cycle() {
   ++result_.cycles;
   last_cycle_ = now_;
   dirty_ = false;
-  // Brief reasons: of a cycle's sentences the replay keeps only rejected jobs' (never a node
-  // count); the last cycle, run below with full reasons, explains what never started.
+  // Of a cycle's pending jobs the replay reads only the rejected ones (Reasons::kNone); the
+  // last cycle, run below with full reasons, explains what never started.
   core::Result<core::CycleResult> cycle =
-      scheduler_.RunCycle(snapshot_, pending_, seed, core::Reasons::kBrief);
+      scheduler_.RunCycle(snapshot_, pending_, seed, core::Reasons::kNone);
   if (!cycle.ok()) return;  // only a malformed queue tree fails, and Setup builds a flat one
   for (const core::StartDecision& d : cycle->starts) Start(d);
   for (const core::PreemptDecision& p : cycle->preemptions) {

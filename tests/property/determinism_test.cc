@@ -2,11 +2,13 @@
 // give byte-identical results (every field, see CycleResultText), whether the cycle runs on a
 // long-lived Scheduler, a freshly built one, copies of the inputs at other addresses, or with a
 // caller-supplied idle ClusterState, one holding the running jobs, or a set of jobs known
-// feasible; brief reasons change only the sentences of jobs that wait for resources; and a
-// whole trajectory replayed from the same seed is identical cycle by cycle.
+// feasible; brief reasons change only the sentences of jobs that wait for resources; no
+// reasons change only which pending jobs are listed; and a whole trajectory replayed from the
+// same seed is identical cycle by cycle.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -142,6 +144,86 @@ TEST(PropertyDeterminism, SameInputsAndSeedGiveIdenticalResults) {
         });
   }
   EXPECT_GT(brief_sentences, 0) << "no cycle waited for resources: the brief check is vacuous";
+}
+
+// A result's decisions (starts, preemptions, reservations) without its pending list.
+std::string DecisionsText(CycleResult r) {
+  r.pending.clear();
+  return CycleResultText(r);
+}
+
+// The pending entries with `code`, ordered by job id.
+std::string PendingText(const CycleResult& r, PendingCode code) {
+  CycleResult only;
+  for (const PendingJob& p : r.pending) {
+    if (p.code == code) only.pending.push_back(p);
+  }
+  std::sort(only.pending.begin(), only.pending.end(),
+            [](const PendingJob& a, const PendingJob& b) { return a.job < b.job; });
+  return CycleResultText(only);
+}
+
+// Reasons::kNone decides like full reasons and lists exactly the jobs rejected as infeasible,
+// for every profile and for its strict-order variant without admission, where a blocked job
+// ends the walk of the queue; with and without a known-feasible set, filled then read.
+TEST(PropertyDeterminism, CyclesWithoutReasonsDecideTheSame) {
+  const Registry registry = BuiltinRegistry();
+  const std::vector<Profile> profiles = Profiles();
+  int behind_block = 0;  // jobs the strict variant left waiting behind a blocked one
+  int rejected = 0;      // infeasible jobs the cycles without reasons listed
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    Profile strict = profiles[i];
+    strict.admission.name = "none";
+    strict.backfill = {.name = "none"};
+    strict.max_jobs_per_cycle = 0;
+    std::vector<Scheduler> schedulers;
+    for (const Profile& p : {profiles[i], strict}) {
+      auto s = Scheduler::Create(p, registry);
+      ASSERT_TRUE(s.ok()) << s.error().message();
+      schedulers.push_back(std::move(s).value());
+    }
+    const uint64_t seed = 900 + i;
+    ClusterDriver driver(seed);
+    RunCycles(
+        driver, schedulers.front(), kCycles,
+        [&](int cycle, const Snapshot& snap, const std::vector<Job>& pending, const CycleResult&) {
+          if (cycle % kRecheckEvery != kRecheckEvery - 1) return true;
+          for (const Scheduler& scheduler : schedulers) {
+            auto full = scheduler.RunCycle(snap, pending, CycleSeed(seed, cycle));
+            EXPECT_TRUE(full.ok());
+            if (!full.ok()) return false;
+            for (const PendingJob& p : full->pending) {
+              const bool behind = p.message.starts_with("waits behind job");
+              behind_block += behind && &scheduler == &schedulers.back() ? 1 : 0;
+            }
+            Snapshot with_memo = snap;
+            with_memo.feasible_jobs = std::make_shared<std::unordered_set<JobId>>();
+            const std::vector<const Snapshot*> snapshots = {&snap, &with_memo, &with_memo};
+            for (const Snapshot* s : snapshots) {
+              auto none = scheduler.RunCycle(*s, pending, CycleSeed(seed, cycle), Reasons::kNone);
+              EXPECT_TRUE(none.ok());
+              if (!none.ok()) return false;
+              rejected += static_cast<int>(none->pending.size());
+              const std::string listed = PendingText(*none, PendingCode::kInfeasible);
+              const bool only_rejected = std::all_of(
+                  none->pending.begin(), none->pending.end(),
+                  [](const PendingJob& p) { return p.code == PendingCode::kInfeasible; });
+              if (only_rejected && DecisionsText(*full) == DecisionsText(*none) &&
+                  listed == PendingText(*full, PendingCode::kInfeasible)) {
+                continue;
+              }
+              ADD_FAILURE() << Describe(scheduler.profile()) << ", seed " << seed << ", cycle "
+                            << cycle << ": a cycle without reasons decided otherwise\n--- full\n"
+                            << CycleResultText(*full) << "--- without reasons\n"
+                            << CycleResultText(*none);
+              return false;
+            }
+          }
+          return true;
+        });
+  }
+  EXPECT_GT(behind_block, 0) << "no strict cycle blocked: the early end of the walk is untested";
+  EXPECT_GT(rejected, 0) << "no cycle rejected a job: the rejected list is untested";
 }
 
 // The trajectory of one seed: every cycle's result, in order.

@@ -55,7 +55,20 @@ class Cycle {
   const std::vector<FitFailure>& StaticFits(const TaskGroup& group);
   // When a job the cycle preempts for can start: the longest grace of its victims.
   Instant PreemptionStart(const Job& job) const;
-  void Pend(PendingJob pending) { result_.pending.push_back(std::move(pending)); }
+  void Pend(PendingJob pending) {
+    if (reasons_ == Reasons::kNone && pending.code != PendingCode::kInfeasible) return;
+    result_.pending.push_back(std::move(pending));
+  }
+  // Whether the jobs behind a strict-order block can do nothing but wait or be rejected as
+  // infeasible: what kNone lets the walk stop for (FinishBehindBlock).
+  bool NothingBehindBlockActs() const {
+    return reasons_ == Reasons::kNone && blocked_by_ != nullptr &&
+           s_.profile_.max_jobs_per_cycle <= 0 &&
+           (snap_.queues.empty() || s_.admission_->AdmitsEverything());
+  }
+  // What Consider would do for each job behind the block in that case: reject what is
+  // infeasible, remember what is feasible, and nothing else.
+  void FinishBehindBlock(JobCursor& cursor);
 
   const Scheduler& s_;
   const Snapshot& snap_;
@@ -131,8 +144,32 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
     size_t starts_before = result_.starts.size();
     Consider(*job, ctx);
     if (result_.starts.size() > starts_before) cursor->Started(*job);
+    if (NothingBehindBlockActs()) {
+      FinishBehindBlock(*cursor);
+      break;
+    }
   }
   return std::move(result_);
+}
+
+void Cycle::FinishBehindBlock(JobCursor& cursor) {
+  std::vector<const Job*> rest;
+  cursor.TakeRest(rest);
+  for (const Job* job : rest) {
+    // The known-feasible set also vouches for the queue check (snapshot.h).
+    if (snap_.feasible_jobs != nullptr && snap_.feasible_jobs->contains(job->id)) continue;
+    if (!snap_.queues.empty()) {
+      if (auto bad = Feasibility::CheckQueue(*queues_, queues_->Find(job->queue), *job)) {
+        Pend({.job = job->id, .code = bad->code, .message = std::move(bad->message)});
+        continue;
+      }
+    }
+    if (auto bad = feasibility_.Check(*job)) {
+      Pend({.job = job->id, .code = bad->code, .message = std::move(bad->message)});
+      continue;
+    }
+    if (snap_.feasible_jobs != nullptr) snap_.feasible_jobs->insert(job->id);
+  }
 }
 
 const std::string& Cycle::DiagnoseNodes(const Job& job) {
@@ -248,7 +285,10 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     }
   }
 
-  if (blocked_by_ != nullptr) return pend({PendingCode::kBackfill, blocked_message_});
+  if (blocked_by_ != nullptr) {
+    if (reasons_ == Reasons::kNone) return;  // not listed: spare the sentence's copy
+    return pend({PendingCode::kBackfill, blocked_message_});
+  }
 
   // Placement, all or nothing, then admission of the exact usage of the GPUs chosen. Outcomes
   // are shared by jobs of one signature (signature.h).
@@ -328,13 +368,13 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     }
     if (failure.code == PendingCode::kResources &&
         (job.MaxTasks() == 1 || failure.message.empty())) {
-      failure.message =
-          reasons_ == Reasons::kBrief ? std::string(kBriefResourcesReason) : DiagnoseNodes(job);
+      failure.message = reasons_ != Reasons::kNodeCounts ? std::string(kBriefResourcesReason)
+                                                         : DiagnoseNodes(job);
     }
     failed_.emplace(sig, failure);
   }
   pending.code = known ? known->code : failure.code;
-  pending.message = known ? known->message : failure.message;
+  if (reasons_ != Reasons::kNone) pending.message = known ? known->message : failure.message;
 
   // Preemption: victims that let it start.
   if (auto pre = preemption_->TryPreempt(job, q, ctx, false, result_.preemptions)) {

@@ -40,12 +40,17 @@
 
 namespace gangway::core {
 
-// How much the sentence of a job that waits for resources says. kNodeCounts, what users read:
+// How much a cycle says of the jobs it does not start. kNodeCounts, what users read: every
+// such job in CycleResult::pending, and the sentence of one that waits for resources counts
 // how many nodes could take its largest task and why the others cannot ("0/12 nodes can take
-// a task (8 GPUs): 10 not enough free GPUs, 2 cordoned"), counted over every node. kBrief: a
-// fixed sentence instead of the count. Decisions, codes, estimated starts and every other
-// sentence are the same either way; a replay that reads only the codes runs its cycles brief.
-enum class Reasons : uint8_t { kNodeCounts, kBrief };
+// a task (8 GPUs): 10 not enough free GPUs, 2 cordoned"). kBrief: a fixed sentence instead of
+// the count. kNone: `pending` lists only the jobs rejected as kInfeasible (with their full
+// sentence, in no promised order), for a caller that reads decisions and rejections only (the
+// simulator). Starts, preemptions, reservations and the set of rejected jobs are the same
+// under all three. kNone also lets a strict-order cycle stop walking the queue at the first
+// blocked job when nothing behind it can act (no admission, no cycle budget); it then only
+// checks the feasibility of the jobs behind it not yet known feasible.
+enum class Reasons : uint8_t { kNodeCounts, kBrief, kNone };
 // The sentence that replaces the node count under Reasons::kBrief.
 inline constexpr std::string_view kBriefResourcesReason =
     "not enough free resources now (nodes not counted: brief reasons)";

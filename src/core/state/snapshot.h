@@ -34,10 +34,11 @@ struct Snapshot {
   // every job of `running` and nothing else; null = each cycle accounts the running jobs.
   std::shared_ptr<const ClusterState> loaded_state;
   // Optional, owned by the caller and written by cycles: the ids of jobs a cycle found
-  // feasible (feasibility.h), which later cycles need not check again. Feasibility depends
-  // only on the job and on the nodes' hardware, labels and layout, so the caller keeps the
-  // set while neither changes: it clears the set when the node list changes and removes a job
-  // whose spec changes (and may remove jobs that left the pending list, to bound its size).
+  // feasible (feasibility.h), and whose queue exists and is a leaf, which later cycles need
+  // not check again. Both depend only on the job, on the nodes' hardware, labels and layout
+  // and on the queue tree's shape, so the caller keeps the set while none changes: it clears
+  // the set when the node list or the queue tree changes and removes a job whose spec
+  // changes (and may remove jobs that left the pending list, to bound its size).
   // One cycle at a time may use a set. null = every cycle checks every job.
   std::shared_ptr<std::unordered_set<JobId>> feasible_jobs;
 };
