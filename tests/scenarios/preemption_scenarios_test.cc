@@ -256,6 +256,37 @@ std::vector<Scenario> PreemptionScenarios() {
        .profile = Preempt({"priority"}),
        .expect = {.preemptions = {{.job = 101, .for_job = 1}},
                   .pending = {{.job = 1, .code = kPreempting, .message = "preempting 1 job"}}}},
+
+      // Job 1 waits for stopping job 100 and holds the 2 GPUs free now. Job 2 has the same
+      // shape but no longer fits once job 100 is gone (4 GPUs), and job 101 outranks it: it
+      // waits for resources, not for job 100 (a search must not reuse job 1's fit after the
+      // hold).
+      {.name = "hold_ends_a_shared_fit_after_stopping",
+       .cluster = SnapshotBuilder()
+                      .Now(kNow)
+                      .Node(MakeNode("n").Gpus(8))
+                      .Running(MakeJob(100).Priority(1).Gpus(4), {0}, 0, /*terminating=*/true)
+                      .Running(MakeJob(101).Priority(20).Gpus(2), {0})
+                      .Build(),
+       .pending = {MakeJob(1).Priority(10).Gpus(6).Obj(), MakeJob(2).Priority(10).Gpus(6).Obj()},
+       .profile = Preempt({"priority"}),
+       .expect =
+           {.pending = {{.job = 1, .code = kPreempting, .message = "waiting for 1 stopping job"},
+                        {.job = 2, .code = kResources}}}},
+
+      // Job 1 does not fit once job 100 is gone and preempts job 101 too. Job 2, of the same
+      // shape, fits once both are gone: a search must not keep job 1's failure after a new
+      // victim stops. (Job 1 holds nothing: no GPU is free now.)
+      {.name = "new_victim_ends_a_shared_failure_after_stopping",
+       .cluster = TwoHalves(MakeJob(100).Priority(1).Gpus(4), MakeJob(101).Priority(1).Gpus(4), 0,
+                            /*a_terminating=*/true),
+       .pending = {MakeJob(1).Priority(10).Gpus(8).Obj(), MakeJob(2).Priority(10).Gpus(8).Obj()},
+       .profile = Preempt({"priority"}),
+       .expect = {.preemptions = {{.job = 101, .for_job = 1}},
+                  .pending = {{.job = 1, .code = kPreempting, .message = "preempting 1 job"},
+                              {.job = 2,
+                               .code = kPreempting,
+                               .message = "waiting for 2 stopping jobs"}}}},
   };
 }
 

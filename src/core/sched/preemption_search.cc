@@ -45,7 +45,8 @@ class PreemptionSearch::Plan {
     out_.erase(std::find(out_.begin(), out_.end(), &r));
   }
 
-  // Whether the job would fit (and pass quota when `check_quota`) now.
+  // Whether the job would fit (and pass quota when `check_quota`) now. When it does, its
+  // placement is kept in the search (PreemptionSearch::placed_) for Hold.
   bool Fits(const Job& job, QueueIndex q, bool check_quota) {
     bool fits = true;
     if (check_quota && q.valid()) fits = !queues_.CheckAdmission(q, RequestUsage(job)).has_value();
@@ -61,6 +62,7 @@ class PreemptionSearch::Plan {
         fits = !queues_.CheckAdmission(q, AllocationUsage(s_.in_.state, placed.tasks)).has_value();
       }
       tx_.RollbackTo(mark);
+      if (fits) s_.placed_ = Placed{.job = job.id, .tasks = std::move(placed.tasks)};
     }
     return fits;
   }
@@ -81,6 +83,7 @@ PreemptionSearch::PreemptionSearch(const PreemptionInputs& in) : in_(in) {
 
 void PreemptionSearch::Started(size_t running_index) {
   const RunningJobs::Entry& r = in_.running[running_index];
+  ++released_generation_;
   if (released_) {
     for (const TaskAllocation& t : r.job->tasks) released_->Allocate(t);
   }
@@ -93,6 +96,8 @@ void PreemptionSearch::Started(size_t running_index) {
 }
 
 void PreemptionSearch::MarkStopping(size_t i) {
+  no_fit_after_stopping_.clear();  // more is about to be free
+  ++released_generation_;
   stopping_flag_[i] = true;
   stopping_.push_back(i);
   if (!released_) {
@@ -107,7 +112,10 @@ void PreemptionSearch::MarkStopping(size_t i) {
 void PreemptionSearch::Hold(const Job& job) {
   if (!released_) return;  // nothing stops: there is nothing to wait for
   std::vector<TaskAllocation> tasks;
-  {
+  if (placed_ && placed_->job == job.id) {
+    // TryPreempt's last fit for this job was on the cluster without the jobs stopping now.
+    tasks = std::move(placed_->tasks);
+  } else {
     Transaction tx(*released_);
     PlaceResult placed = in_.placer.Place({.tx = tx,
                                            .job = job,
@@ -117,6 +125,7 @@ void PreemptionSearch::Hold(const Job& job) {
     if (!placed.ok()) return;
     tasks = std::move(placed.tasks);
   }  // rolled back
+  placed_.reset();
   for (const TaskAllocation& t : tasks) {
     TaskAllocation hold{.node = t.node};
     for (const GpuAssignment& g : t.gpus) {
@@ -129,6 +138,7 @@ void PreemptionSearch::Hold(const Job& job) {
     }
     in_.state.Allocate(hold);
     released_->Allocate(hold);
+    ++released_generation_;
   }
 }
 
@@ -155,14 +165,30 @@ void PreemptionSearch::RankVictims() {
 }
 
 bool PreemptionSearch::FitsAfterStopping(const Job& job, QueueIndex q, bool check_quota) {
+  // What it reads of the job is the shape part of key_ (TryPreempt builds it first).
+  const std::string_view shape(key_.data(), shape_size_);
+  if (no_fit_after_stopping_.contains(shape)) return false;
+  if (auto it = fit_after_stopping_.find(shape);
+      it != fit_after_stopping_.end() && it->second.generation == released_generation_) {
+    placed_ = Placed{.job = job.id, .tasks = it->second.tasks};
+    return true;
+  }
   Plan plan(*this);
-  return plan.Fits(job, q, check_quota);
+  if (plan.Fits(job, q, check_quota)) {
+    fit_after_stopping_.insert_or_assign(
+        std::string(shape),
+        FitAfterStopping{.generation = released_generation_, .tasks = placed_->tasks});
+    return true;
+  }
+  no_fit_after_stopping_.emplace(shape);
+  return false;
 }
 
 std::optional<Outcome> PreemptionSearch::TryPreempt(const Job& job, QueueIndex q,
                                                     const CycleContext& ctx, bool quota_blocked,
                                                     std::vector<PreemptDecision>& preemptions) {
   if (in_.policies.empty()) return std::nullopt;
+  placed_.reset();
   // Within a cycle, victims only get fewer and free capacity and quota only shrink, so a job
   // that found no victims fails again for every job that looks the same to the placement
   // (signature, reserved nodes), the quota (queue, request) and the policies (their keys).
@@ -170,13 +196,14 @@ std::optional<Outcome> PreemptionSearch::TryPreempt(const Job& job, QueueIndex q
   key.clear();
   AppendSignature(key, job, true);
   key.append(job.queue).append(1, '|');
-  AppendInt(key, job.priority);
   in_.reservations.AppendEligibilityKey(key, job);
+  key += quota_blocked ? 'q' : 'r';
+  shape_size_ = key.size();
+  AppendInt(key, job.priority);
   for (const auto& policy : in_.policies) {
     policy->AppendPreemptorKey(key, in_.order, job);
     key += ';';
   }
-  key += quota_blocked ? 'q' : 'r';
   if (no_victims_.contains(key)) return std::nullopt;
   std::optional<Outcome> outcome = FindVictims(job, q, ctx, quota_blocked, preemptions);
   // FindVictims computes no keys, so `key` is still this job's.

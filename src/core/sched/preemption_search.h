@@ -36,15 +36,21 @@
 // queue, priority, reserved nodes and the policies' keys (Preemption::AppendPreemptorKey):
 // within a cycle victims only get fewer and free capacity and quota only shrink, so an equal
 // job would fail again. Jobs of one key also share the list of victims the policies allow
-// until the next start.
+// until the next start. Likewise a shape that would not fit once the stopping jobs were gone
+// (step 1) is remembered until another job stops, and one that would, with its placement,
+// until the cluster without the stopping jobs changes.
 //
 // Not thread-safe; one per cycle.
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -124,6 +130,32 @@ class PreemptionSearch {
   std::optional<ClusterState> released_;
   std::optional<QueueTree> released_queues_;
   std::set<std::string> no_victims_;  // TryPreempt keys that found nothing this cycle
+  // The shapes (key_'s first shape_size_ bytes: signature, queue, reserved nodes, quota) of
+  // jobs that would not fit once the stopping jobs were gone. Until another job stops, free
+  // capacity and quota only shrink (starts, holds), so an equal shape fails again; cleared
+  // when a job is marked stopping.
+  std::set<std::string, std::less<>> no_fit_after_stopping_;
+  size_t shape_size_ = 0;
+  // The shapes that would fit once the stopping jobs were gone, with their placement, valid
+  // while released_ and released_queues_ stay as they were (released_generation_, which every
+  // change to them advances: a start, a job marked stopping, a hold). A job that waits for
+  // stopping jobs and holds nothing free now leaves them as they were, so every job behind it
+  // of its shape would place the same way on them.
+  struct FitAfterStopping {
+    uint64_t generation = 0;
+    std::vector<TaskAllocation> tasks;
+  };
+  std::map<std::string, FitAfterStopping, std::less<>> fit_after_stopping_;
+  uint64_t released_generation_ = 0;
+  // The placement of the last job Plan::Fits found fitting, on the cluster as it was then.
+  // When TryPreempt answers kPreempting that cluster is the one Hold places on (the released
+  // state with exactly the victims out), so Hold takes it instead of placing again. Cleared
+  // by the next TryPreempt and by Hold.
+  struct Placed {
+    JobId job;
+    std::vector<TaskAllocation> tasks;
+  };
+  std::optional<Placed> placed_;
   // Entries of in_.running present when first needed: preemptible, started before this cycle
   // and past the minimum runtime, by victim rank (see 2. above). Entries that stop later
   // stay listed and are skipped by their stopping flag.
