@@ -75,6 +75,9 @@ class PreemptionSearch::Plan {
 };
 
 PreemptionSearch::PreemptionSearch(const PreemptionInputs& in) : in_(in) {
+  // The order policy asks the queue order, which may read usage too (DRF).
+  allowed_reads_usage_ = in_.order.ReadsQueueUsage();
+  for (const auto& p : in_.policies) allowed_reads_usage_ |= p->ReadsQueueUsage();
   stopping_flag_.assign(in_.running.size(), false);
   for (size_t i = 0; i < in_.running.size(); ++i) {
     if (in_.running[i].job->terminating) MarkStopping(i);
@@ -90,8 +93,10 @@ void PreemptionSearch::Started(size_t running_index) {
   if (released_queues_ && r.queue.valid())
     released_queues_->AddUsage(r.queue, in_.running.Usage(r));
   stopping_flag_.push_back(false);
-  allowed_.clear();  // policies may read the queues' usage
-  allowed_size_ = 0;
+  if (allowed_reads_usage_) {  // a start changed it
+    allowed_.clear();
+    allowed_size_ = 0;
+  }
   if (victims_.contains(r.job->job.id)) MarkStopping(running_index);
 }
 
@@ -143,25 +148,31 @@ void PreemptionSearch::Hold(const Job& job) {
 }
 
 void PreemptionSearch::RankVictims() {
-  ranked_.emplace();
+  // Sorted on keys copied out of the jobs: the comparisons then read one array.
+  struct Ranked {
+    int32_t priority;
+    Duration progress;    // since the last checkpoint; less is lost first
+    Instant started_neg;  // -started_at: the youngest first
+    JobId id;
+    size_t index;
+    auto operator<=>(const Ranked&) const = default;
+  };
+  std::vector<Ranked> keyed;
   for (size_t i = 0; i < in_.running.size(); ++i) {
     const RunningJob& v = *in_.running[i].job;
     if (!v.job.preemptible) continue;
     if (v.started_at == in_.now) continue;  // started in this cycle
     if (in_.now - v.started_at < in_.min_runtime) continue;
-    ranked_->push_back(i);
+    keyed.push_back({.priority = v.job.priority,
+                     .progress = v.job.progress_since_checkpoint,
+                     .started_neg = Instant() - (v.started_at - Instant()),
+                     .id = v.job.id,
+                     .index = i});
   }
-  std::sort(ranked_->begin(), ranked_->end(), [&](size_t a, size_t b) {
-    const RunningJob& x = *in_.running[a].job;
-    const RunningJob& y = *in_.running[b].job;
-    if (x.job.priority != y.job.priority) return x.job.priority < y.job.priority;
-    if (x.job.progress_since_checkpoint != y.job.progress_since_checkpoint) {
-      return x.job.progress_since_checkpoint < y.job.progress_since_checkpoint;
-    }
-    if (x.started_at != y.started_at) return x.started_at > y.started_at;
-    if (x.job.id != y.job.id) return x.job.id < y.job.id;
-    return a < b;
-  });
+  std::sort(keyed.begin(), keyed.end());
+  ranked_.emplace();
+  ranked_->reserve(keyed.size());
+  for (const Ranked& r : keyed) ranked_->push_back(r.index);
 }
 
 bool PreemptionSearch::FitsAfterStopping(const Job& job, QueueIndex q, bool check_quota) {

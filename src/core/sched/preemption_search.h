@@ -36,9 +36,9 @@
 // queue, priority, reserved nodes and the policies' keys (Preemption::AppendPreemptorKey):
 // within a cycle victims only get fewer and free capacity and quota only shrink, so an equal
 // job would fail again. Jobs of one key also share the list of victims the policies allow
-// until the next start. Likewise a shape that would not fit once the stopping jobs were gone
-// (step 1) is remembered until another job stops, and one that would, with its placement,
-// until the cluster without the stopping jobs changes.
+// (until the next start, if the policies read the queues' usage). Likewise a shape that would not
+// fit once the stopping jobs were gone (step 1) is remembered until another job stops, and one that
+// would, with its placement, until the cluster without the stopping jobs changes.
 //
 // Not thread-safe; one per cycle.
 
@@ -165,6 +165,10 @@ class PreemptionSearch {
   // total length, which is bounded.
   std::unordered_map<std::string, std::vector<Candidate>> allowed_;
   size_t allowed_size_ = 0;
+  // Whether what the policies allow may change with the queues' usage (a policy or the order
+  // reads it): then a start clears allowed_. Otherwise a start only adds a running job that
+  // is no candidate this cycle, and the lists stay right.
+  bool allowed_reads_usage_ = true;
   std::string key_;  // reused TryPreempt key
 };
 
