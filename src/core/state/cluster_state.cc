@@ -173,6 +173,7 @@ ClusterState::ClusterState(const std::vector<Node>& nodes) : nodes_(&nodes) {
   indexed_whole_free_.assign(n, -1);
   for (size_t l = 0; l < layout->levels.size(); ++l) {
     level_whole_free_[l].assign(layout->levels[l].members.size(), 0);
+    level_whole_free_nodes_[l].assign(layout->levels[l].members.size() * (k_max + 1), 0);
   }
   bulk_touched_.assign(n, false);
   layout_ = std::move(layout);
@@ -250,6 +251,15 @@ int64_t ClusterState::domain_whole_free(TopologyLevel l, int domain) const {
   }
   if (l == TopologyLevel::kCluster) return cluster_whole_free_;
   return level_whole_free_[LevelSlot(l)][domain];
+}
+
+int64_t ClusterState::CountWithWholeFree(TopologyLevel l, int domain, int k) const {
+  if (l == TopologyLevel::kGpuDomain || l == TopologyLevel::kNode) {
+    return indexed_whole_free_[static_cast<size_t>(domain)] == k ? 1 : 0;
+  }
+  if (l == TopologyLevel::kCluster) return whole_free_nodes_[k];
+  const size_t row = static_cast<size_t>(domain) * (layout_->max_gpus_per_node + 1);
+  return level_whole_free_nodes_[LevelSlot(l)][row + k];
 }
 
 bool ClusterState::CanAllocate(const TaskAllocation& task) const {
@@ -376,15 +386,24 @@ void ClusterState::Reindex(NodeIndex n) {
     shared_index_[m].Erase(n);
     mig_index_[m].Erase(n);
   }
+  const size_t row = static_cast<size_t>(layout_->max_gpus_per_node) + 1;
   if (indexed_whole_free_[ni] >= 0) {
     whole_free_index_[indexed_whole_free_[ni]].Erase(n);
     --whole_free_nodes_[indexed_whole_free_[ni]];
+    for (size_t l = 0; l < level_whole_free_nodes_.size(); ++l) {
+      const auto d = static_cast<size_t>(layout_->levels[l].domain_of[ni]);
+      --level_whole_free_nodes_[l][d * row + indexed_whole_free_[ni]];
+    }
   }
   indexed_whole_free_[ni] = -1;
   if (!schedulable_[ni]) return;
   indexed_whole_free_[ni] = whole_free_[ni];
   whole_free_index_[whole_free_[ni]].Insert(n);
   ++whole_free_nodes_[whole_free_[ni]];
+  for (size_t l = 0; l < level_whole_free_nodes_.size(); ++l) {
+    const auto d = static_cast<size_t>(layout_->levels[l].domain_of[ni]);
+    ++level_whole_free_nodes_[l][d * row + whole_free_[ni]];
+  }
   for (uint32_t i = models_begin; i < models_end; ++i) indexed_free_[i] = 0;
   const Node& node = this->node(n);
   const uint32_t base = layout_->gpu_offset[ni];

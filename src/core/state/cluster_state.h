@@ -97,6 +97,9 @@ class ClusterState {
   const NodeSet& NodesWithWholeFree(int k) const { return whole_free_index_[k]; }
   // How many nodes NodesWithWholeFree(k) holds.
   int64_t CountWithWholeFree(int k) const { return whole_free_nodes_[k]; }
+  // How many of them are in the domain of `level` (see domain_of), without visiting its
+  // nodes.
+  int64_t CountWithWholeFree(TopologyLevel level, int domain, int k) const;
   // Schedulable nodes with at least one shareable GPU of model m that holds a fraction.
   const NodeSet& NodesWithSharedGpus(ModelIndex m) const { return shared_index_[m.value()]; }
   // Schedulable nodes with a MIG-enabled GPU of model m.
@@ -183,6 +186,9 @@ class ClusterState {
   std::vector<int64_t> whole_free_nodes_;         // [k], nodes in whole_free_index_[k]
   std::vector<int16_t> indexed_whole_free_;       // per node: k it is indexed under, -1 = none
   std::array<std::vector<int64_t>, 3> level_whole_free_;  // [level slot][domain]
+  // [level slot][domain * (max_gpus_per_node + 1) + k]: nodes of the domain indexed under k
+  // in whole_free_index_.
+  std::array<std::vector<int32_t>, 3> level_whole_free_nodes_;
   int64_t cluster_whole_free_ = 0;
   bool bulk_ = false;
   std::vector<bool> bulk_touched_;  // per node, while bulk_

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <utility>
+
 #include "core/state/transaction.h"
 #include "testing/builders.h"
 
@@ -44,21 +47,43 @@ TEST(ClusterState, FreeIndexTracksWholeFreeGpusPerModel) {
   EXPECT_FALSE(s.FindModel("V100").valid());
 }
 
-// CountWithWholeFree(k) is the size of NodesWithWholeFree(k) through allocations, releases,
-// bulk loads and cordons, in random order.
+// CountWithWholeFree(k), for the cluster and for each topology domain, is the number of
+// NodesWithWholeFree(k) there, through allocations, releases, bulk loads and cordons, in
+// random order.
 TEST(ClusterState, WholeFreeCountsMatchTheIndex) {
   SnapshotBuilder b;
-  for (int i = 0; i < 12; ++i) b.Node(MakeNode("n" + std::to_string(i)).Gpus(i % 3 == 0 ? 4 : 8));
+  for (int i = 0; i < 12; ++i) {
+    b.Node(MakeNode("n" + std::to_string(i))
+               .Gpus(i % 3 == 0 ? 4 : 8)
+               .Rack("r" + std::to_string(i / 2))
+               .Leaf("l" + std::to_string(i / 4))
+               .Spine("s" + std::to_string(i / 8)));
+  }
   Snapshot snap = b.Build();
   ClusterState s(snap.nodes);
   auto check = [&](int step) {
     for (int k = 0; k <= s.max_gpus_per_node(); ++k) {
       int64_t members = 0;
-      s.NodesWithWholeFree(k).ForEachUntil([&](NodeIndex) {
+      std::map<std::pair<TopologyLevel, int>, int64_t> in_domain;
+      s.NodesWithWholeFree(k).ForEachUntil([&](NodeIndex n) {
         ++members;
+        for (TopologyLevel l : {TopologyLevel::kNode, TopologyLevel::kRack, TopologyLevel::kLeaf,
+                                TopologyLevel::kSpine}) {
+          ++in_domain[{l, s.domain_of(n, l)}];
+        }
         return true;
       });
       ASSERT_EQ(s.CountWithWholeFree(k), members) << "k=" << k << " after step " << step;
+      ASSERT_EQ(s.CountWithWholeFree(TopologyLevel::kCluster, 0, k), members);
+      for (TopologyLevel l : {TopologyLevel::kNode, TopologyLevel::kRack, TopologyLevel::kLeaf,
+                              TopologyLevel::kSpine}) {
+        for (int d = 0; d < s.domain_count(l); ++d) {
+          const int64_t expected = in_domain[{l, d}];
+          ASSERT_EQ(s.CountWithWholeFree(l, d, k), expected)
+              << "level " << static_cast<int>(l) << " domain " << d << ", k=" << k << " after step "
+              << step;
+        }
+      }
     }
   };
   uint64_t x = 12345;

@@ -64,22 +64,12 @@ int64_t WholeGpusNeeded(const Job& job) {
 bool HoldsReplicas(const ClusterState& state, TopologyLevel level, int domain, const Job& job) {
   for (const TaskGroup& g : job.groups) {
     if (g.request.gpu.kind != GpuRequest::Kind::kWhole || g.request.gpu.count <= 0) continue;
+    // Summed from the domain's whole-free counts, without visiting its nodes.
     int64_t replicas = 0;
-    if (level == TopologyLevel::kCluster) {
-      // The same sum from the whole-free counts, without visiting every node.
-      for (int k = g.request.gpu.count; k <= state.max_gpus_per_node(); ++k) {
-        const int64_t fit = k / g.request.gpu.count;
-        replicas += state.CountWithWholeFree(k) *
-                    (g.max_per_node > 0 ? std::min<int64_t>(fit, g.max_per_node) : fit);
-      }
-      if (replicas < g.min_replicas) return false;
-      continue;
-    }
-    for (NodeIndex n : state.domain_nodes(level, domain)) {
-      if (!state.Schedulable(n)) continue;
-      const int64_t fit = state.whole_free(n) / g.request.gpu.count;
-      replicas += g.max_per_node > 0 ? std::min<int64_t>(fit, g.max_per_node) : fit;
-      if (replicas >= g.min_replicas) break;
+    for (int k = g.request.gpu.count; k <= state.max_gpus_per_node(); ++k) {
+      const int64_t fit = k / g.request.gpu.count;
+      replicas += state.CountWithWholeFree(level, domain, k) *
+                  (g.max_per_node > 0 ? std::min<int64_t>(fit, g.max_per_node) : fit);
     }
     if (replicas < g.min_replicas) return false;
   }
