@@ -1,6 +1,7 @@
 #include "core/sched/reservations.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "core/sched/signature.h"
 #include "core/state/transaction.h"
@@ -96,9 +97,25 @@ std::optional<ReserveDecision> Reservations::Reserve(const Job& job, const std::
     unreservable_.insert(signature);
     return std::nullopt;
   }
-  std::stable_sort(
-      ends.begin(), ends.end(),
-      [](const RunningJobs::Entry* a, const RunningJobs::Entry* b) { return a->end < b->end; });
+  // By end, then in the running list's order (the entries' addresses ascend with it). Sorted
+  // only as far as the plan reads: the job usually fits after the first few ends.
+  auto earlier = [](const RunningJobs::Entry* a, const RunningJobs::Entry* b) {
+    return a->end != b->end ? a->end < b->end : std::less<>()(a, b);
+  };
+  constexpr size_t kHead = 64;
+  size_t sorted = 0;         // ends[0, sorted) is in order and precedes the rest
+  auto at = [&](size_t i) {  // ends[i], sorting as far as it first
+    if (i < sorted) return ends[i];
+    if (sorted == 0 && ends.size() > 2 * kHead) {
+      std::nth_element(ends.begin(), ends.begin() + kHead, ends.end(), earlier);
+      std::sort(ends.begin(), ends.begin() + kHead, earlier);
+      sorted = kHead;
+    } else {
+      std::sort(ends.begin() + static_cast<std::ptrdiff_t>(sorted), ends.end(), earlier);
+      sorted = ends.size();
+    }
+    return ends[i];
+  };
   ClusterState scratch = state;
   Transaction tx(scratch);
   // Earlier reservations keep their nodes out of this plan (conservative backfill).
@@ -108,8 +125,8 @@ std::optional<ReserveDecision> Reservations::Reserve(const Job& job, const std::
   constexpr size_t kMaxSteps = 4096;
   size_t steps = 0;
   for (size_t i = 0; i < ends.size() && steps < kMaxSteps; ++steps) {
-    Instant t = ends[i]->end;
-    while (i < ends.size() && ends[i]->end == t) {
+    Instant t = at(i)->end;
+    while (i < ends.size() && at(i)->end == t) {
       for (const TaskAllocation& a : ends[i]->job->tasks) tx.Release(a);
       ++i;
     }
