@@ -69,6 +69,15 @@ struct FitResult {
 FitResult FitTask(const ClusterState& state, NodeIndex node, const TaskRequest& request,
                   FitOptions options = {});
 
+// False if FitTask must fail for lack of free CPU, memory or whole GPUs, from counters alone
+// (no GPU or label is looked at): a cheap filter for callers that want only nodes that fit,
+// not why the others do not. True says nothing.
+inline bool MayFit(const ClusterState& state, NodeIndex n, const TaskRequest& request) {
+  return state.Schedulable(n) && request.cpu_milli <= state.cpu_free(n) &&
+         request.memory_bytes <= state.memory_free(n) &&
+         (request.gpu.kind != GpuRequest::Kind::kWhole || request.gpu.count <= state.whole_free(n));
+}
+
 // Whether the GPU is one `request` may use by model and device memory (ignores usage).
 bool GpuModelAllowed(const GpuDevice& gpu, const GpuRequest& request);
 

@@ -4,6 +4,9 @@
 // Shared walk for scorers that rank every feasible node: fits the task on each candidate of
 // the scope (FitTask with `options`), asks `score` for a number, and keeps the highest. Ties
 // go to the lowest node index. O(nodes in scope).
+//
+// ForEachCandidate visits the nodes of the scope that it allows and that MayFit the request:
+// every caller wants only nodes where FitTask succeeds.
 
 #include <limits>
 #include <optional>
@@ -16,6 +19,7 @@ namespace gangway::core {
 template <typename ForEach>
 void ForEachCandidate(const PickRequest& req, ForEach&& fn) {
   auto visit = [&](NodeIndex n) {
+    if (!MayFit(req.state, n, req.request)) return;
     if (req.scope.allowed && !req.scope.allowed(n)) return;
     fn(n);
   };
