@@ -66,6 +66,20 @@ Result<TargetWorkload> TargetWorkload::Make(std::vector<TypicalTask> tasks) {
   TargetWorkload w;
   w.probability_.reserve(tasks.size());
   for (const TypicalTask& t : tasks) w.probability_.push_back(t.weight / total);
+  for (const TypicalTask& t : tasks) {
+    if (t.gpu_milli > 0 && t.models.empty()) w.thresholds_.push_back(t.gpu_milli);
+  }
+  std::sort(w.thresholds_.begin(), w.thresholds_.end());
+  w.thresholds_.erase(std::unique(w.thresholds_.begin(), w.thresholds_.end()), w.thresholds_.end());
+  for (const TypicalTask& t : tasks) {
+    int index = -1;
+    if (t.gpu_milli > 0 && t.models.empty()) {
+      index = static_cast<int>(
+          std::lower_bound(w.thresholds_.begin(), w.thresholds_.end(), t.gpu_milli) -
+          w.thresholds_.begin());
+    }
+    w.threshold_of_.push_back(index);
+  }
   w.tasks_ = std::move(tasks);
   return w;
 }
@@ -128,10 +142,40 @@ double Fragmentation(const Node& node, const NodeResidual& residual,
                      const TargetWorkload& workload) {
   const int64_t idle = IdleGpuMilli(residual);
   if (idle == 0) return 0;
-  double f = 0;
   std::span<const TypicalTask> tasks = workload.tasks();
+  std::span<const int64_t> thresholds = workload.thresholds();
+  // Per threshold t: the GPUs with at least t left, and the sum of the lefts below t. From the
+  // lefts in ascending order, walked once along the ascending thresholds.
+  constexpr size_t kMaxFast = 64;
+  std::array<int32_t, kMaxFast> lefts{};
+  std::array<int, kMaxFast> at_least{};
+  std::array<int64_t, kMaxFast> below{};
+  const bool fast = residual.gpus.size() <= kMaxFast && thresholds.size() <= kMaxFast;
+  if (fast) {
+    const size_t g = residual.gpus.size();
+    for (size_t i = 0; i < g; ++i) lefts[i] = residual.gpus[i].left;
+    std::sort(lefts.begin(), lefts.begin() + static_cast<std::ptrdiff_t>(g));
+    size_t i = 0;
+    int64_t sum = 0;
+    for (size_t j = 0; j < thresholds.size(); ++j) {
+      for (; i < g && lefts[i] < thresholds[j]; ++i) sum += lefts[i];
+      at_least[j] = static_cast<int>(g - i);
+      below[j] = sum;
+    }
+  }
+  double f = 0;
   for (size_t m = 0; m < tasks.size(); ++m) {
-    f += workload.probability(m) * ShapeFragmentation(node, residual, idle, tasks[m]);
+    const int j = workload.threshold_of(m);
+    double shape;
+    if (fast && j >= 0) {  // ShapeFragmentation's answer, read from the counts
+      const TypicalTask& t = tasks[m];
+      const auto k = static_cast<size_t>(j);
+      const bool fits = at_least[k] >= t.gpu_count && residual.cpu_left >= t.cpu_milli;
+      shape = static_cast<double>(fits ? below[k] : idle);
+    } else {
+      shape = ShapeFragmentation(node, residual, idle, tasks[m]);
+    }
+    f += workload.probability(m) * shape;
   }
   return f;
 }

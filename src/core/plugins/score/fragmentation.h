@@ -66,12 +66,19 @@ class TargetWorkload {
 
   std::span<const TypicalTask> tasks() const { return tasks_; }
   double probability(size_t i) const { return probability_[i]; }
+  // The distinct gpu_milli of the GPU shapes that may use any model, ascending, and for each
+  // shape its index there (-1 for CPU-only shapes and shapes that name models): Fragmentation
+  // counts a node's GPUs once per threshold instead of once per shape.
+  std::span<const int64_t> thresholds() const { return thresholds_; }
+  int threshold_of(size_t i) const { return threshold_of_[i]; }
 
  private:
   TargetWorkload() = default;
 
   std::vector<TypicalTask> tasks_;
   std::vector<double> probability_;
+  std::vector<int64_t> thresholds_;
+  std::vector<int> threshold_of_;
 };
 
 // What the measure reads of a node (note section 1, `NodeResource`): CPU left and the idle
@@ -92,7 +99,9 @@ int64_t IdleGpuMilli(const NodeResidual& residual);
 int64_t NodeIdleGpuMilli(const ClusterState& state, NodeIndex n);
 
 // F for a residual of `node` (which supplies GPU models); lets a scorer evaluate a
-// hypothetical placement without changing the state. O(shapes x GPUs).
+// hypothetical placement without changing the state. O(shapes + GPUs x log GPUs + distinct
+// thresholds) for shapes that may use any model, O(GPUs) more for each shape that names
+// models.
 double Fragmentation(const Node& node, const NodeResidual& residual,
                      const TargetWorkload& workload);
 

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "score_test_util.h"
 
 namespace gangway::core {
@@ -85,6 +89,70 @@ TEST(Fragmentation, ResidualsEvaluateHypotheticalPlacements) {
   r.cpu_left = 3000;  // the GPUs are stranded for lack of CPU (Q4)
   EXPECT_DOUBLE_EQ(Fragmentation(c.state().node(NodeIndex(0)), r, w), 2000);
   EXPECT_DOUBLE_EQ(NodeFragmentation(c.state(), NodeIndex(0), w), 0);  // the state is unchanged
+}
+
+// The header's definition, shape by shape over every GPU: what Fragmentation must equal.
+double DefinitionOfF(const Node& node, const NodeResidual& r, const TargetWorkload& w) {
+  int64_t idle = 0;
+  for (const NodeResidual::Gpu& g : r.gpus) idle += g.left;
+  if (idle == 0) return 0;
+  double f = 0;
+  for (size_t m = 0; m < w.tasks().size(); ++m) {
+    const TypicalTask& t = w.tasks()[m];
+    int fitting = 0;
+    int64_t unusable = 0;
+    for (const NodeResidual::Gpu& g : r.gpus) {
+      const bool model = t.models.empty() || std::find(t.models.begin(), t.models.end(),
+                                                       node.gpus[g.device].model) != t.models.end();
+      if (t.gpu_milli > 0 && g.left >= t.gpu_milli && model) {
+        ++fitting;
+      } else {
+        unusable += g.left;
+      }
+    }
+    const bool fits = t.gpu_milli > 0 && fitting >= t.gpu_count && r.cpu_left >= t.cpu_milli;
+    f += w.probability(m) * static_cast<double>(fits ? unusable : idle);
+  }
+  return f;
+}
+
+// Random nodes and workloads (lefts on and around the shapes' thresholds, shapes with and
+// without models, CPU-only shapes): Fragmentation equals the definition, to the bit.
+TEST(Fragmentation, EqualsTheDefinitionOnRandomNodesAndWorkloads) {
+  uint64_t x = 2024;
+  auto next = [&](uint64_t n) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int64_t>((x >> 33) % n);
+  };
+  const std::vector<int64_t> millis = {100, 250, 500, 501, 999, 1000};
+  int named = 0;  // shapes that name models, which take the slow path
+  for (int round = 0; round < 300; ++round) {
+    std::vector<TypicalTask> tasks;
+    const int64_t shapes = 1 + next(12);
+    for (int64_t i = 0; i < shapes; ++i) {
+      TypicalTask t{.cpu_milli = 1000 * next(10), .weight = static_cast<double>(1 + next(50))};
+      if (next(5) > 0) {
+        t.gpu_milli = millis[static_cast<size_t>(next(static_cast<uint64_t>(millis.size())))];
+        t.gpu_count = static_cast<int>(1 + next(4));
+        if (next(6) == 0) {
+          t.models = {next(2) == 0 ? "A100-40GB" : "T4"};
+          ++named;
+        }
+      }
+      tasks.push_back(std::move(t));
+    }
+    const TargetWorkload w = Workload(std::move(tasks));
+    const int gpus = static_cast<int>(1 + next(10));
+    const Node node = MakeNode("n").Gpus(gpus, next(2) == 0 ? "A100-40GB" : "T4").Obj();
+    NodeResidual r{.cpu_left = 1000 * next(10)};
+    for (int g = 0; g < gpus; ++g) {
+      const int64_t left =
+          next(3) == 0 ? millis[static_cast<size_t>(next(6))] - next(2) : 100 * next(11);
+      r.gpus.push_back({.device = g, .left = static_cast<int32_t>(std::max<int64_t>(0, left))});
+    }
+    ASSERT_EQ(Fragmentation(node, r, w), DefinitionOfF(node, r, w)) << "round " << round;
+  }
+  EXPECT_GT(named, 0);
 }
 
 TEST(TargetWorkload, OpenbDefaultIsTheNotesTypicalPods) {
