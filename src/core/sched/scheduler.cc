@@ -38,6 +38,7 @@ class Cycle {
                  snap.loaded_state ? RunningJobs::kAllocated : RunningJobs::kAllocate),
         feasibility_(snap.nodes, state_),
         reservations_(snap.now, *s.placer_, *s.scorer_, rng_),
+        pending_size_(pending.size()),
         reasons_(reasons) {}
 
   Result<CycleResult> Run(std::span<const Job> pending);
@@ -93,6 +94,7 @@ class Cycle {
   // cycle, while diagnoses are recounted after every start.
   std::unordered_map<std::string, std::vector<FitFailure>> static_fits_;
   int considered_ = 0;
+  size_t pending_size_;
   Reasons reasons_;
 };
 
@@ -153,6 +155,8 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
 }
 
 void Cycle::FinishBehindBlock(JobCursor& cursor) {
+  // Every pending job is known feasible (the set holds pending jobs only, snapshot.h).
+  if (snap_.feasible_jobs != nullptr && snap_.feasible_jobs->size() >= pending_size_) return;
   std::vector<const Job*> rest;
   cursor.TakeRest(rest);
   for (const Job* job : rest) {

@@ -38,7 +38,10 @@ struct Snapshot {
   // not check again. Both depend only on the job, on the nodes' hardware, labels and layout
   // and on the queue tree's shape, so the caller keeps the set while none changes: it clears
   // the set when the node list or the queue tree changes and removes a job whose spec
-  // changes (and may remove jobs that left the pending list, to bound its size).
+  // changes, and removes a job that leaves the pending list. The set then holds only pending
+  // jobs, so a strict-order cycle without reasons that finds it as large as the pending list
+  // checks no job behind its block (a set that also held other jobs would only delay a
+  // rejection until the job reaches the head of the queue).
   // One cycle at a time may use a set. null = every cycle checks every job.
   std::shared_ptr<std::unordered_set<JobId>> feasible_jobs;
 };
