@@ -300,10 +300,9 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
   std::string& sig = sig_;
   sig.clear();
   AppendSignature(sig, job, unrestricted);
-  if (!unrestricted && job.time_limit) {
-    sig += 't';
-    AppendInt(sig, job.time_limit->count());
-  }
+  // A restricted job's time limit matters only as which reservations it would end before:
+  // jobs that end on the same side of every reservation's start may use the same nodes.
+  if (!unrestricted) reservations_.AppendEligibilityKey(sig, job);
   Outcome failure{PendingCode::kResources, ""};
   const Outcome* known = nullptr;
   if (auto it = failed_.find(sig); it != failed_.end()) {
