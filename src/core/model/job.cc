@@ -18,6 +18,16 @@ int Job::MinTasks() const {
   return n;
 }
 
+int64_t Job::MinWholeGpus() const {
+  int64_t n = 0;
+  for (const TaskGroup& g : groups) {
+    if (g.request.gpu.kind == GpuRequest::Kind::kWhole) {
+      n += int64_t{g.request.gpu.count} * g.min_replicas;
+    }
+  }
+  return n;
+}
+
 int Job::MaxTasks() const {
   int n = 0;
   for (const auto& g : groups) n += g.replicas;

@@ -83,6 +83,9 @@ struct Job {
   int MaxTasks() const;
   // Whole-GPU-equivalent milli-GPUs of the whole job at its minimum size.
   int64_t MinGpuMilli() const;
+  // Untouched GPUs its whole-GPU groups take at the minimum size (fractions and MIG slices
+  // not counted).
+  int64_t MinWholeGpus() const;
 };
 
 // Where one task of a job was placed. A whole-GPU task lists each GPU with milli 1000; a

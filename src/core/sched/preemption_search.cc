@@ -7,20 +7,6 @@
 #include "core/state/transaction.h"
 
 namespace gangway::core {
-namespace {
-
-// The untouched GPUs a job needs at least: its required replicas' whole GPUs; 0 if a group
-// asks for fractions, MIG slices or no GPU (the bound below then does not apply).
-int64_t WholeGpusNeeded(const Job& job) {
-  int64_t need = 0;
-  for (const TaskGroup& g : job.groups) {
-    if (g.request.gpu.kind != GpuRequest::Kind::kWhole) return 0;
-    need += int64_t{g.request.gpu.count} * g.min_replicas;
-  }
-  return need;
-}
-
-}  // namespace
 
 // A what-if on the cluster and queue usage without the stopping jobs (released_, or the
 // cycle's state while none stops): Release() more running jobs, Restore() some of them, ask
@@ -287,10 +273,10 @@ std::optional<Outcome> PreemptionSearch::FindVictims(const Job& job, QueueIndex 
     if (candidates.size() == kMaxCandidates) break;
   }
   if (candidates.empty()) return std::nullopt;
-  // A job of whole GPUs needs that many untouched GPUs; with every candidate out there could
-  // be at most those free now plus those the candidates hold. Fewer: no prefix fits, and the
-  // search below would release every candidate to find that out.
-  if (const int64_t need = WholeGpusNeeded(job); need > 0) {
+  // The job's whole-GPU tasks need that many untouched GPUs; with every candidate out there
+  // could be at most those free now plus those the candidates hold. Fewer: no prefix fits,
+  // and the search below would release every candidate to find that out.
+  if (const int64_t need = job.MinWholeGpus(); need > 0) {
     const ClusterState& now = released_ ? *released_ : in_.state;
     int64_t most = now.domain_whole_free(TopologyLevel::kCluster, 0);
     for (const Candidate& c : candidates) {

@@ -48,15 +48,6 @@ std::vector<Slot> Slots(const Job& job) {
   return slots;
 }
 
-int64_t WholeGpusNeeded(const Job& job) {
-  int64_t n = 0;
-  for (const TaskGroup& g : job.groups) {
-    if (g.request.gpu.kind == GpuRequest::Kind::kWhole)
-      n += int64_t{g.request.gpu.count} * g.min_replicas;
-  }
-  return n;
-}
-
 // Whether the domain's schedulable nodes have room for the required replicas of every
 // whole-GPU group, counting only each node's whole-free GPUs (models, CPU, memory and the other
 // groups are left to the attempt). A domain failing it cannot hold the gang however many free
@@ -217,13 +208,13 @@ class TopologyPlacer final : public GangPlacer {
       PickScope all{.allowed = req.allowed};
       PlaceResult r = Attempt(req, all, slots, required);
       if (!r.ok() && r.code == PendingCode::kTopology) {
-        r.message = "needs " + GpuCount(WholeGpusNeeded(job)) + " within one " +
+        r.message = "needs " + GpuCount(job.MinWholeGpus()) + " within one " +
                     std::string(TopologyLevelName(*required)) + "; none is free that way now";
       }
       return r;
     }
 
-    const int64_t need = WholeGpusNeeded(job);
+    const int64_t need = job.MinWholeGpus();
     TopologyLevel top = required.value_or(TopologyLevel::kCluster);
     int64_t best_free_at_required = 0;
     for (TopologyLevel level : {TopologyLevel::kNode, TopologyLevel::kRack, TopologyLevel::kLeaf,
