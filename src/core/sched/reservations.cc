@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "core/sched/signature.h"
+#include "core/sched/sorted_prefix.h"
 #include "core/state/transaction.h"
 
 namespace gangway::core {
@@ -102,20 +103,8 @@ std::optional<ReserveDecision> Reservations::Reserve(const Job& job, const std::
   auto earlier = [](const RunningJobs::Entry* a, const RunningJobs::Entry* b) {
     return a->end != b->end ? a->end < b->end : std::less<>()(a, b);
   };
-  constexpr size_t kHead = 64;
-  size_t sorted = 0;         // ends[0, sorted) is in order and precedes the rest
-  auto at = [&](size_t i) {  // ends[i], sorting as far as it first
-    if (i < sorted) return ends[i];
-    if (sorted == 0 && ends.size() > 2 * kHead) {
-      std::nth_element(ends.begin(), ends.begin() + kHead, ends.end(), earlier);
-      std::sort(ends.begin(), ends.begin() + kHead, earlier);
-      sorted = kHead;
-    } else {
-      std::sort(ends.begin() + static_cast<std::ptrdiff_t>(sorted), ends.end(), earlier);
-      sorted = ends.size();
-    }
-    return ends[i];
-  };
+  SortedPrefix sorted(ends, earlier);
+  auto at = [&](size_t i) { return sorted.At(i); };
   ClusterState scratch = state;
   Transaction tx(scratch);
   // Earlier reservations keep their nodes out of this plan (conservative backfill).
