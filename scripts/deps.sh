@@ -12,7 +12,14 @@ packages=(cmake ninja-build g++ make nlohmann-json3-dev libyaml-cpp-dev libcli11
           podman runc netavark catatonit busybox-static
           # The fuzz targets (fuzz/) build with clang; libFuzzer and the sanitizer runtimes
           # are in libclang-rt-dev, which clang only recommends.
-          clang libclang-rt-dev)
+          clang libclang-rt-dev
+          # The dashboard's browser tests (web/tests): Debian's chromium, driven by
+          # playwright-core, and a font for its text.
+          chromium fonts-dejavu-core)
+# Node.js and npm for the dashboard's packages (web/package-lock.json) and its tests; a
+# machine that has them already (say from NodeSource, whose nodejs bundles npm) keeps its own.
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,4 +30,11 @@ if ((${#missing[@]})); then
   [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# The dashboard's npm packages, exactly as package-lock.json pins them; again only when the
+# lock changed since the last install.
+web="$(cd "$(dirname "$0")/../web" && pwd)"
+if [[ ! -f $web/node_modules/.package-lock.json || $web/package-lock.json -nt $web/node_modules/.package-lock.json ]]; then
+  echo "gangway: installing the dashboard's npm packages (npm ci in web/)" >&2
+  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -64,6 +64,7 @@ struct UpFlags {
   std::string auth;
   std::string config;
   std::string policy;
+  std::string ui_dir;
   std::vector<std::string> submit;
   int timeout_s = 30;
   bool verbose = false;
@@ -424,6 +425,7 @@ void RunUp(const UpFlags& f) {
     if (!f.auth.empty()) server_args.insert(server_args.end(), {"--auth", f.auth});
     if (!f.config.empty()) server_args.insert(server_args.end(), {"--config", f.config});
     if (!f.policy.empty()) server_args.insert(server_args.end(), {"--policy", f.policy});
+    if (!f.ui_dir.empty()) server_args.insert(server_args.end(), {"--ui-dir", f.ui_dir});
     const std::string server_log = f.verbose ? "" : (data / "server.log").string();
     Child server = Spawn("controller", exe, server_args, server_log);
     server_pids.push_back(server.pid);
@@ -597,6 +599,8 @@ void RunUp(const UpFlags& f) {
   std::cout << "\nGangway is running on this machine.\n"
             << ControllerLines(f, url, server_pids, leader, data, server_logs, etcd_urls) << agents
             << "\n"
+            << "  Dashboard   " << api.server() << "/ui/  (sign in with the admin token in "
+            << client_file.string() << ")\n"
             << "  API         " << api.server() << "/v1  (OpenAPI: " << api.server()
             << "/v1/openapi.json)\n\n";
   if (default_data) {
@@ -651,6 +655,10 @@ void AddUpCommand(CLI::App& app) {
       ->type_name("FILE");
   cmd->add_option("--config", f->config, "Queue file for the controller")->type_name("FILE");
   cmd->add_option("--policy", f->policy, "Policy file for the controller")->type_name("FILE");
+  cmd->add_option("--ui-dir", f->ui_dir,
+                  "Serve the dashboard from this checkout's web/ui instead of the copy built in "
+                  "(gangway server --ui-dir)")
+      ->type_name("DIR");
   cmd->add_option("--submit", f->submit, "Job files to submit once the node is ready")
       ->type_name("FILE");
   cmd->add_option("--timeout", f->timeout_s, "Seconds to wait for the controller and the agent")

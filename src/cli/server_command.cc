@@ -65,6 +65,7 @@ struct ServerFlags {
   std::string header_timeout = "10s";
   std::string tls_cert;
   std::string tls_key;
+  std::string ui_dir;  // empty: the dashboard's files built in
   // A group of controllers on etcd (docs/design/ha.md).
   std::string etcd;       // member URLs, separated by commas; empty: a single controller
   std::string advertise;  // this controller's URL, as agents and clients reach it
@@ -571,9 +572,10 @@ void RunServer(const ServerFlags& f) {
                 controller::HttpOptions{.max_body = static_cast<size_t>(f.max_body),
                                         .connections = limits,
                                         .tls_cert = f.tls_cert,
-                                        .tls_key = f.tls_key});
+                                        .tls_key = f.tls_key,
+                                        .ui_dir = f.ui_dir});
   } catch (const std::exception& e) {
-    Fail(std::string("--tls-cert/--tls-key: ") + e.what());
+    Fail(e.what());  // names --ui-dir or the TLS files
   }
   const int bound = api->Bind(host, port);
   if (bound <= 0)
@@ -764,6 +766,10 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--tls-cert", f->tls_cert,
                   "Serve HTTPS with this certificate chain (PEM); needs --tls-key")
       ->type_name("FILE");
+  cmd->add_option("--ui-dir", f->ui_dir,
+                  "Serve the dashboard (/ui/) from a checkout's web/ui, read at each request, "
+                  "instead of the copy built in: for developing the page")
+      ->type_name("DIR");
   cmd->add_option("--tls-key", f->tls_key, "The private key (PEM) of --tls-cert")
       ->type_name("FILE");
   cmd->add_option("--etcd", f->etcd,

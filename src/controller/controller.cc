@@ -463,7 +463,9 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   // wait for that cycle: the new capacity may make them needless.
   const bool grown = nodes_version_ != planned_nodes_version;
   if (grown) dirty_ = true;
+  line_.clear();
   for (const core::PendingJob& p : result->pending) {
+    line_.push_back(p.job.value);
     if (!index_.waiting().contains(p.job.value)) continue;
     JobRecord* job = FindJob(p.job.value);
     // Past the event cycle's depth: the last full cycle's reason stands.

@@ -97,17 +97,22 @@ nlohmann::json JobsPage(const std::map<uint64_t, JobRecord>& jobs, const Caller&
                         const JobListQuery& query);
 // GET /v1/events: events after `after`, oldest first: the first `limit` of them, or with
 // `last` the newest `limit`; of one job unless `job` is 0. Users see those of their own jobs
-// and the cluster's (job 0).
+// and the cluster's (job 0). With `wait`, a query that finds none the caller may see waits up
+// to that long for one (a long poll: what the dashboard follows, since a browser's
+// EventSource cannot send a bearer token).
 struct EventQuery {
   int64_t after = 0;
   uint64_t job = 0;
   int limit = 1000;
   bool last = false;
+  std::chrono::milliseconds wait{0};
 };
-// The answer of GET /v1/events: {"events": [...]}, `events` (as the store read them for
-// `query`) less those of jobs the caller may not see; `find` gives a job by id (null: not
-// held). A query of one job the caller may not see is a 404. What Controller::Events answers
-// under its lock, and a standby from its copy (JobMirror).
+// The answer of GET /v1/events: {"events": [...], "next": seq}, `events` (as the store read
+// them for `query`) less those of jobs the caller may not see, and `next` the seq to pass as
+// `after` to read on: the last event read, seen or not (so that a user's cursor moves past
+// other users' events), else `after`. `find` gives a job by id (null: not held). A query of
+// one job the caller may not see is a 404. What Controller::Events answers under its lock,
+// and a standby from its copy (JobMirror).
 Outcome<nlohmann::json> EventsPage(
     const Caller& caller, const EventQuery& query,
     const std::function<std::vector<StoredEvent>(const EventQuery&)>& read,
@@ -125,6 +130,7 @@ struct LogChunk {
   std::string data;
   int64_t next_offset = 0;
   bool complete = false;  // ended, and every byte of it read
+  int64_t size = 0;       // the bytes of output held now (a reader of the tail starts near it)
 };
 // The 403 of another user's job, the 400 of a task out of range, else the task's source.
 Outcome<LogSource> LocateLog(const Caller& caller, const JobRecord& job, int task);
@@ -247,6 +253,11 @@ class Controller {
   Outcome<nlohmann::json> NodeAction(const Caller& caller, std::string_view name,
                                      std::string_view action);
   nlohmann::json ListQueues();
+  // GET /v1/queues/{name}/jobs: the queue's waiting jobs in the order the last cycle
+  // considered them, then those submitted since, by id; each with its position (1-based),
+  // the GPUs of the jobs ahead of it, and its reason. Jobs the caller may not see show their
+  // id, user, size and reason code, not their name or message. 404 for an unknown queue.
+  Outcome<nlohmann::json> QueueLine(const Caller& caller, std::string_view queue);
   // The tasks' output as stored here, and the ids of the jobs held after `after` (at most
   // `limit`, ascending): what standbys copy (GET /v1/logs/..., log_follower.h).
   LogStore& logs() { return logs_; }
@@ -393,6 +404,13 @@ class Controller {
   JobRecord* FindJob(uint64_t id);
   // The 404 for a job id that is not in jobs_: never submitted, or forgotten.
   ApiError UnknownJob(uint64_t id) const;
+  // A queue's waiting jobs in line (QueueLine); `considered`: the last cycle ranked it.
+  struct InLine {
+    const JobRecord* job = nullptr;
+    bool considered = false;
+    double gpus_ahead = 0;
+  };
+  std::vector<InLine> QueueLineLocked(std::string_view queue) const;
   JobRecord* FindTask(std::string_view task_id, TaskRecord** task);
 
   ControllerOptions options_;
@@ -451,6 +469,8 @@ class Controller {
   // moved (every node change goes through SaveNodeLocked, which bumps it, and shrink_version_
   // too unless the change is kGrows). Set in the constructor.
   std::optional<CycleDriver> driver_;
+  // The jobs the last cycle left pending, in the order it considered them (the queue line).
+  std::vector<uint64_t> line_;
   uint64_t nodes_version_ = 1;
   uint64_t shrink_version_ = 1;
   std::thread thread_;

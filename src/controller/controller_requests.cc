@@ -285,7 +285,77 @@ Outcome<json> Controller::GetJob(const Caller& caller, uint64_t id) {
   }
   // The newest: a job restarted many times has more events than a view should carry.
   const std::vector<StoredEvent> events = store_->LastEvents(0, j->id, kEventsInJobView);
-  return json{{"job", JobView(*j, &events)}};
+  json view = JobView(*j, &events);
+  if (view["pending"].is_object()) {
+    const std::vector<InLine> line = QueueLineLocked(j->live.job.queue);
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i].job != j) continue;
+      view["pending"]["position"] = i + 1;
+      view["pending"]["gpusAhead"] = line[i].gpus_ahead;
+      break;
+    }
+  }
+  return json{{"job", std::move(view)}};
+}
+
+std::vector<Controller::InLine> Controller::QueueLineLocked(std::string_view queue) const {
+  std::vector<InLine> line;
+  std::set<uint64_t> ranked;
+  auto add = [&](uint64_t id, bool considered) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second.live.job.queue != queue) return;
+    line.push_back({.job = &it->second, .considered = considered});
+  };
+  for (uint64_t id : line_) {
+    if (!index_.waiting().contains(id)) continue;  // started, or cancelled, since
+    ranked.insert(id);
+    add(id, true);
+  }
+  for (uint64_t id : index_.waiting()) {
+    if (!ranked.contains(id)) add(id, false);  // submitted since the last cycle
+  }
+  double ahead = 0;
+  for (InLine& in : line) {
+    in.gpus_ahead = ahead;
+    ahead += in.job->Gpus();
+  }
+  return line;
+}
+
+Outcome<json> Controller::QueueLine(const Caller& caller, std::string_view queue) {
+  std::lock_guard lock(mu_);
+  if (std::none_of(options_.queues.begin(), options_.queues.end(),
+                   [&](const core::QueueSpec& q) { return q.name == queue; })) {
+    return Error(404, "not_found", "queue '" + std::string(queue) + "' is unknown");
+  }
+  json jobs = json::array();
+  const std::vector<InLine> line = QueueLineLocked(queue);
+  for (size_t i = 0; i < line.size(); ++i) {
+    const JobRecord& j = *line[i].job;
+    const bool see = CanSee(caller, j);
+    json pending = nullptr;
+    if (j.pending) {
+      pending = {
+          {"code", core::PendingCodeName(j.pending->code)},
+          {"message", see ? json(j.pending->message) : json(nullptr)},
+          {"estimatedStart", j.pending->estimated_start
+                                 ? json(FormatTime(core::ToSeconds(*j.pending->estimated_start)))
+                                 : json(nullptr)}};
+    }
+    jobs.push_back({{"position", i + 1},
+                    {"id", j.id},
+                    {"user", j.live.job.user},
+                    {"name", see ? json(j.live.job.name) : json(nullptr)},
+                    {"gpus", j.Gpus()},
+                    {"tasks", j.TaskCount()},
+                    {"gpusAhead", line[i].gpus_ahead},
+                    {"priority", j.live.job.priority},
+                    {"priorityClass", j.live.job.priority_class},
+                    {"submittedAt", FormatTime(j.submitted_at)},
+                    {"considered", line[i].considered},
+                    {"pending", std::move(pending)}});
+  }
+  return json{{"queue", queue}, {"jobs", std::move(jobs)}};
 }
 
 Outcome<json> Controller::Cancel(const Caller& caller, uint64_t id) {
@@ -360,6 +430,7 @@ LogChunk ReadLogChunk(const LogStore& logs, uint64_t job, const LogSource& sourc
   }
   LogStore::Bytes bytes = logs.Read(job, source.task_id, offset, limit);
   out.next_offset = offset + static_cast<int64_t>(bytes.data.size());
+  out.size = bytes.size;
   out.data = std::move(bytes.data);
   out.complete =
       source.ended && out.next_offset >= bytes.size &&
@@ -555,7 +626,9 @@ Outcome<json> EventsPage(const Caller& caller, const EventQuery& q,
     }
   }
   json out = json::array();
+  int64_t next = q.after;
   for (const StoredEvent& e : read(q)) {
+    next = std::max(next, e.seq);
     if (!caller.admin && e.job != 0) {
       const JobRecord* j = find(e.job);
       if (!j || !CanSee(caller, *j)) continue;
@@ -566,18 +639,32 @@ Outcome<json> EventsPage(const Caller& caller, const EventQuery& q,
                    {"type", e.type},
                    {"message", e.message}});
   }
-  return json{{"events", out}};
+  return json{{"events", out}, {"next", next}};
 }
 
 Outcome<json> Controller::Events(const Caller& caller, const EventQuery& query) {
-  std::lock_guard lock(mu_);
-  return EventsPage(
-      caller, query,
-      [&](const EventQuery& q) {
-        return q.last ? store_->LastEvents(q.after, q.job, q.limit)
-                      : store_->Events(q.after, q.job, q.limit);
-      },
-      [&](uint64_t id) -> const JobRecord* { return FindJob(id); });
+  const auto deadline = std::chrono::steady_clock::now() + query.wait;
+  EventQuery q = query;
+  std::unique_lock lock(mu_);
+  for (;;) {
+    Outcome<json> page = EventsPage(
+        caller, q,
+        [&](const EventQuery& r) {
+          return r.last ? store_->LastEvents(r.after, r.job, r.limit)
+                        : store_->Events(r.after, r.job, r.limit);
+        },
+        [&](uint64_t id) -> const JobRecord* { return FindJob(id); });
+    if (!page.ok() || q.last || !page.value()["events"].empty() || stopping_ || writer_done_) {
+      return page;
+    }
+    // Nothing the caller may see yet: read on from past what it may not see once the writer
+    // commits more (events reach the store, which this reads, only then).
+    q.after = page.value()["next"].get<int64_t>();
+    if (durable_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      page.value()["next"] = q.after;
+      return page;
+    }
+  }
 }
 
 Controller::HealthReport Controller::Health() {

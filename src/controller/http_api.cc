@@ -120,6 +120,8 @@ HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
   if (options_.tls_cert.empty() != options_.tls_key.empty()) {
     throw std::runtime_error("TLS needs both a certificate and its private key");
   }
+  ui_ = options_.ui_dir.empty() ? std::make_unique<const UiFiles>()
+                                : std::make_unique<const UiFiles>(options_.ui_dir);
   guard_ = std::make_unique<ConnectionGuard>(options_.connections,
                                              [](int fd) { ::shutdown(fd, SHUT_RDWR); });
   if (options_.tls_cert.empty()) {
@@ -408,6 +410,23 @@ void HttpApi::Routes() {
         [](const Request&, Response& res, auto&) {
           res.set_content(OpenApiDocument(), "application/json");
         });
+  // --- the dashboard: its files need no token; every datum it shows comes from the API ---
+  auto to_page = [](const Request&, Response& res, auto&) {
+    res.status = 302;
+    res.set_header("Location", "/ui/");
+  };
+  route("GET", "/", "ui", Who::kAnyone, to_page);
+  route("GET", "/ui", "ui", Who::kAnyone, to_page);
+  route("GET", R"(/ui/(.*))", "ui", Who::kAnyone, [this](const Request& req, Response& res, auto&) {
+    std::optional<UiFiles::File> file = ui_->Find(req.matches[1].str());
+    if (!file) {
+      SendError(
+          res, {404, "not_found", "no such file of the dashboard: " + req.path, "", json::array()});
+      return;
+    }
+    SetPageHeaders(res);
+    res.set_content(std::move(file->body), file->type);
+  });
   route("GET", "/v1/whoami", "whoami", Who::kUser,
         [](const Request&, Response& res, const Identity& id) {
           SendJson(res, 200, {{"user", id.user}, {"role", id.admin ? "admin" : "user"}});
@@ -490,6 +509,10 @@ void HttpApi::Routes() {
   route("GET", "/v1/queues", "list_queues", Who::kUser,
         [this](const Request&, Response& res, const Identity&) {
           SendJson(res, 200, controller_.ListQueues());
+        });
+  route("GET", R"(/v1/queues/([^/]+)/jobs)", "queue_line", Who::kUser,
+        [this, caller](const Request& req, Response& res, const Identity& id) {
+          Answer(res, controller_.QueueLine(caller(id), req.matches[1].str()));
         });
   route("GET", "/v1/events", "events", Who::kUser,
         [this, caller](const Request& req, Response& res, const Identity& id) {
@@ -706,10 +729,13 @@ std::optional<EventQuery> ReadEventQuery(const httplib::Request& req, httplib::R
   if (!job) return std::nullopt;
   auto last = IntParam(req, res, "last", 0, 1, 10000);
   if (!last) return std::nullopt;
+  auto wait = IntParam(req, res, "waitMs", 0, 0, kMaxWaitMs);
+  if (!wait) return std::nullopt;
   return EventQuery{.after = *after,
                     .job = static_cast<uint64_t>(*job),
                     .limit = static_cast<int>(*last > 0 ? *last : *limit),
-                    .last = *last > 0};
+                    .last = *last > 0,
+                    .wait = std::chrono::milliseconds(*wait)};
 }
 
 std::optional<LogQuery> ReadLogQuery(const httplib::Request& req, httplib::Response& res) {
@@ -730,6 +756,7 @@ void SendLogChunk(httplib::Response& res, const Outcome<LogChunk>& out) {
   const LogChunk& chunk = out.value();
   res.set_header("X-Gangway-Next-Offset", std::to_string(chunk.next_offset));
   res.set_header("X-Gangway-Log-Complete", chunk.complete ? "true" : "false");
+  res.set_header("X-Gangway-Log-Size", std::to_string(chunk.size));
   res.set_content(chunk.data, "text/plain; charset=utf-8");
 }
 
@@ -746,5 +773,14 @@ void SendUnauthorized(httplib::Response& res, bool had_token) {
 }
 
 std::string RequestBearerToken(const httplib::Request& req) { return BearerToken(req); }
+
+void SetPageHeaders(httplib::Response& res) {
+  res.set_header("Content-Security-Policy",
+                 "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Referrer-Policy", "no-referrer");
+  res.set_header("X-Frame-Options", "DENY");
+  res.set_header("Cache-Control", "no-cache");
+}
 
 }  // namespace gangway::controller

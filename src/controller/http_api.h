@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,7 @@
 #include "controller/controller.h"
 #include "controller/growing_thread_pool.h"
 #include "controller/histogram.h"
+#include "controller/ui_files.h"
 
 namespace gangway::controller {
 
@@ -33,6 +35,9 @@ struct HttpOptions {
   // Both set: serve HTTPS with this certificate chain and private key (PEM files).
   std::string tls_cert;
   std::string tls_key;
+  // The dashboard's files: empty, those compiled in; else a checkout's web/ui, read at each
+  // request (developing the page without rebuilding). See UiFiles.
+  std::filesystem::path ui_dir;
 };
 
 class HttpApi {
@@ -69,6 +74,7 @@ class HttpApi {
   HttpOptions options_;
   // Declared before server_, whose connection threads use it until the server is gone.
   std::unique_ptr<ConnectionGuard> guard_;
+  std::unique_ptr<const UiFiles> ui_;
   std::unique_ptr<httplib::Server> server_;              // a GuardedServer or GuardedTlsServer
   int listen_fd_ = -1;                                   // the socket the last Bind attempt created
   std::atomic<const GrowingThreadPool*> pool_{nullptr};  // owned by server_ while it serves
@@ -77,6 +83,10 @@ class HttpApi {
   std::map<std::pair<std::string, int>, uint64_t> requests_;  // (route, status) -> count
   std::map<std::string, Histogram> latency_;                  // route -> seconds
 };
+
+// The headers every dashboard file is sent with: a Content-Security-Policy that lets the page
+// load and connect to nothing but this controller, and no sniffing, framing or referrers.
+void SetPageHeaders(httplib::Response& res);
 
 // The OpenAPI 3 document of the user and agent APIs.
 const std::string& OpenApiDocument();

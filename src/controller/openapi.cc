@@ -71,8 +71,8 @@ json Build() {
        {{"post", Op("Cancel a job; running tasks get their checkpoint grace", "jobs", {id}, false,
                     "200", "JobEnvelope")}}},
       {"/v1/jobs/{id}/logs",
-       {{"get", Op("A task's output from an offset (text/plain); headers X-Gangway-Next-Offset "
-                   "and X-Gangway-Log-Complete",
+       {{"get", Op("A task's output from an offset (text/plain); headers X-Gangway-Next-Offset, "
+                   "X-Gangway-Log-Complete and X-Gangway-Log-Size (the bytes held now)",
                    "jobs",
                    {id, Param("task", "query", "integer", "task index (RANK)"),
                     Param("offset", "query", "integer", "byte offset"),
@@ -100,12 +100,21 @@ json Build() {
                    {Param("jobs", "query", "integer",
                           "the most idle this many jobs (0, the default: all)")})}}},
       {"/v1/queues", {{"get", Op("Queues with quota, usage and fair share", "queues")}}},
+      {"/v1/queues/{name}/jobs",
+       {{"get", Op("The queue's waiting jobs in the order the scheduler considers them, each with "
+                   "its position, the GPUs of the jobs ahead, its reason and estimated start "
+                   "(names and messages of the caller's jobs only)",
+                   "queues", {Param("name", "path", "string", "queue name")})}}},
       {"/v1/events",
-       {{"get", Op("Events after a sequence number, oldest first", "events",
+       {{"get", Op("Events after a sequence number, oldest first; `next` is the sequence number "
+                   "to read on from",
+                   "events",
                    {Param("after", "query", "integer", "sequence number"),
                     Param("limit", "query", "integer", "at most this many, the oldest"),
                     Param("last", "query", "integer", "the newest this many instead"),
-                    Param("job", "query", "integer", "only this job's")})}}},
+                    Param("job", "query", "integer", "only this job's"),
+                    Param("waitMs", "query", "integer",
+                          "with none to show yet, wait up to this long for one (0..30000)")})}}},
       {"/v1/logs/changes",
        {{"get", Op("Appends to the tasks' output files after a version of this controller's "
                    "feed, for standbys copying them (admin)",

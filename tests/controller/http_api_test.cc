@@ -399,6 +399,7 @@ TEST_F(HttpApiTest, LogsComeBackWithOffsets) {
   EXPECT_EQ(logs->body, "line 2\n");
   EXPECT_EQ(logs->get_header_value("X-Gangway-Next-Offset"), "14");
   EXPECT_EQ(logs->get_header_value("X-Gangway-Log-Complete"), "false");
+  EXPECT_EQ(logs->get_header_value("X-Gangway-Log-Size"), "14") << "where a tail starts";
 }
 
 TEST_F(HttpApiTest, JobListsArePagedWithLimitAndBefore) {
@@ -507,6 +508,133 @@ TEST_F(HttpApiTest, ManyConnectionsWaitToBeAcceptedRatherThanBeingDropped) {
     close(fd);
   }
   EXPECT_EQ(connected, kClients);
+}
+
+TEST_F(HttpApiTest, EventsWaitForTheNextOneTheCallerMaySee) {
+  // The newest event now: a long poll from there waits.
+  ASSERT_EQ(PostJob("name: first\ngpu: 1\ncommand: [x]\n")->status, 201);
+  int64_t after = 0;
+  ASSERT_TRUE(Eventually([&] {
+    auto r = http_->Get("/v1/events?last=1", As(kAliceToken));
+    after = json::parse(r->body).value("next", int64_t{0});
+    return after > 0;
+  }));
+  // Nothing new: the poll ends at its deadline, empty, where it started.
+  auto idle =
+      http_->Get("/v1/events?after=" + std::to_string(after) + "&waitMs=50", As(kAliceToken));
+  ASSERT_EQ(idle->status, 200) << idle->body;
+  EXPECT_EQ(json::parse(idle->body)["events"].size(), 0u);
+  EXPECT_EQ(json::parse(idle->body)["next"], after);
+
+  json answer;
+  std::thread poll([&] {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_read_timeout(std::chrono::seconds(30));
+    auto r =
+        client.Get("/v1/events?after=" + std::to_string(after) + "&waitMs=20000", As(kAliceToken));
+    if (r) answer = json::parse(r->body);
+  });
+  // Bob's job's events reach the store first; alice may not see them, so her poll goes on.
+  auto bob = PostJob("name: bobs\ngpu: 1\ncommand: [x]\n", kBobToken);
+  ASSERT_EQ(bob->status, 201);
+  const uint64_t bob_job = json::parse(bob->body)["job"]["id"];
+  int64_t bob_seq = 0;
+  ASSERT_TRUE(Eventually([&] {
+    auto r = http_->Get("/v1/events?job=" + std::to_string(bob_job), As(kAdminToken));
+    const json events = json::parse(r->body)["events"];
+    if (events.empty()) return false;
+    bob_seq = events.back()["seq"];
+    return true;
+  }));
+  auto mine = PostJob("name: second\ngpu: 1\ncommand: [x]\n");
+  ASSERT_EQ(mine->status, 201);
+  const uint64_t my_job = json::parse(mine->body)["job"]["id"];
+  poll.join();
+  ASSERT_TRUE(answer.is_object()) << "the long poll did not answer";
+  ASSERT_FALSE(answer["events"].empty()) << answer;
+  for (const json& e : answer["events"]) EXPECT_EQ(e["job"], my_job) << answer;
+  EXPECT_GT(answer["next"].get<int64_t>(), bob_seq) << "the cursor moves past bob's events";
+
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/events?waitMs=30001", As(kAliceToken)), 400)["field"],
+            "waitMs");
+}
+
+TEST_F(HttpApiTest, AQueueLineIsTheSchedulersOrderWithOthersNamesHidden) {
+  // No node: every job waits, each with a reason.
+  std::vector<uint64_t> ids;
+  for (const auto& [yaml, token] : std::vector<std::pair<std::string, const char*>>{
+           {"name: a\ngpu: 2\ncommand: [x]\n", kAliceToken},
+           {"name: b\ngpu: 1\ncommand: [x]\n", kBobToken},
+           {"name: c\ngpu: 3\ncommand: [x]\n", kAliceToken},
+           {"name: urgent\ngpu: 4\npriority: 10\ncommand: [x]\n", kAdminToken},
+           {"name: elsewhere\nqueue: research\ngpu: 1\ncommand: [x]\n", kAliceToken}}) {
+    auto r = PostJob(yaml, token);
+    ASSERT_EQ(r->status, 201) << r->body;
+    ids.push_back(json::parse(r->body)["job"]["id"]);
+  }
+  for (uint64_t id : ids) ASSERT_TRUE(PendingVerdict(id).is_object()) << id;
+  // The default profile orders by priority, then by submission.
+  const std::vector<uint64_t> order = {ids[3], ids[0], ids[1], ids[2]};
+  json line;
+  ASSERT_TRUE(Eventually([&] {
+    auto r = http_->Get("/v1/queues/default/jobs", As(kAliceToken));
+    line = json::parse(r->body);
+    return r->status == 200 && line["jobs"].size() == order.size() &&
+           line["jobs"][3]["considered"] == true;
+  })) << line;
+  EXPECT_EQ(line["queue"], "default");
+  const std::vector<double> ahead = {0, 4, 6, 7};
+  for (size_t i = 0; i < order.size(); ++i) {
+    const json& j = line["jobs"][i];
+    EXPECT_EQ(j["id"], order[i]) << line;
+    EXPECT_EQ(j["position"], i + 1);
+    EXPECT_EQ(j["gpusAhead"], ahead[i]) << j;
+    EXPECT_TRUE(j["pending"]["code"].is_string()) << j;
+  }
+  // Alice's own jobs show their names and reasons; bob's and the admin's only their size.
+  EXPECT_EQ(line["jobs"][1]["name"], "a");
+  EXPECT_TRUE(line["jobs"][1]["pending"]["message"].is_string());
+  EXPECT_TRUE(line["jobs"][0]["name"].is_null()) << line["jobs"][0];
+  EXPECT_TRUE(line["jobs"][2]["name"].is_null()) << line["jobs"][2];
+  EXPECT_TRUE(line["jobs"][2]["pending"]["message"].is_null()) << line["jobs"][2];
+  EXPECT_EQ(line["jobs"][2]["user"], "bob");
+  // The job's own view carries its place.
+  auto c = json::parse(http_->Get("/v1/jobs/" + std::to_string(ids[2]), As(kAliceToken))->body);
+  EXPECT_EQ(c["job"]["pending"]["position"], 4) << c;
+  EXPECT_EQ(c["job"]["pending"]["gpusAhead"], 7) << c;
+  // A cancelled job leaves the line; those behind it move up.
+  ASSERT_EQ(http_
+                ->Post("/v1/jobs/" + std::to_string(ids[0]) + "/cancel", As(kAliceToken), "",
+                       "application/json")
+                ->status,
+            200);
+  line = json::parse(http_->Get("/v1/queues/default/jobs", As(kAliceToken))->body);
+  ASSERT_EQ(line["jobs"].size(), 3u) << line;
+  EXPECT_EQ(line["jobs"][2]["id"], ids[2]);
+  EXPECT_EQ(line["jobs"][2]["position"], 3);
+  EXPECT_EQ(line["jobs"][2]["gpusAhead"], 5);
+
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/queues/nope/jobs", As(kAliceToken)), 404)["code"], "not_found");
+  EXPECT_EQ(http_->Get("/v1/queues/default/jobs")->status, 401);
+}
+
+TEST_F(HttpApiTest, TheDashboardIsServedWithoutATokenUnderItsPolicy) {
+  auto root = http_->Get("/");
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->status, 302);
+  EXPECT_EQ(root->get_header_value("Location"), "/ui/");
+  auto page = http_->Get("/ui/");
+  ASSERT_TRUE(page);
+  ASSERT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(page->body.find(R"(<script type="module" src="app.js">)"), std::string::npos);
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("default-src 'self'"),
+            std::string::npos);
+  EXPECT_EQ(page->get_header_value("X-Content-Type-Options"), "nosniff");
+  auto script = http_->Get("/ui/app.js");
+  ASSERT_EQ(script->status, 200);
+  EXPECT_EQ(script->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(ErrorOf(http_->Get("/ui/missing.js"), 404)["code"], "not_found");
 }
 
 }  // namespace

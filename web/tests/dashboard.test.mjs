@@ -1,0 +1,239 @@
+// The dashboard in a real browser (Debian's chromium driven by playwright-core) against a real
+// controller and agents (cluster.mjs). Run by ctest (web_dashboard) with GANGWAY_BIN set; each
+// view's screenshot goes to GANGWAY_WEB_ARTIFACTS.
+import assert from 'node:assert/strict';
+import {mkdirSync} from 'node:fs';
+import {join} from 'node:path';
+import {after, before, test} from 'node:test';
+import {chromium} from 'playwright-core';
+import {startCluster, tokens, until} from './cluster.mjs';
+
+const bin = process.env.GANGWAY_BIN;
+const artifacts = process.env.GANGWAY_WEB_ARTIFACTS || join(process.cwd(), 'web-artifacts');
+const kXss = '<img src=x onerror=alert(1)>';
+
+let cluster;
+let browser;
+const ids = {};
+const problems = [];  // console errors, page errors, dialogs and requests off 127.0.0.1
+
+before(async () => {
+  assert.ok(bin, 'set GANGWAY_BIN to the gangway binary');
+  mkdirSync(artifacts, {recursive: true});
+  cluster = await startCluster(bin);
+  const job = (name, queue, gpu, command, extra = {}) =>
+    ({name, queue, gpu, command, cpu: 1, memory: '1Gi', ...extra});
+  ids.running = await cluster.submit('alice', job('alice-train', 'default', 1, ['sleep', '600']));
+  ids.bobRunning = await cluster.submit('bob', job('bob-eval', 'small', 2, ['sleep', '600']));
+  ids.quota = await cluster.submit('bob', job('bob-over-quota', 'small', 1, ['sleep', '600']));
+  ids.topology = await cluster.submit('alice', job('alice-island', 'default', 3, ['true'],
+                                                   {topology: {require: 'gpu-domain'}}));
+  ids.infeasible = await cluster.submit('alice', job('alice-huge', 'default', 64, ['true']));
+  ids.toCancel = await cluster.submit('alice', job('alice-cancel-me', 'default', 1, ['sleep', '600']));
+  ids.xss = await cluster.submit('alice', job('alice-echo', 'default', 0,
+                                              ['sh', '-c', `echo '${kXss}'; sleep 600`]));
+  for (const id of [ids.running, ids.bobRunning, ids.toCancel, ids.xss]) {
+    await until(`job ${id} running`, async () => (await cluster.job(id)).state === 'running');
+  }
+  for (const id of [ids.quota, ids.topology, ids.infeasible]) {
+    await until(`job ${id}'s reason`, async () => (await cluster.job(id)).pending?.code);
+  }
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (cluster) {
+    await cluster.stop();
+    if (process.exitCode) console.log(cluster.logs.join(''));
+  }
+});
+
+// A signed-in page of `user`, watched for anything that should not happen.
+async function signIn(user) {
+  const context = await browser.newContext({viewport: {width: 1280, height: 900}});
+  const page = await context.newPage();
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`${user}: console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`${user}: page error: ${e.message}`));
+  page.on('dialog', (d) => {
+    problems.push(`${user}: dialog: ${d.message()}`);
+    d.dismiss();
+  });
+  page.on('request', (r) => {
+    const u = new URL(r.url());
+    if (u.hostname !== '127.0.0.1') problems.push(`${user}: request to ${r.url()}`);
+  });
+  await page.goto(cluster.url + '/');
+  await page.fill('#token', tokens[user]);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('header .who');
+  return page;
+}
+
+async function shot(page, name) {
+  await page.screenshot({path: join(artifacts, `${name}.png`), fullPage: true});
+}
+
+test('the page is served with a policy that keeps it on this controller', async () => {
+  const res = await fetch(cluster.url + '/ui/');
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-security-policy'), /default-src 'self'/);
+  assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+  const vendor = await fetch(cluster.url + '/ui/vendor/preact-htm.js');
+  assert.equal(vendor.status, 200);
+  assert.match(vendor.headers.get('content-type'), /javascript/);
+  assert.equal((await fetch(cluster.url + '/ui/../auth.yaml')).status, 404);
+});
+
+test('a wrong token is refused with the API\'s reason', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(cluster.url + '/ui/');
+  await page.fill('#token', 'not-a-token');
+  await page.click('button[type=submit]');
+  await page.waitForSelector('.signin .error');
+  assert.match(await page.textContent('.signin .error'), /token is not valid/);
+  await context.close();
+});
+
+test('overview: pending jobs show their reasons, the cluster and the queues', async () => {
+  const page = await signIn('alice');
+  const row = (id) => page.locator(`#my-jobs tr[data-job="${id}"]`);
+  await row(ids.topology).waitFor();
+  const code = async (id) => row(id).locator('.reason').getAttribute('data-code');
+  assert.equal(await code(ids.infeasible), (await cluster.job(ids.infeasible)).pending.code);
+  assert.equal(await code(ids.topology), (await cluster.job(ids.topology)).pending.code);
+  assert.match(await row(ids.topology).textContent(), /domain/i);
+  assert.match(await row(ids.infeasible).textContent(), /64/);
+  assert.equal(await page.locator('#my-jobs table.running tr[data-job]').count(), 3);
+  assert.match(await page.textContent('#cluster'), /GPUs\s*8/);
+  assert.equal(await page.locator('#queue-cards [data-queue]').count(), 2);
+  await shot(page, 'overview');
+  await page.context().close();
+});
+
+test('queue line: bob\'s job waits on quota, in order, and alice sees no names of his', async () => {
+  const bob = await signIn('bob');
+  await bob.goto(cluster.url + '/ui/#/queues/small');
+  const line = bob.locator('table.line tbody tr');
+  await line.first().waitFor();
+  assert.equal(await line.count(), 1);
+  assert.equal(await line.first().getAttribute('data-job'), String(ids.quota));
+  assert.equal(await line.first().locator('.reason').getAttribute('data-code'), 'QuotaExceeded');
+  assert.match(await line.first().textContent(), /bob-over-quota/);
+  await shot(bob, 'queue-line-small');
+  await bob.context().close();
+
+  const alice = await signIn('alice');
+  await alice.goto(cluster.url + '/ui/#/queues/default');
+  const rows = alice.locator('table.line tbody tr');
+  await rows.first().waitFor();
+  // The scheduler's order, from the API, is what the page shows.
+  const api = (await cluster.api('alice', '/v1/queues/default/jobs')).jobs;
+  assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => Number(tr.dataset.job))),
+                   api.map((j) => j.id));
+  assert.deepEqual(await rows.locator('.position').allTextContents(),
+                   api.map((j) => String(j.position)));
+  let ahead = 0;
+  for (const [i, j] of api.entries()) {
+    assert.equal(j.gpusAhead, ahead, `GPUs ahead of job ${j.id}`);
+    assert.equal(await rows.nth(i).locator('.ahead').textContent(), String(ahead));
+    ahead += j.gpus;
+  }
+  await alice.goto(cluster.url + '/ui/#/queues/small');
+  await alice.locator('table.line tbody tr').first().waitFor();
+  const text = await alice.textContent('#view');
+  assert.doesNotMatch(text, /bob-over-quota|bob-eval/);
+  assert.match(text, /hidden/);
+  await alice.goto(cluster.url + '/ui/#/events');
+  await alice.locator('table.events tbody tr').first().waitFor();
+  assert.doesNotMatch(await alice.textContent('#view'), /bob-/);
+  await shot(alice, 'events');
+  await alice.goto(cluster.url + '/ui/#/queues');
+  await alice.locator('table.queues tr[data-queue="small"]').waitFor();
+  await shot(alice, 'queues');
+  await alice.context().close();
+});
+
+test('job detail: a pending job says where it stands; output is shown as text', async () => {
+  const page = await signIn('alice');
+  await page.goto(`${cluster.url}/ui/#/jobs/${ids.infeasible}`);
+  await page.locator('.pending-detail').waitFor();
+  const job = await cluster.job(ids.infeasible);
+  assert.match(await page.textContent('.pending-detail'), new RegExp(`Position\\s*${job.pending.position}`));
+  await shot(page, 'job-pending');
+
+  await page.goto(`${cluster.url}/ui/#/jobs/${ids.xss}`);
+  await until('the task output', async () => (await page.textContent('.log pre')).includes(kXss));
+  assert.equal(await page.locator('.log pre img, #view img').count(), 0);
+  await shot(page, 'job-running');
+  await page.context().close();
+});
+
+test('cancelling through the API updates the page within 3 s, without a reload', async () => {
+  const page = await signIn('alice');
+  const row = page.locator(`#my-jobs table.running tr[data-job="${ids.toCancel}"]`);
+  await row.waitFor();
+  await page.evaluate(() => { window.__sameDocument = true; });
+  await cluster.api('alice', `/v1/jobs/${ids.toCancel}/cancel`, {method: 'POST', body: {}});
+  await row.waitFor({state: 'detached', timeout: 3000});
+  assert.equal(await page.evaluate(() => window.__sameDocument), true);
+
+  await page.goto(`${cluster.url}/ui/#/jobs/${ids.running}`);
+  await page.locator('h1 .state-running').waitFor();
+  await page.click('button.danger');  // the page asks first
+  await page.click('button.confirm-cancel');
+  await page.locator('h1 .state-cancelled').waitFor({timeout: 3000});
+  assert.equal((await cluster.job(ids.running)).state, 'cancelled');
+  await page.context().close();
+});
+
+test('GPU map: one cell per GPU, and hovering names the node and holder', async () => {
+  const page = await signIn('ops');
+  await page.goto(cluster.url + '/ui/#/gpus');
+  const canvas = page.locator('canvas.gpu-map');
+  await until('the map', async () => Number(await canvas.getAttribute('data-cells')) > 0);
+  const nodes = (await cluster.api('ops', '/v1/nodes')).nodes;
+  assert.equal(Number(await canvas.getAttribute('data-cells')),
+               nodes.reduce((s, n) => s + n.gpus.length, 0));
+  assert.equal(Number(await canvas.getAttribute('data-nodes')), nodes.length);
+  await canvas.hover({position: {x: 3, y: 3}});
+  assert.match(await page.textContent('.tip'), /node-a \(ready\) GPU 0 H100-80GB/);
+  await shot(page, 'gpu-map');
+  await page.context().close();
+});
+
+test('nodes: an admin cordons and uncordons; a user has no such buttons', async () => {
+  const page = await signIn('ops');
+  await page.goto(cluster.url + '/ui/#/nodes');
+  const row = page.locator('tr[data-node="node-b"]');
+  await row.locator('button', {hasText: 'cordon'}).click();
+  await row.locator('.node-cordoned').waitFor({timeout: 3000});
+  assert.equal((await cluster.api('ops', '/v1/nodes/node-b')).node?.state ??
+               (await cluster.api('ops', '/v1/nodes/node-b')).state, 'cordoned');
+  await shot(page, 'nodes');
+  await row.locator('button', {hasText: 'uncordon'}).click();
+  await row.locator('.node-ready').waitFor({timeout: 3000});
+  await page.context().close();
+
+  const user = await signIn('bob');
+  await user.goto(cluster.url + '/ui/#/nodes');
+  await user.locator('tr[data-node="node-a"]').waitFor();
+  assert.equal(await user.locator('table.nodes button').count(), 0);
+  await user.context().close();
+});
+
+test('a job named like markup is refused by the API, naming the field', async () => {
+  await assert.rejects(cluster.submit('alice', {name: kXss, gpu: 1, command: ['true']}),
+                       (e) => e.status === 400 && /name/.test(JSON.stringify(e.body)));
+});
+
+test('no console errors, dialogs or requests off 127.0.0.1 in any of the above', () => {
+  assert.deepEqual(problems, []);
+});

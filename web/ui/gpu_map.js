@@ -1,0 +1,151 @@
+// GPU map: every node x GPU as a cell on a canvas (80,000 DOM nodes would not stay usable at
+// 10,000 nodes), coloured by the job or user holding it and filled by its utilization;
+// fractions and MIG slices drawn side by side inside their GPU; cordoned, draining and lost
+// nodes outlined; hovering names the node, the GPU and who holds it.
+import {api} from './api.js';
+import {ErrorLine, colourOf, html, percent, useEffect, useLive, useRef, useState} from './common.js';
+
+const kFree = '#e4e7eb';
+const kUnhealthy = '#b91c1c';
+const kNodeMark = {cordoned: '#d97706', draining: '#d97706', drained: '#d97706', lost: '#7f1d1d'};
+
+async function loadAll() {
+  const nodes = [];
+  let after = '';
+  for (;;) {
+    const page = await api(`/v1/nodes?limit=2000${after ? '&after=' + encodeURIComponent(after) : ''}`);
+    nodes.push(...page.nodes);
+    if (!page.next) return nodes;
+    after = page.next;
+  }
+}
+
+// Where each node and GPU goes: nodes left to right in rows, each a run of its GPUs' cells.
+function layout(nodes, width) {
+  const perNode = Math.max(1, ...nodes.map((n) => n.gpus.length));
+  const cells = nodes.reduce((s, n) => s + n.gpus.length, 0);
+  // As large as fits about 2,400 px of height, between 4 and 16 px.
+  const area = (width * 2400) / Math.max(1, cells * 1.4);
+  const cell = Math.max(4, Math.min(16, Math.floor(Math.sqrt(area))));
+  const gap = cell >= 8 ? 1 : 0;
+  const nodeGap = Math.max(2, Math.round(cell / 2));
+  const blockW = perNode * (cell + gap) + nodeGap;
+  const columns = Math.max(1, Math.floor(width / blockW));
+  const rowH = cell + gap + nodeGap;
+  return {cell, gap, nodeGap, blockW, columns, rowH, cells,
+          height: Math.ceil(nodes.length / columns) * rowH + nodeGap};
+}
+
+function draw(canvas, nodes, lay, colourBy) {
+  const dpr = window.devicePixelRatio || 1;
+  const width = canvas.clientWidth;
+  canvas.width = Math.floor(width * dpr);
+  canvas.height = Math.floor(lay.height * dpr);
+  canvas.style.height = `${lay.height}px`;
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, width, lay.height);
+  nodes.forEach((n, i) => {
+    const x0 = (i % lay.columns) * lay.blockW;
+    const y0 = Math.floor(i / lay.columns) * lay.rowH;
+    const mark = kNodeMark[n.state];
+    if (mark) {
+      ctx.fillStyle = mark;
+      ctx.fillRect(x0 - 1, y0 - 1, n.gpus.length * (lay.cell + lay.gap) + 1, lay.cell + 2);
+    }
+    n.gpus.forEach((g, k) => {
+      const x = x0 + k * (lay.cell + lay.gap);
+      ctx.fillStyle = !g.healthy ? kUnhealthy : n.state === 'lost' ? kNodeMark.lost : kFree;
+      ctx.fillRect(x, y0, lay.cell, lay.cell);
+      if (!g.healthy || n.state === 'lost') return;
+      // Each holder gets a slice of the cell's width by its share (a whole GPU: all of it).
+      let sx = x;
+      for (const u of g.usedBy) {
+        const share = Math.min(1, (u.milli || 1000) / 1000);
+        const w = Math.max(1, Math.round(lay.cell * share));
+        const colour = colourOf(colourBy === 'user' ? u.user : u.job);
+        const util = g.utilization;
+        ctx.globalAlpha = util === null ? 0.85 : 0.3;
+        ctx.fillStyle = colour;
+        ctx.fillRect(sx, y0, w, lay.cell);
+        if (util !== null) {
+          const h = Math.round((lay.cell * Math.min(100, util)) / 100);
+          ctx.globalAlpha = 1;
+          ctx.fillRect(sx, y0 + lay.cell - h, w, h);
+        }
+        ctx.globalAlpha = 1;
+        sx += w;
+      }
+      if (g.migEnabled && lay.cell >= 8) {  // a MIG GPU: a corner tick
+        ctx.fillStyle = '#111827';
+        ctx.fillRect(x, y0, 2, 2);
+      }
+    });
+  });
+}
+
+function hit(nodes, lay, x, y) {
+  const col = Math.floor(x / lay.blockW);
+  const row = Math.floor(y / lay.rowH);
+  if (col >= lay.columns) return null;
+  const i = row * lay.columns + col;
+  if (i < 0 || i >= nodes.length) return null;
+  const k = Math.floor((x - col * lay.blockW) / (lay.cell + lay.gap));
+  if (y - row * lay.rowH > lay.cell || k >= nodes[i].gpus.length) return {node: nodes[i], gpu: null};
+  return {node: nodes[i], gpu: nodes[i].gpus[k]};
+}
+
+function describe(h) {
+  if (!h) return '';
+  const n = h.node;
+  if (!h.gpu) return `${n.name} (${n.state})`;
+  const g = h.gpu;
+  const who = g.usedBy.length === 0 ? 'free'
+    : g.usedBy.map((u) => `job ${u.job} of ${u.user}${u.milli < 1000 ? ` (${u.milli / 1000} GPU)` : ''}` +
+                          `${u.migProfile ? ` MIG ${u.migProfile}` : ''}`).join(', ');
+  return `${n.name} (${n.state}) GPU ${g.index} ${g.model}${g.healthy ? '' : ' UNHEALTHY'}: ${who}` +
+         `${g.utilization !== null ? `; ${percent(g.utilization)} used` : ''}`;
+}
+
+export function GpuMapView() {
+  const {data, error} = useLive(loadAll, [], {everyMs: 10000});
+  const [colourBy, setColourBy] = useState('job');
+  const [hover, setHover] = useState(null);
+  const canvas = useRef(null);
+  const lay = useRef(null);
+  useEffect(() => {
+    if (!data || !canvas.current) return;
+    const paint = () => {
+      lay.current = layout(data, canvas.current.clientWidth);
+      draw(canvas.current, data, lay.current, colourBy);
+    };
+    paint();
+    window.addEventListener('resize', paint);
+    return () => window.removeEventListener('resize', paint);
+  }, [data, colourBy]);
+  const move = (e) => {
+    if (!lay.current) return;
+    const r = canvas.current.getBoundingClientRect();
+    const h = hit(data, lay.current, e.clientX - r.left, e.clientY - r.top);
+    setHover(h ? {text: describe(h), x: e.clientX - r.left, y: e.clientY - r.top} : null);
+  };
+  const total = data ? data.reduce((s, n) => s + n.gpus.length, 0) : 0;
+  const held = data ? data.reduce((s, n) => s + n.gpus.filter((g) => g.usedBy.length).length, 0) : 0;
+  return html`
+    <h1>GPU map</h1>
+    <${ErrorLine} error=${error} />
+    <p class="toolbar">
+      ${data && html`<span>${data.length} nodes, ${total} GPUs, ${held} held.</span>`}
+      <label>colour by <select value=${colourBy} onChange=${(e) => setColourBy(e.target.value)}>
+        <option value="job">job</option><option value="user">user</option></select></label>
+      <span class="legend"><i class="free"></i>free <i class="unhealthy"></i>unhealthy
+        <i class="cordoned"></i>cordoned or draining <i class="lost"></i>lost; a cell's fill is
+        its measured utilization</span>
+    </p>
+    <div class="map-wrap">
+      <canvas ref=${canvas} class="gpu-map" data-nodes=${data ? data.length : 0}
+              data-cells=${total} onMouseMove=${move} onMouseLeave=${() => setHover(null)}></canvas>
+      ${hover && html`<div class="tip" role="tooltip"
+                           style=${{left: `${hover.x + 12}px`, top: `${hover.y + 12}px`}}>${hover.text}</div>`}
+    </div>`;
+}

@@ -1,0 +1,142 @@
+// Job detail: its tasks with node and GPUs, a timeline of its events, the reason it waits
+// (with its place in line), the log tail that follows, GPU use, and cancel.
+import {ApiError, api} from './api.js';
+import {ErrorLine, StateBadge, ago, gpus, html, percent, time, until, useEffect, useLive, useRef,
+        useState} from './common.js';
+import {PendingReason} from './overview.js';
+
+const kFinished = new Set(['succeeded', 'failed', 'cancelled', 'timeout']);
+const kTailBytes = 64 * 1024;
+
+async function load(id) {
+  const [job, util] = await Promise.all([api(`/v1/jobs/${id}`), api('/v1/utilization')]);
+  return {job: job.job, use: util.jobs.find((j) => j.id === Number(id)) || null};
+}
+
+// Follows a task's output: the last 64 KB (X-Gangway-Log-Size says where the end is), then
+// what is appended, every second until the API says it is complete.
+function LogTail({id, task}) {
+  const [text, setText] = useState('');
+  const [status, setStatus] = useState('');
+  const box = useRef(null);
+  useEffect(() => {
+    let alive = true;
+    let offset = -1;
+    let timer = null;
+    setText('');
+    const poll = async () => {
+      try {
+        if (offset < 0) {
+          const head = await api(`/v1/jobs/${id}/logs?task=${task}&offset=0&limit=1`, {text: true});
+          offset = Math.max(0, (Number(head.headers.get('X-Gangway-Log-Size')) || 0) - kTailBytes);
+        }
+        const chunk = await api(`/v1/jobs/${id}/logs?task=${task}&offset=${offset}&limit=${kTailBytes}`,
+                                {text: true});
+        if (!alive) return;
+        offset = Number(chunk.headers.get('X-Gangway-Next-Offset')) || offset;
+        if (chunk.text) setText((t) => (t + chunk.text).slice(-kTailBytes * 2));
+        const complete = chunk.headers.get('X-Gangway-Log-Complete') === 'true';
+        setStatus(complete ? 'complete' : 'following');
+        if (!complete) timer = setTimeout(poll, chunk.text.length >= kTailBytes ? 0 : 1000);
+      } catch (e) {
+        if (!alive) return;
+        setStatus(e instanceof ApiError ? e.message : 'cannot read the output');
+        timer = setTimeout(poll, 3000);
+      }
+    };
+    poll();
+    return () => {
+      alive = false;
+      if (timer) clearTimeout(timer);
+    };
+  }, [id, task]);
+  useEffect(() => {
+    if (box.current) box.current.scrollTop = box.current.scrollHeight;
+  }, [text]);
+  return html`
+    <div class="log">
+      <div class="muted">task ${task} output ${status && `(${status})`}</div>
+      <pre ref=${box}>${text || ' '}</pre>
+    </div>`;
+}
+
+function Timeline({job}) {
+  const events = (job.events || []).slice().sort((a, b) => a.seq - b.seq);
+  return html`
+    <ol class="timeline">
+      <li><span class="when">${time(job.submittedAt)}</span> submitted</li>
+      ${events.map((e) => html`
+        <li data-type=${e.type}><span class="when">${time(e.time)}</span>
+          <span class="type">${e.type}</span> ${e.message}</li>`)}
+    </ol>`;
+}
+
+export function JobView({id, me}) {
+  const {data, error, reload} = useLive(() => load(id), [id],
+                                        {when: (events) => events.some((e) => String(e.job) === String(id))});
+  const [task, setTask] = useState(0);
+  const [actionError, setActionError] = useState(null);
+  const [confirming, setConfirming] = useState(false);
+  if (!data) return html`<${ErrorLine} error=${error} /><p class="muted">loading…</p>`;
+  const j = data.job;
+  const cancel = async () => {
+    setConfirming(false);
+    try {
+      await api(`/v1/jobs/${j.id}/cancel`, {method: 'POST', body: {}});
+      setActionError(null);
+      reload();
+    } catch (e) {
+      setActionError(e);
+    }
+  };
+  const mayCancel = !kFinished.has(j.state) && (me.role === 'admin' || me.user === j.user);
+  return html`
+    <h1>Job ${j.id}: <span class="name">${j.name}</span> <${StateBadge} state=${j.state} /></h1>
+    <${ErrorLine} error=${error || actionError} />
+    <dl class="figures">
+      <div><dt>user</dt><dd>${j.user}</dd></div>
+      <div><dt>queue</dt><dd><a href=${'#/queues/' + encodeURIComponent(j.queue)}>${j.queue}</a></dd></div>
+      <div><dt>GPUs</dt><dd>${gpus(j.gpus)} over ${j.tasks} task${j.tasks === 1 ? '' : 's'}</dd></div>
+      <div><dt>priority</dt><dd>${j.priorityClass || j.priority}</dd></div>
+      <div><dt>submitted</dt><dd>${ago(j.submittedAt)}</dd></div>
+      ${j.startedAt && html`<div><dt>started</dt><dd>${ago(j.startedAt)}</dd></div>`}
+      ${j.finishedAt && html`<div><dt>finished</dt><dd>${ago(j.finishedAt)}</dd></div>`}
+      ${j.timeLimit && html`<div><dt>time limit</dt><dd>${j.timeLimit}</dd></div>`}
+      ${data.use && html`<div><dt>GPU use</dt><dd>${percent(data.use.utilization)}</dd></div>`}
+      ${j.exitCode !== null && html`<div><dt>exit code</dt><dd>${j.exitCode}</dd></div>`}
+    </dl>
+    ${mayCancel && !confirming &&
+      html`<button class="danger" onClick=${() => setConfirming(true)}>Cancel job</button>`}
+    ${mayCancel && confirming && html`
+      <p class="confirm">Cancel job ${j.id} (<span class="name">${j.name}</span>)? Running tasks
+        get their checkpoint grace first.
+        <button class="danger confirm-cancel" onClick=${cancel}>Yes, cancel it</button>
+        <button onClick=${() => setConfirming(false)}>Keep it</button></p>`}
+    ${j.message && html`<p class="message">${j.message}</p>`}
+    ${j.state === 'pending' && html`
+      <section class="card wide pending-detail">
+        <h2>Why it waits</h2>
+        <p><${PendingReason} pending=${j.pending} /></p>
+        ${j.pending && j.pending.position && html`
+          <p>Position <strong class="position">${j.pending.position}</strong> in queue
+            ${j.queue}, with ${gpus(j.pending.gpusAhead)} GPUs asked for ahead of it.
+            ${j.pending.estimatedStart && html` Estimated start ${until(j.pending.estimatedStart)}
+              (${time(j.pending.estimatedStart)}).`}</p>`}
+      </section>`}
+    <h2>Tasks</h2>
+    <table class="tasks">
+      <thead><tr><th>task</th><th>group</th><th>node</th><th>GPUs</th><th>state</th>
+        <th>exit</th><th>message</th></tr></thead>
+      <tbody>
+        ${(j.taskList || []).map((t) => html`
+          <tr class=${t.index === task ? 'selected' : ''} onClick=${() => setTask(t.index)}>
+            <td>${t.index}</td><td>${t.group}</td><td>${t.node}</td>
+            <td>${(t.gpus || []).join(', ')}${t.gpuMilli && t.gpuMilli % 1000 ? ` (${t.gpuMilli / 1000})` : ''}</td>
+            <td>${t.state}</td><td>${t.exitCode ?? ''}</td><td>${t.message}</td>
+          </tr>`)}
+      </tbody>
+    </table>
+    ${(j.taskList || []).length > 0 && html`<${LogTail} id=${j.id} task=${task} />`}
+    <h2>Timeline</h2>
+    <${Timeline} job=${j} />`;
+}
