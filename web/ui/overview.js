@@ -139,7 +139,8 @@ function QueueCards({queues}) {
 }
 
 export function OverviewView() {
-  const {data, error} = useLive(load, []);
+  // Events drive it; the slow refresh is for utilization, which changes without events.
+  const {data, error} = useLive(load, [], {everyMs: 15000});
   if (!data) return html`<${ErrorLine} error=${error} /><p class="muted">loading…</p>`;
   return html`
     <${ErrorLine} error=${error} />
