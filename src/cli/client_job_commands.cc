@@ -292,6 +292,11 @@ void RunDescribe(const DescribeFlags& f) {
   if (state == "pending" && job.contains("pending") && job["pending"].is_object()) {
     const json& p = job["pending"];
     add("Reason", Str(p, "code", "-") + ": " + Str(p, "message"));
+    if (p.contains("position")) {
+      add("In line", "position " + Num(p, "position") + " in queue " + Str(job, "queue") + ", " +
+                         Num(p, "gpusAhead") + " GPUs asked for ahead (gangway whatif " +
+                         Num(job, "id") + ": what would start it sooner)");
+    }
     std::string est = Str(p, "estimatedStart");
     auto t = client::ParseRfc3339(est);
     if (t) {
@@ -377,6 +382,56 @@ void RunCancel(const CancelFlags& f) {
   }
   if (f.output == "json") PrintJson(json{{"jobs", cancelled}});
   if (exit_code != kExitOk) throw CLI::RuntimeError(exit_code);
+}
+
+// ---- whatif -----------------------------------------------------------------------------------
+
+struct WhatIfFlags {
+  ConnectionFlags conn;
+  std::string job;
+  std::string output = "table";
+};
+
+std::string WhenItStarts(const json& o, client::Seconds now) {
+  if (o.value("startsNow", false)) return "now";
+  if (auto t = client::ParseRfc3339(Str(o, "estimatedStart"))) return client::FormatUntil(*t, now);
+  return "unknown";
+}
+
+void RunWhatIf(const WhatIfFlags& f) {
+  ApiClient api = Connect(f.conn);
+  const uint64_t id = ResolveJob(api, f.job);
+  const json answer = Check(api.WhatIf(id));
+  if (f.output == "json") {
+    PrintJson(answer);
+    return;
+  }
+  const client::Seconds now = client::NowSeconds();
+  const json& as_is = answer["asIs"];
+  if (as_is.value("startsNow", false)) {
+    std::cout << "job/" << id << " would start in the next cycle as it is.\n";
+    return;
+  }
+  std::cout << "job/" << id << " as it is: " << Str(as_is, "code") << ": " << Str(as_is, "message")
+            << "; starts " << WhenItStarts(as_is, now) << "\n";
+  const json& changes = answer["changes"];
+  if (changes.empty()) {
+    std::cout << "No change of GPUs, replicas, topology, time limit or queue would start it "
+                 "sooner ("
+              << Num(answer, "cycles") << " tried by the scheduler).\n";
+    return;
+  }
+  std::cout << "Changes that would start it sooner, each tried by the scheduler on the cluster "
+               "as it is now ("
+            << Num(answer, "cycles") << " cycles):\n";
+  formats::Table t({"CHANGE", "FIELD", "STARTS"}, {.indent = 2});
+  for (const json& c : changes) {
+    t.AddRow({Str(c, "summary"), Str(c, "field"), WhenItStarts(c, now)});
+  }
+  t.Print(std::cout);
+  if (answer.value("truncated", false)) {
+    std::cout << "(the search stopped at its budget of cycles; more changes may help)\n";
+  }
 }
 
 // ---- logs -------------------------------------------------------------------------------------
@@ -467,6 +522,18 @@ void AddJobCommands(CLI::App& app) {
     AddOutputFlag(cmd, f->output);
     cmd->footer("-o json prints {\"jobs\": [Job, ...]} with the jobs that were cancelled.");
     cmd->callback([f] { RunCancel(*f); });
+  }
+  {
+    auto f = std::make_shared<WhatIfFlags>();
+    CLI::App* cmd = app.add_subcommand(
+        "whatif",
+        "What would let a pending job start now or sooner: fewer GPUs, fewer replicas, a looser "
+        "topology, a shorter time limit, another queue, each tried by the scheduler");
+    cmd->add_option("JOB", f->job, "Job id, job/ID, or name")->required();
+    AddConnectionFlags(cmd, f->conn);
+    AddOutputFlag(cmd, f->output);
+    cmd->footer("-o json prints the API's answer (POST /v1/whatif).");
+    cmd->callback([f] { RunWhatIf(*f); });
   }
   {
     auto f = std::make_shared<LogsFlags>();

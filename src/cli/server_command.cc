@@ -51,6 +51,8 @@ struct ServerFlags {
   std::string node_timeout;  // default 3 heartbeats
   std::string batch = "2ms";
   std::string job_retention = "7d";
+  std::string history_interval = "60s";
+  std::string history_retention = "30d";
   std::string max_task_log = "256Mi";
   double log_report_rate = 2000;
   int cycle_depth = 1000;
@@ -473,6 +475,19 @@ void RunServer(const ServerFlags& f) {
     Fail("--job-retention: '" + f.job_retention +
          "' is not a duration such as 12h or 7d (0 keeps finished jobs forever)");
   }
+  if (f.history_interval == "0") {
+    opts.history_interval = std::chrono::seconds(0);
+  } else if (auto d = formats::ParseDuration(f.history_interval); d.ok() && d.value().count() > 0) {
+    opts.history_interval = d.value();
+  } else {
+    Fail("--history-interval: '" + f.history_interval +
+         "' is not a duration such as 60s or 5m (0 keeps no history)");
+  }
+  if (auto d = formats::ParseDuration(f.history_retention); d.ok() && d.value().count() > 0) {
+    opts.history_retention = d.value();
+  } else {
+    Fail("--history-retention: '" + f.history_retention + "' is not a duration such as 30d");
+  }
   // A live cluster preempts soon after a job starts only if told to; the default profile's
   // five-minute minimum runtime protects fresh jobs from preemption loops.
   if (!f.policy.empty()) {
@@ -713,6 +728,13 @@ void AddServerCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--job-retention", f->job_retention,
                   "Forget a finished job, its events and logs this long after it ended (0: never)")
+      ->capture_default_str();
+  cmd->add_option("--history-interval", f->history_interval,
+                  "Sample GPUs, jobs, waits and GPU-hours per queue this often for the "
+                  "dashboard's history (0: keep none)")
+      ->capture_default_str();
+  cmd->add_option("--history-retention", f->history_retention,
+                  "Keep the history's samples and estimate records this long")
       ->capture_default_str();
   cmd->add_option("--max-task-log", f->max_task_log,
                   "Keep at most this much of one task's output; the rest is discarded (0: all)")

@@ -379,6 +379,10 @@ ApiResult<nlohmann::json> ApiClient::CancelJob(uint64_t id) const {
   return SendJson("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", "{}");
 }
 
+ApiResult<nlohmann::json> ApiClient::WhatIf(uint64_t id) const {
+  return SendJson("POST", "/v1/whatif", nlohmann::json{{"job", id}}.dump());
+}
+
 ApiResult<LogChunk> ApiClient::GetLogs(uint64_t id, int task, uint64_t offset,
                                        uint64_t limit) const {
   std::string path = "/v1/jobs/" + std::to_string(id) + "/logs?task=" + std::to_string(task) +

@@ -95,6 +95,8 @@ class ApiClient {
   ApiResult<nlohmann::json> ListJobs(const JobQuery& query) const;
   ApiResult<nlohmann::json> GetJob(uint64_t id) const;
   ApiResult<nlohmann::json> CancelJob(uint64_t id) const;
+  // POST /v1/whatif: what would let a pending job start now or sooner.
+  ApiResult<nlohmann::json> WhatIf(uint64_t id) const;
   // GET /v1/jobs/{id}/logs. `limit` 0: the controller's default.
   ApiResult<LogChunk> GetLogs(uint64_t id, int task, uint64_t offset, uint64_t limit = 0) const;
   // GET /v1/nodes, every page joined. `summary`: GPU counts per node instead of every GPU

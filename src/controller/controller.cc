@@ -87,6 +87,14 @@ Controller::Controller(ControllerOptions options)
     event_scheduler.emplace(std::move(event.value()));
   }
   driver_.emplace(std::move(scheduler.value()), std::move(event_scheduler));
+  if (options_.history_interval.count() > 0) {
+    try {
+      history_ = std::make_unique<HistoryStore>(options_.data_dir / "history.db");
+    } catch (const std::exception& e) {
+      // History is for people to look at; a controller without it still schedules.
+      fprintf(stderr, "gangway server: no history: %s\n", e.what());
+    }
+  }
   // The id floor outlives the database: a database of 0 bytes, or none, in a directory that
   // handed out ids was lost, and would hand them out again. Checked before the store opens
   // it, which would make it a new, empty one.
@@ -331,11 +339,63 @@ void Controller::Loop() {
         dirty_ = false;
         RunCycle(lock);
       }
+      if (!stopping_) MaybeSampleLocked(lock);
     } catch (const std::exception& e) {
       fprintf(stderr, "gangway server: scheduling cycle failed: %s\n", e.what());
     }
     metrics.scheduler_passes++;
   }
+}
+
+void Controller::MaybeSampleLocked(std::unique_lock<std::mutex>& lock) {
+  if (!history_) return;
+  const int64_t now = Now();
+  if (now < next_sample_) return;
+  next_sample_ = now + options_.history_interval.count();
+  HistorySample sample;
+  sample.time = now;
+  sample.pending_jobs = static_cast<int64_t>(index_.waiting().size());
+  sample.running_jobs = static_cast<int64_t>(index_.active().size());
+  sample.placed = static_cast<int64_t>(placed_waits_.size());
+  if (auto p = WaitPercentiles(std::move(placed_waits_))) {
+    sample.wait_p50 = (*p)[0];
+    sample.wait_p90 = (*p)[1];
+    sample.wait_p99 = (*p)[2];
+  }
+  placed_waits_.clear();
+  std::vector<EstimateRecord> estimates;
+  estimates.swap(placed_estimates_);
+  const double hours = last_sample_ > 0 ? static_cast<double>(now - last_sample_) / 3600.0 : 0;
+  last_sample_ = now;
+  // Both take mu_ themselves, and the store's writes need no lock of ours.
+  lock.unlock();
+  try {
+    const nlohmann::json util = Utilization({.user = "", .admin = true}, 1)["cluster"];
+    sample.gpus = util.value("gpus", 0.0);
+    sample.allocated_gpus = util.value("allocatedGpus", 0.0);
+    if (util.value("gpusReporting", 0) > 0 && util["utilization"].is_number()) {
+      sample.used_gpus =
+          util["utilization"].get<double>() / 100.0 * util["gpusReporting"].get<double>();
+    }
+    const nlohmann::json queues = ListQueues();
+    for (const nlohmann::json& q : queues["queues"]) {
+      const double allocated = q["usage"].value("gpuMilli", 0.0) / 1000.0;
+      sample.queues[q["name"].get<std::string>()] = {.allocated_gpus = allocated,
+                                                     .gpu_hours = allocated * hours,
+                                                     .pending = q.value("pending", int64_t{0}),
+                                                     .running = q.value("running", int64_t{0})};
+    }
+    history_->Add(sample, now - options_.history_retention.count());
+    for (const EstimateRecord& e : estimates) history_->AddEstimate(e);
+  } catch (const std::exception& e) {
+    fprintf(stderr, "gangway server: history sample failed: %s\n", e.what());
+  }
+  lock.lock();
+}
+
+void Controller::SampleHistoryForTests() {
+  std::unique_lock lock(mu_);
+  MaybeSampleLocked(lock);
 }
 
 void Controller::CheckNodesLocked() {
@@ -471,6 +531,9 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
     // Past the event cycle's depth: the last full cycle's reason stands.
     if (!job || (p.code == core::PendingCode::kNotConsidered && job->pending)) continue;
     job->pending = p;
+    if (p.estimated_start && !job->first_estimate) {
+      job->first_estimate = {Now(), core::ToSeconds(*p.estimated_start)};
+    }
   }
   // The core keeps a victim's resources held for the rest of its cycle: no start relies on a
   // preemption, so leaving them out keeps the starts valid.
@@ -530,6 +593,15 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
     }
     wait->second.Observe(std::chrono::duration_cast<std::chrono::microseconds>(clock_->SteadyNow() -
                                                                                job->waiting_since));
+    placed_waits_.push_back(
+        std::chrono::duration<double>(clock_->SteadyNow() - job->waiting_since).count());
+    if (job->first_estimate) {
+      placed_estimates_.push_back({.job = job->id,
+                                   .attempt = job->attempt,
+                                   .made_at = job->first_estimate->first,
+                                   .estimate = job->first_estimate->second,
+                                   .started = Now()});
+    }
     std::string where;
     for (const std::string& n : node_names) where += (where.empty() ? "" : ", ") + n;
     EventLocked(job->id, "scheduled",
@@ -702,6 +774,7 @@ void Controller::SettleLocked(JobRecord& job) {
       job.state = JobState::kPending;
       job.started_at = 0;
       job.waiting_since = clock_->SteadyNow();
+      job.first_estimate.reset();
       EventLocked(job.id, "requeued", "waiting to start attempt " + std::to_string(job.attempt));
     } else {
       job.state = after;

@@ -33,6 +33,7 @@
 #include "controller/auth.h"
 #include "controller/cycle_driver.h"
 #include "controller/histogram.h"
+#include "controller/history.h"
 #include "controller/job_index.h"
 #include "controller/log_store.h"
 #include "controller/records.h"
@@ -191,6 +192,10 @@ struct ControllerOptions {
   std::function<bool()> still_leads;
   // Where the controller reads the time; unset: the real clocks. Tests pass a fake one.
   std::shared_ptr<const util::Clock> clock;
+  // The history (history.h) in data_dir/history.db: a sample every interval (zero: none
+  // kept), forgotten after the retention.
+  std::chrono::seconds history_interval{60};
+  std::chrono::seconds history_retention{std::chrono::hours(24 * 30)};
   int max_tasks_per_job = 10000;
   int max_pending_per_user = 10000;
   // The longest time limit of any job, and the limit of one without (a queue's maxTimeLimit is
@@ -262,6 +267,24 @@ class Controller {
   // `limit`, ascending): what standbys copy (GET /v1/logs/..., log_follower.h).
   LogStore& logs() { return logs_; }
   std::vector<uint64_t> JobIdsAfter(uint64_t after, size_t limit);
+  // POST /v1/whatif: what would let pending job `id` start now or sooner
+  // (core/sched/what_if.h), tried with the full profile on a copy of the last cycle's inputs
+  // at the current time, without the lock. Read-only and rate-limited: each user may ask
+  // kWhatIfBurst times at once, then once per kWhatIfRefill (429 saying how long to wait), and
+  // one runs at a time (429 while another runs). 409 for a job that is not pending, or not yet
+  // planned by a cycle.
+  static constexpr int kWhatIfBurst = 5;
+  static constexpr std::chrono::seconds kWhatIfRefill{2};
+  Outcome<nlohmann::json> WhatIf(const Caller& caller, uint64_t id);
+  // GET /v1/history: the samples of the last `seconds`, at most `points` of them; as CSV
+  // with `csv`. GET /v1/estimates: how close estimated starts came to the actual starts, over
+  // the last day and week. 404 while the history is off.
+  Outcome<nlohmann::json> History(int64_t seconds, size_t points);
+  Outcome<std::string> HistoryCsvText(int64_t seconds, size_t points);
+  Outcome<nlohmann::json> EstimateAccuracyView();
+  // Takes a history sample if one is due (the scheduling thread; public for tests that drive
+  // a fake clock).
+  void SampleHistoryForTests();
   // GET /v1/events (EventQuery).
   Outcome<nlohmann::json> Events(const Caller& caller, const EventQuery& query);
 
@@ -471,6 +494,24 @@ class Controller {
   std::optional<CycleDriver> driver_;
   // The jobs the last cycle left pending, in the order it considered them (the queue line).
   std::vector<uint64_t> line_;
+  // The history (null when off or unopenable). The scheduling thread samples it
+  // (MaybeSampleLocked); waits and estimates of jobs placed since the last sample wait in
+  // placed_waits_ and placed_estimates_ (mu_).
+  std::unique_ptr<HistoryStore> history_;
+  std::vector<double> placed_waits_;
+  std::vector<EstimateRecord> placed_estimates_;
+  int64_t next_sample_ = 0;  // unix seconds; scheduling thread only
+  int64_t last_sample_ = 0;
+  void MaybeSampleLocked(std::unique_lock<std::mutex>& lock);
+  // What-if requests (WhatIf): each user's tokens and when they were last counted, guarded by
+  // whatif_mu_ (taken without mu_); whatif_running_ while one runs.
+  struct WhatIfTokens {
+    double tokens = kWhatIfBurst;
+    std::chrono::steady_clock::time_point at{};
+  };
+  std::mutex whatif_mu_;
+  std::map<std::string, WhatIfTokens> whatif_tokens_;
+  std::atomic<bool> whatif_running_{false};
   uint64_t nodes_version_ = 1;
   uint64_t shrink_version_ = 1;
   std::thread thread_;

@@ -11,6 +11,8 @@
 #include "controller/auth.h"
 #include "controller/controller.h"
 #include "controller/gpu_top.h"
+#include "core/plugins/builtin.h"
+#include "core/sched/what_if.h"
 #include "formats/units.h"
 #include "formats/yaml_reader.h"
 #include "protocol/agent_messages.h"
@@ -320,6 +322,154 @@ std::vector<Controller::InLine> Controller::QueueLineLocked(std::string_view que
     ahead += in.job->Gpus();
   }
   return line;
+}
+
+namespace {
+
+json OutcomeJson(const core::WhatIfOutcome& o) {
+  return {
+      {"startsNow", o.starts_now},
+      {"estimatedStart",
+       o.estimated_start ? json(FormatTime(core::ToSeconds(*o.estimated_start))) : json(nullptr)},
+      {"code", o.starts_now ? json(nullptr) : json(core::PendingCodeName(o.code))},
+      {"message", o.starts_now ? json(nullptr) : json(o.message)}};
+}
+
+}  // namespace
+
+Outcome<json> Controller::WhatIf(const Caller& caller, uint64_t id) {
+  {
+    std::lock_guard lock(whatif_mu_);
+    const auto now = clock_->SteadyNow();
+    WhatIfTokens& t = whatif_tokens_[caller.user];
+    if (t.at != std::chrono::steady_clock::time_point{}) {
+      t.tokens = std::min<double>(
+          kWhatIfBurst, t.tokens + std::chrono::duration<double>(now - t.at).count() /
+                                       std::chrono::duration<double>(kWhatIfRefill).count());
+    }
+    t.at = now;
+    if (t.tokens < 1) {
+      const double wait = (1 - t.tokens) * static_cast<double>(kWhatIfRefill.count());
+      return Error(429, "rate_limited",
+                   "what-if: at most " + std::to_string(kWhatIfBurst) + " at once and one per " +
+                       std::to_string(kWhatIfRefill.count()) + " s after that; try again in " +
+                       std::to_string(static_cast<int>(std::ceil(wait))) + " s");
+    }
+    t.tokens -= 1;
+  }
+  if (whatif_running_.exchange(true)) {
+    return Error(429, "busy", "another what-if is running; try again in a second");
+  }
+  struct Done {
+    std::atomic<bool>& running;
+    ~Done() { running = false; }
+  } done{whatif_running_};
+
+  core::Snapshot snapshot;
+  std::vector<core::Job> pending;
+  core::WhatIfOptions options;
+  {
+    std::lock_guard lock(mu_);
+    JobRecord* j = FindJob(id);
+    if (!j) return UnknownJob(id);
+    if (!CanSee(caller, *j)) {
+      return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
+    }
+    if (!index_.waiting().contains(id)) {
+      return Error(409, "conflict",
+                   "job " + std::to_string(id) + " is " + std::string(JobStateName(j->state)) +
+                       ", not pending: nothing to change for it to start");
+    }
+    const auto& list = driver_->pending();
+    if (std::none_of(list.begin(), list.end(),
+                     [&](const core::Job& p) { return p.id.value == id; })) {
+      return Error(409, "conflict",
+                   "job " + std::to_string(id) +
+                       " has not been planned by a cycle yet; ask again in a moment");
+    }
+    snapshot = driver_->snapshot();
+    snapshot.now = core::FromSeconds(Now());
+    pending = list;
+    // The leaf queues its priority class may use.
+    std::set<std::string> parents;
+    for (const core::QueueSpec& q : options_.queues) parents.insert(q.parent);
+    const std::string& cls = j->live.job.priority_class;
+    auto access = options_.priority_access.find(cls);
+    for (const core::QueueSpec& q : options_.queues) {
+      if (parents.contains(q.name)) continue;
+      if (access != options_.priority_access.end() && !access->second.queues.empty() &&
+          std::find(access->second.queues.begin(), access->second.queues.end(), q.name) ==
+              access->second.queues.end()) {
+        continue;
+      }
+      options.queues.push_back(q.name);
+    }
+  }
+  // A scheduler of its own: nothing is shared with the scheduling thread's cycles.
+  auto scheduler = core::Scheduler::Create(options_.profile, core::BuiltinRegistry());
+  if (!scheduler.ok()) return Error(500, "internal", scheduler.error().message());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto answer = core::WhatIf(*scheduler, snapshot, pending, core::JobId(id), options);
+  if (!answer.ok()) return Error(500, "internal", "what-if: " + answer.error().message());
+  json changes = json::array();
+  for (const core::WhatIfChange& c : answer->changes) {
+    json change = OutcomeJson(c.outcome);
+    change["field"] = c.field;
+    change["from"] = c.from;
+    change["to"] = c.to;
+    change["summary"] = c.summary;
+    changes.push_back(std::move(change));
+  }
+  return json{
+      {"job", id},
+      {"asIs", OutcomeJson(answer->as_is)},
+      {"changes", std::move(changes)},
+      {"cycles", answer->cycles},
+      {"truncated", answer->truncated},
+      {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
+      {"at", FormatTime(core::ToSeconds(snapshot.now))}};
+}
+
+Outcome<json> Controller::History(int64_t seconds, size_t points) {
+  if (!history_)
+    return Error(404, "not_found", "the history is off (gangway server --history-interval)");
+  const int64_t now = Now();
+  json samples = json::array();
+  for (const HistorySample& s : history_->Read(now - seconds, now, points)) {
+    samples.push_back(HistorySampleJson(s));
+  }
+  return json{{"intervalSeconds", options_.history_interval.count()},
+              {"retentionSeconds", options_.history_retention.count()},
+              {"samples", std::move(samples)}};
+}
+
+Outcome<std::string> Controller::HistoryCsvText(int64_t seconds, size_t points) {
+  if (!history_)
+    return Error(404, "not_found", "the history is off (gangway server --history-interval)");
+  const int64_t now = Now();
+  return HistoryCsv(history_->Read(now - seconds, now, points));
+}
+
+Outcome<json> Controller::EstimateAccuracyView() {
+  if (!history_)
+    return Error(404, "not_found", "the history is off (gangway server --history-interval)");
+  const int64_t now = Now();
+  const std::vector<EstimateRecord> week = history_->Estimates(now - 7 * 86400);
+  std::vector<EstimateRecord> day;
+  for (const EstimateRecord& r : week) {
+    if (r.started >= now - 86400) day.push_back(r);
+  }
+  auto view = [](const EstimateAccuracy& a) {
+    auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+    return json{{"count", a.count},
+                {"medianAbsErrorSeconds", opt(a.median_abs_error)},
+                {"p90AbsErrorSeconds", opt(a.p90_abs_error)},
+                {"medianErrorSeconds", opt(a.median_error)},
+                {"within5m", a.within_5m},
+                {"within25Percent", a.within_25pct},
+                {"late", a.late}};
+  };
+  return json{{"day", view(AccuracyOf(day))}, {"week", view(AccuracyOf(week))}};
 }
 
 Outcome<json> Controller::QueueLine(const Caller& caller, std::string_view queue) {
@@ -643,7 +793,7 @@ Outcome<json> EventsPage(const Caller& caller, const EventQuery& q,
 }
 
 Outcome<json> Controller::Events(const Caller& caller, const EventQuery& query) {
-  const auto deadline = std::chrono::steady_clock::now() + query.wait;
+  const auto deadline = clock_->SteadyNow() + query.wait;
   EventQuery q = query;
   std::unique_lock lock(mu_);
   for (;;) {
@@ -660,10 +810,8 @@ Outcome<json> Controller::Events(const Caller& caller, const EventQuery& query) 
     // Nothing the caller may see yet: read on from past what it may not see once the writer
     // commits more (events reach the store, which this reads, only then).
     q.after = page.value()["next"].get<int64_t>();
-    if (durable_.wait_until(lock, deadline) == std::cv_status::timeout) {
-      page.value()["next"] = q.after;
-      return page;
-    }
+    if (clock_->SteadyNow() >= deadline) return page;
+    clock_->WaitUntil(durable_, lock, deadline);
   }
 }
 

@@ -514,6 +514,48 @@ void HttpApi::Routes() {
         [this, caller](const Request& req, Response& res, const Identity& id) {
           Answer(res, controller_.QueueLine(caller(id), req.matches[1].str()));
         });
+  route("GET", "/v1/history", "history", Who::kUser,
+        [this](const Request& req, Response& res, const Identity&) {
+          auto seconds = IntParam(req, res, "seconds", 86400, 1, int64_t{366} * 86400);
+          if (!seconds) return;
+          auto points = IntParam(req, res, "points", 500, 1, 10000);
+          if (!points) return;
+          const std::string format =
+              req.has_param("format") ? req.get_param_value("format") : "json";
+          if (format == "csv") {
+            Outcome<std::string> csv =
+                controller_.HistoryCsvText(*seconds, static_cast<size_t>(*points));
+            if (!csv.ok()) {
+              SendError(res, csv.error());
+              return;
+            }
+            res.set_header("Content-Disposition", "attachment; filename=\"gangway-history.csv\"");
+            res.set_content(std::move(csv).value(), "text/csv; charset=utf-8");
+          } else if (format == "json") {
+            Answer(res, controller_.History(*seconds, static_cast<size_t>(*points)));
+          } else {
+            SendError(res, {400, "bad_request", "format: '" + format + "' is not json or csv",
+                            "format", json::array()});
+          }
+        });
+  route("GET", "/v1/estimates", "estimates", Who::kUser,
+        [this](const Request&, Response& res, const Identity&) {
+          Answer(res, controller_.EstimateAccuracyView());
+        });
+  route("POST", "/v1/whatif", "whatif", Who::kUser,
+        [this, caller](const Request& req, Response& res, const Identity& id) {
+          const json body = json::parse(req.body, nullptr, false);
+          if (body.is_discarded() || !body.is_object()) {
+            SendError(res, {400, "bad_request", "send {\"job\": ID} as JSON", "", json::array()});
+            return;
+          }
+          if (!body.contains("job") || !body["job"].is_number_unsigned()) {
+            SendError(res, {400, "bad_request", "job: the id of a pending job (a whole number)",
+                            "job", json::array()});
+            return;
+          }
+          Answer(res, controller_.WhatIf(caller(id), body["job"].get<uint64_t>()));
+        });
   route("GET", "/v1/events", "events", Who::kUser,
         [this, caller](const Request& req, Response& res, const Identity& id) {
           if (std::optional<EventQuery> query = ReadEventQuery(req, res)) {

@@ -105,6 +105,22 @@ json Build() {
                    "its position, the GPUs of the jobs ahead, its reason and estimated start "
                    "(names and messages of the caller's jobs only)",
                    "queues", {Param("name", "path", "string", "queue name")})}}},
+      {"/v1/history",
+       {{"get", Op("The controller's samples of the cluster: GPUs allocated and used, pending and "
+                   "running jobs, wait percentiles, GPU-hours per queue",
+                   "history",
+                   {Param("seconds", "query", "integer", "how far back (default 86400)"),
+                    Param("points", "query", "integer", "at most this many samples (default 500)"),
+                    Param("format", "query", "string", "json (default) or csv")})}}},
+      {"/v1/estimates",
+       {{"get", Op("How close estimated starts came to actual starts, over the last day and week",
+                   "history")}}},
+      {"/v1/whatif",
+       {{"post", Op("What would let a pending job start now or sooner: fewer GPUs per task, fewer "
+                    "replicas, a looser topology requirement, a shorter time limit, another queue, "
+                    "each tried by the scheduler on a copy of the cluster (body {\"job\": ID}; "
+                    "read-only, rate-limited per user)",
+                    "jobs")}}},
       {"/v1/events",
        {{"get", Op("Events after a sequence number, oldest first; `next` is the sequence number "
                    "to read on from",

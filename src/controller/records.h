@@ -95,6 +95,9 @@ struct JobRecord {
   // Not persisted: when this attempt began to wait (submitted, requeued, or reloaded), for
   // gangway_job_wait_seconds.
   std::chrono::steady_clock::time_point waiting_since{};
+  // Not persisted: the first estimated start a cycle gave this attempt and when (unix
+  // seconds), set against the actual start in the history (history.h).
+  std::optional<std::pair<int64_t, int64_t>> first_estimate;
 
   std::string TaskId(int index) const {
     return std::to_string(id) + "." + std::to_string(attempt) + "." + std::to_string(index);

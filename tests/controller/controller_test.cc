@@ -1636,5 +1636,48 @@ TEST_F(ControllerTest, AFullDiskFailsSubmissionsFastAndHealthSaysSo) {
   EXPECT_EQ(Ok(c().ListJobs(kAdmin, {.all_users = true}))["jobs"].size(), 2u);
 }
 
+// What-if: the real scheduler on a copy of the cluster finds the change that starts a job;
+// only its user (or an admin) may ask, only of a pending job, and no faster than the limit.
+TEST_F(ControllerTest, WhatIfFindsTheChangeThatStartsAJobWithinItsRateLimit) {
+  auto o = Options();
+  auto clock = std::make_shared<FakeClock>();
+  o.clock = clock;
+  Start(o);
+  Register("n1", 2);
+  const uint64_t big = Submit("name: big\ngpu: 4\ncommand: [train]\n");
+  ASSERT_TRUE(Eventually([&] { return Job(big)["pending"].is_object(); }));
+  const json a = Ok(c().WhatIf(kAlice, big));
+  EXPECT_EQ(a["job"], big);
+  EXPECT_FALSE(a["asIs"]["startsNow"].get<bool>());
+  EXPECT_EQ(a["asIs"]["code"], "Infeasible");
+  ASSERT_FALSE(a["changes"].empty()) << a;
+  EXPECT_EQ(a["changes"][0]["field"], "gpu");
+  EXPECT_EQ(a["changes"][0]["from"], "4");
+  EXPECT_EQ(a["changes"][0]["to"], "2");
+  EXPECT_TRUE(a["changes"][0]["startsNow"].get<bool>());
+  EXPECT_GE(a["cycles"].get<int>(), 2);
+  // Read-only: the job is as it was.
+  EXPECT_EQ(Job(big)["gpus"], 4);
+  EXPECT_EQ(Job(big)["state"], "pending");
+
+  EXPECT_EQ(Err(c().WhatIf(kBob, big)).status, 403);
+  EXPECT_EQ(Err(c().WhatIf(kAlice, 999)).status, 404);
+  const uint64_t small = Submit("name: small\ngpu: 1\ncommand: [train]\n");
+  ASSERT_TRUE(Eventually([&] { return Job(small)["state"] == "scheduled"; }));
+  const ApiError running = Err(c().WhatIf(kAlice, small));
+  EXPECT_EQ(running.status, 409);
+  EXPECT_NE(running.message.find("not pending"), std::string::npos) << running.message;
+
+  // The admin's own tokens: five at once, then one per two seconds.
+  for (int i = 0; i < Controller::kWhatIfBurst; ++i) Ok(c().WhatIf(kAdmin, big));
+  const ApiError limited = Err(c().WhatIf(kAdmin, big));
+  EXPECT_EQ(limited.status, 429);
+  EXPECT_EQ(limited.code, "rate_limited");
+  EXPECT_NE(limited.message.find("try again in 2 s"), std::string::npos) << limited.message;
+  clock->Advance(Controller::kWhatIfRefill);
+  Ok(c().WhatIf(kAdmin, big));
+  EXPECT_EQ(Err(c().WhatIf(kAdmin, big)).status, 429);
+}
+
 }  // namespace
 }  // namespace gangway::controller::testing

@@ -618,6 +618,27 @@ TEST_F(HttpApiTest, AQueueLineIsTheSchedulersOrderWithOthersNamesHidden) {
   EXPECT_EQ(http_->Get("/v1/queues/default/jobs")->status, 401);
 }
 
+TEST_F(HttpApiTest, WhatIfTakesAJobIdAndAnswersWithChanges) {
+  RegisterNodeLabelled("n1", "zone", "a");  // one GPU
+  auto r = PostJob("name: two\ngpu: 2\ncommand: [x]\n");
+  const uint64_t id = json::parse(r->body)["job"]["id"];
+  ASSERT_TRUE(PendingVerdict(id).is_object());
+  auto ask = [&](const std::string& body) {
+    return http_->Post("/v1/whatif", As(kAliceToken), body, "application/json");
+  };
+  auto answer = ask(json{{"job", id}}.dump());
+  ASSERT_EQ(answer->status, 200) << answer->body;
+  const json a = json::parse(answer->body);
+  ASSERT_EQ(a["changes"].size(), 1u) << a;
+  EXPECT_EQ(a["changes"][0]["summary"], "ask for 1 GPUs per task instead of 2");
+  EXPECT_EQ(ErrorOf(ask("{}"), 400)["field"], "job");
+  EXPECT_EQ(ErrorOf(ask(R"({"job": "x"})"), 400)["field"], "job");
+  EXPECT_EQ(ErrorOf(ask("[1]"), 400)["code"], "bad_request");
+  EXPECT_EQ(
+      ErrorOf(http_->Post("/v1/whatif", json{{"job", id}}.dump(), "application/json"), 401)["code"],
+      "unauthorized");
+}
+
 TEST_F(HttpApiTest, TheDashboardIsServedWithoutATokenUnderItsPolicy) {
   auto root = http_->Get("/");
   ASSERT_TRUE(root);

@@ -51,7 +51,7 @@ TEST(UiFiles, EveryModuleThePageImportsIsBuiltIn) {
 }
 
 TEST(UiFiles, AFolderServesItsFilesAndTheVendorListOnly) {
-  testing::TempDir dir;
+  ::gangway::testing::TempDir dir;
   const std::filesystem::path web = dir.path() / "web";
   Write(web / "ui" / "index.html", "<html>");
   Write(web / "ui" / "app.js", "export {};");
@@ -77,7 +77,7 @@ TEST(UiFiles, AFolderServesItsFilesAndTheVendorListOnly) {
 }
 
 TEST(UiFiles, AFolderWithoutThePageIsRefusedNamingTheFlag) {
-  testing::TempDir dir;
+  ::gangway::testing::TempDir dir;
   try {
     UiFiles files(dir.path());
     FAIL() << "no index.html, yet accepted";

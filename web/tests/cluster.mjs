@@ -76,7 +76,7 @@ gpus:
   };
   run('server', ['server', '--data', join(dir, 'data'), '--listen', `127.0.0.1:${port}`,
                  '--auth', join(dir, 'auth.yaml'), '--config', join(dir, 'queues.yaml'),
-                 '--heartbeat', '1s',
+                 '--heartbeat', '1s', '--history-interval', '1s',
                  // Developing the page: serve web/ui from disk instead of the copy built in.
                  ...(process.env.GANGWAY_UI_DIR ? ['--ui-dir', process.env.GANGWAY_UI_DIR] : [])]);
   await until('the controller', async () => (await fetch(url + '/healthz')).ok);

@@ -2,7 +2,7 @@
 // controller and agents (cluster.mjs). Run by ctest (web_dashboard) with GANGWAY_BIN set; each
 // view's screenshot goes to GANGWAY_WEB_ARTIFACTS.
 import assert from 'node:assert/strict';
-import {mkdirSync} from 'node:fs';
+import {mkdirSync, readFileSync} from 'node:fs';
 import {join} from 'node:path';
 import {after, before, test} from 'node:test';
 import {chromium} from 'playwright-core';
@@ -169,6 +169,18 @@ test('job detail: a pending job says where it stands; output is shown as text', 
   assert.match(await page.textContent('.pending-detail'), new RegExp(`Position\\s*${job.pending.position}`));
   await shot(page, 'job-pending');
 
+  // What would change it: the page shows what the API answers, tried by the scheduler.
+  await page.click('button.ask-whatif');
+  const rows = page.locator('table.whatif-result tbody tr');
+  await rows.first().waitFor();
+  const api = await cluster.api('alice', '/v1/whatif', {method: 'POST', body: {job: ids.infeasible}});
+  assert.ok(api.changes.length > 0);
+  assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.field)),
+                   api.changes.map((c) => c.field));
+  assert.equal(api.changes[0].field, 'gpu');
+  assert.match(await rows.first().textContent(), /GPUs per task instead of 64/);
+  await shot(page, 'job-whatif');
+
   await page.goto(`${cluster.url}/ui/#/jobs/${ids.xss}`);
   await until('the task output', async () => (await page.textContent('.log pre')).includes(kXss));
   assert.equal(await page.locator('.log pre img, #view img').count(), 0);
@@ -227,6 +239,24 @@ test('nodes: an admin cordons and uncordons; a user has no such buttons', async 
   await user.locator('tr[data-node="node-a"]').waitFor();
   assert.equal(await user.locator('table.nodes button').count(), 0);
   await user.context().close();
+});
+
+test('history: charts of the controller\'s samples, and a CSV export', async () => {
+  await until('two history samples',
+              async () => (await cluster.api('alice', '/v1/history?seconds=3600')).samples.length >= 2);
+  const page = await signIn('alice');
+  await page.goto(cluster.url + '/ui/#/history');
+  for (const title of ['GPUs', 'Jobs', 'Wait before placement', 'GPU-hours per queue (per sample)']) {
+    await page.locator(`[data-chart="${title}"] canvas`).first().waitFor();
+  }
+  assert.match(await page.textContent('#estimates'), /last day/);
+  await shot(page, 'history');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('button.csv')]);
+  const csv = readFileSync(await download.path(), 'utf8');
+  assert.match(csv, /^time,gpus,allocated_gpus,used_gpus,pending_jobs,running_jobs/);
+  assert.ok(csv.trim().split('\n').length >= 3, csv);
+  assert.match(csv.split('\n')[0], /small_gpu_hours/);
+  await page.context().close();
 });
 
 test('a job named like markup is refused by the API, naming the field', async () => {

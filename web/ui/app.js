@@ -4,6 +4,7 @@ import {api, onSignedOut, setToken, token} from './api.js';
 import {html, render, startLive, stopLive, useEffect, useState} from './common.js';
 import {EventsView} from './events.js';
 import {GpuMapView} from './gpu_map.js';
+import {HistoryView} from './history.js';
 import {JobView} from './job.js';
 import {NodesView} from './nodes.js';
 import {OverviewView} from './overview.js';
@@ -15,6 +16,7 @@ const kViews = [
   {path: 'queues', title: 'Queues'},
   {path: 'gpus', title: 'GPU map'},
   {path: 'nodes', title: 'Nodes'},
+  {path: 'history', title: 'History'},
   {path: 'events', title: 'Events'},
 ];
 
@@ -73,6 +75,7 @@ function Page({me, onSignOut}) {
   else if (head === 'gpus') view = html`<${GpuMapView} />`;
   else if (head === 'nodes') view = html`<${NodesView} me=${me} />`;
   else if (head === 'events') view = html`<${EventsView} />`;
+  else if (head === 'history') view = html`<${HistoryView} />`;
   else view = html`<p class="error">No such view: #/${r.join('/')}</p>`;
   return html`
     <header>

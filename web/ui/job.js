@@ -60,6 +60,44 @@ function LogTail({id, task}) {
     </div>`;
 }
 
+// What would change it: the smallest changes that would let the job start now or sooner,
+// each tried by the real scheduler on the cluster as it is (POST /v1/whatif, rate-limited).
+function WhatIf({id}) {
+  const [state, setState] = useState({busy: false, answer: null, error: null});
+  const ask = async () => {
+    setState({busy: true, answer: null, error: null});
+    try {
+      setState({busy: false, answer: await api('/v1/whatif', {method: 'POST', body: {job: Number(id)}}),
+                error: null});
+    } catch (e) {
+      setState({busy: false, answer: null, error: e});
+    }
+  };
+  const when = (o) => (o.startsNow ? 'now'
+    : o.estimatedStart ? until(o.estimatedStart)
+    : o.code === 'Infeasible' ? 'never, as the cluster is' : 'not estimated');
+  const a = state.answer;
+  return html`
+    <div class="whatif">
+      <button class="ask-whatif" onClick=${ask} disabled=${state.busy}>
+        ${state.busy ? 'Trying changes…' : 'What would start it sooner?'}</button>
+      <${ErrorLine} error=${state.error} />
+      ${a && (a.asIs.startsNow
+        ? html`<p class="whatif-result">It would start in the next cycle as it is.</p>`
+        : a.changes.length === 0
+          ? html`<p class="whatif-result muted">No change of GPUs, replicas, topology, time limit
+              or queue would start it sooner (${a.cycles} tried by the scheduler).</p>`
+          : html`<table class="whatif-result">
+              <thead><tr><th>change</th><th>field</th><th>would start</th></tr></thead>
+              <tbody>${a.changes.map((c) => html`
+                <tr data-field=${c.field}><td>${c.summary}</td><td><code>${c.field}: ${c.to || '(none)'}</code></td>
+                  <td>${when(c)}</td></tr>`)}</tbody>
+            </table>
+            <p class="muted">${a.cycles} cycles of the scheduler on the cluster as it is now
+              (as it is: starts ${when(a.asIs)})${a.truncated ? '; the search stopped at its budget' : ''}.</p>`)}
+    </div>`;
+}
+
 function Timeline({job}) {
   const events = (job.events || []).slice().sort((a, b) => a.seq - b.seq);
   return html`
@@ -118,10 +156,11 @@ export function JobView({id, me}) {
         <h2>Why it waits</h2>
         <p><${PendingReason} pending=${j.pending} /></p>
         ${j.pending && j.pending.position && html`
-          <p>Position <strong class="position">${j.pending.position}</strong> in queue
+          <p>Position <strong class="position">${j.pending.position}</strong> in queue${' '}
             ${j.queue}, with ${gpus(j.pending.gpusAhead)} GPUs asked for ahead of it.
             ${j.pending.estimatedStart && html` Estimated start ${until(j.pending.estimatedStart)}
               (${time(j.pending.estimatedStart)}).`}</p>`}
+        <${WhatIf} id=${j.id} />
       </section>`}
     <h2>Tasks</h2>
     <table class="tasks">
