@@ -245,6 +245,50 @@ TEST_F(ClientCommandsTest, SubmitErrorsListEveryProblemWithItsPositionInTheFile)
                        ":3:1: comand: unknown field (did you mean command?)\n");
 }
 
+TEST_F(ClientCommandsTest, WhatIfListsTheChangesTheControllerFound) {
+  fake_.Reply("POST /v1/whatif", 200,
+              {{"job", 7},
+               {"asIs",
+                {{"startsNow", false},
+                 {"estimatedStart", nullptr},
+                 {"code", "QuotaExceeded"},
+                 {"message", "queue nlp is at its limit"}}},
+               {"changes",
+                {{{"field", "gpu"},
+                  {"from", "8"},
+                  {"to", "4"},
+                  {"summary", "ask for 4 GPUs per task instead of 8"},
+                  {"startsNow", true},
+                  {"estimatedStart", nullptr}},
+                 {{"field", "timeLimit"},
+                  {"from", "4h"},
+                  {"to", "1h"},
+                  {"summary", "set timeLimit: 1h instead of 4h"},
+                  {"startsNow", false},
+                  {"estimatedStart", In(std::chrono::minutes(90))}}}},
+               {"cycles", 12},
+               {"truncated", false}});
+  Outcome o = Run({"whatif", "7"});
+  ASSERT_EQ(o.exit_code, 0) << Show(o);
+  const auto posted = fake_.requests("POST", "/v1/whatif");
+  ASSERT_EQ(posted.size(), 1u);
+  EXPECT_EQ(json::parse(posted[0].body), json({{"job", 7}}));
+  EXPECT_NE(o.out.find("job/7 as it is: QuotaExceeded: queue nlp is at its limit; starts unknown"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("(12 cycles)"), std::string::npos) << o.out;
+  EXPECT_TRUE(
+      std::regex_search(o.out, std::regex("ask for 4 GPUs per task instead of 8 +gpu +now")))
+      << o.out;
+  EXPECT_TRUE(
+      std::regex_search(o.out, std::regex("set timeLimit: 1h instead of 4h +timeLimit +in 1h")))
+      << o.out;
+  fake_.ReplyError("POST /v1/whatif", 409, "conflict", "job 7 is running, not pending");
+  o = Run({"whatif", "7"});
+  EXPECT_EQ(o.exit_code, 2) << Show(o);
+  EXPECT_EQ(o.err, "gangway: job 7 is running, not pending\n");
+}
+
 TEST_F(ClientCommandsTest, ConflictExitsTwoAndServerErrorsExitOne) {
   fake_.ReplyError("POST /v1/jobs/5/cancel", 409, "conflict", "job 5 has already finished");
   Outcome o = Run({"cancel", "5"});
