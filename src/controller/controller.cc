@@ -370,7 +370,8 @@ void Controller::MaybeSampleLocked(std::unique_lock<std::mutex>& lock) {
   // Both take mu_ themselves, and the store's writes need no lock of ours.
   lock.unlock();
   try {
-    const nlohmann::json util = Utilization({.user = "", .admin = true}, 1)["cluster"];
+    const nlohmann::json util =
+        Utilization({.user = "", .admin = true}, {.job_rows = 1, .node_rows = false})["cluster"];
     sample.gpus = util.value("gpus", 0.0);
     sample.allocated_gpus = util.value("allocatedGpus", 0.0);
     if (util.value("gpusReporting", 0) > 0 && util["utilization"].is_number()) {

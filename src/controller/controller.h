@@ -80,8 +80,18 @@ struct JobListQuery {
 // GET /v1/nodes: nodes in name order, a page at a time.
 struct NodeListQuery {
   bool summary = false;  // per node, GPU counts by model and state instead of every GPU
-  std::string after;     // only nodes named after this (the previous page's "next")
-  size_t limit = 0;      // 0: every node
+  // The GPU map's compact form (views.h, NodeMapView); excludes summary.
+  bool map = false;
+  std::set<std::string> states;  // only nodes in these states (NodeState); empty: all
+  std::string after;             // only nodes named after this (the previous page's "next")
+  size_t limit = 0;              // 0: every node
+};
+
+// GET /v1/utilization's query.
+struct UtilizationQuery {
+  size_t job_rows = 0;    // the most idle jobs shown (0: all)
+  bool node_rows = true;  // the per-node rows (at 10,000 nodes, most of the answer)
+  uint64_t only_job = 0;  // nonzero: only this job's row
 };
 
 struct Caller {
@@ -253,7 +263,7 @@ class Controller {
   // GPUs allocated and their measured utilization per node and per job (controller/gpu_top.h).
   // Every job holding GPUs shows its id and user; its name and queue only if the caller may
   // see the job. `job_rows`: the most idle jobs shown (0: all).
-  nlohmann::json Utilization(const Caller& caller, size_t job_rows = 0);
+  nlohmann::json Utilization(const Caller& caller, const UtilizationQuery& query = {});
   // action: drain, undrain, cordon, uncordon
   Outcome<nlohmann::json> NodeAction(const Caller& caller, std::string_view name,
                                      std::string_view action);

@@ -627,17 +627,21 @@ json Controller::ListNodes(const NodeListQuery& q) {
         more = true;
         break;
       }
-      facts.push_back(NodeFactsLocked(it->second));
+      NodeFacts f = NodeFactsLocked(it->second);
+      if (!q.states.empty() && !q.states.contains(NodeState(f.record, f.busy))) continue;
+      facts.push_back(std::move(f));
     }
   }
   json out = json::array();
-  for (const NodeFacts& f : facts) out.push_back(q.summary ? NodeSummaryView(f) : NodeView(f));
+  for (const NodeFacts& f : facts) {
+    out.push_back(q.map ? NodeMapView(f) : q.summary ? NodeSummaryView(f) : NodeView(f));
+  }
   json answer = {{"nodes", std::move(out)}};
   if (more) answer["next"] = facts.back().record.node.name;
   return answer;
 }
 
-json Controller::Utilization(const Caller& caller, size_t job_rows) {
+json Controller::Utilization(const Caller& caller, const UtilizationQuery& query) {
   // Sampled under the lock, summed after it, as ListNodes does.
   std::vector<TopNodeSample> nodes;
   std::map<uint64_t, TopJobLabel> labels;
@@ -674,7 +678,7 @@ json Controller::Utilization(const Caller& caller, size_t job_rows) {
       node.state = NodeState(r, busy);
     }
   }
-  return GpuTopJson(BuildGpuTop(nodes, labels), job_rows);
+  return GpuTopJson(BuildGpuTop(nodes, labels), query.job_rows, query.node_rows, query.only_job);
 }
 
 Outcome<json> Controller::GetNode(std::string_view name) {

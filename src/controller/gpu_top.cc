@@ -97,9 +97,10 @@ GpuTop BuildGpuTop(const std::vector<TopNodeSample>& nodes,
   return top;
 }
 
-json GpuTopJson(const GpuTop& top, size_t job_rows) {
+json GpuTopJson(const GpuTop& top, size_t job_rows, bool node_rows, uint64_t only_job) {
   json nodes = json::array();
   for (const TopNode& n : top.nodes) {
+    if (!node_rows) break;
     nodes.push_back({{"name", n.name},
                      {"state", n.state},
                      {"gpus", n.gpus},
@@ -110,6 +111,7 @@ json GpuTopJson(const GpuTop& top, size_t job_rows) {
   json jobs = json::array();
   for (const TopJob& j : top.jobs) {
     if (job_rows > 0 && jobs.size() == job_rows) break;
+    if (only_job != 0 && j.id != only_job) continue;
     jobs.push_back({{"id", j.id},
                     {"name", j.name},
                     {"user", j.user},

@@ -81,7 +81,10 @@ GpuTop BuildGpuTop(const std::vector<TopNodeSample>& nodes,
 
 // The answer of GET /v1/utilization (docs/design/live-system.md): the first `job_rows` jobs
 // (0: all); cluster.jobs counts them all.
-nlohmann::json GpuTopJson(const GpuTop& top, size_t job_rows = 0);
+// `job_rows`: the most idle jobs shown (0: all); `node_rows`: whether the per-node rows are
+// there (their array is empty otherwise); `only_job`: nonzero, only that job's row.
+nlohmann::json GpuTopJson(const GpuTop& top, size_t job_rows = 0, bool node_rows = true,
+                          uint64_t only_job = 0);
 
 }  // namespace gangway::controller
 

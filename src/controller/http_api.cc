@@ -190,6 +190,7 @@ HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
   // A connection's first request says whose it is: agents and admins may use the slots kept
   // from ordinary users, and an ordinary connection past its share is answered 503 and closed.
   server_->set_pre_routing_handler([this](const Request& req, Response& res) {
+    AvoidBrotli(req);
     const uint64_t conn = CurrentConnection();
     if (conn == 0 || !guard_->Unclassified(conn) || guard_->Classify(conn, Privileged(req))) {
       return httplib::Server::HandlerResponse::Unhandled;
@@ -478,16 +479,36 @@ void HttpApi::Routes() {
   route("GET", "/v1/nodes", "list_nodes", Who::kUser,
         [this](const Request& req, Response& res, const Identity&) {
           const std::string view = req.has_param("view") ? req.get_param_value("view") : "full";
-          if (view != "full" && view != "summary") {
+          if (view != "full" && view != "summary" && view != "map") {
             SendError(res, {400, "bad_request",
-                            "view: '" + view + "' is not a view of nodes (full, summary)", "view",
-                            json::array()});
+                            "view: '" + view + "' is not a view of nodes (full, summary, map)",
+                            "view", json::array()});
             return;
           }
           auto limit = IntParam(req, res, "limit", 0, 1, 100000);
           if (!limit) return;
+          std::set<std::string> states;
+          if (req.has_param("state")) {
+            static const std::set<std::string> kStates = {"ready", "cordoned", "draining",
+                                                          "drained", "lost"};
+            std::stringstream list(req.get_param_value("state"));
+            for (std::string s; std::getline(list, s, ',');) {
+              if (s.empty()) continue;
+              if (!kStates.contains(s)) {
+                SendError(res, {400, "bad_request",
+                                "state: '" + s +
+                                    "' is not a node state (ready, cordoned, draining, drained, "
+                                    "lost)",
+                                "state", json::array()});
+                return;
+              }
+              states.insert(s);
+            }
+          }
           SendJson(res, 200,
                    controller_.ListNodes({.summary = view == "summary",
+                                          .map = view == "map",
+                                          .states = std::move(states),
                                           .after = req.get_param_value("after"),
                                           .limit = static_cast<size_t>(*limit)}));
         });
@@ -495,7 +516,18 @@ void HttpApi::Routes() {
         [this, caller](const Request& req, Response& res, const Identity& id) {
           auto jobs = IntParam(req, res, "jobs", 0, 0, INT64_MAX);
           if (!jobs) return;
-          SendJson(res, 200, controller_.Utilization(caller(id), static_cast<size_t>(*jobs)));
+          auto job = IntParam(req, res, "job", 0, 0, INT64_MAX);
+          if (!job) return;
+          const std::string nodes = req.has_param("nodes") ? req.get_param_value("nodes") : "all";
+          if (nodes != "all" && nodes != "none") {
+            SendError(res, {400, "bad_request", "nodes: '" + nodes + "' is not all or none",
+                            "nodes", json::array()});
+            return;
+          }
+          SendJson(res, 200,
+                   controller_.Utilization(caller(id), {.job_rows = static_cast<size_t>(*jobs),
+                                                        .node_rows = nodes == "all",
+                                                        .only_job = static_cast<uint64_t>(*job)}));
         });
   route("GET", R"(/v1/nodes/([A-Za-z0-9._-]+))", "get_node", Who::kUser,
         [this](const Request& req, Response& res, const Identity&) {
@@ -815,6 +847,22 @@ void SendUnauthorized(httplib::Response& res, bool had_token) {
 }
 
 std::string RequestBearerToken(const httplib::Request& req) { return BearerToken(req); }
+
+void AvoidBrotli(const httplib::Request& req) {
+  // httplib owns the request (it is not const there); it reads the header after the handler.
+  auto& headers = const_cast<httplib::Request&>(req).headers;
+  auto [first, last] = headers.equal_range("Accept-Encoding");  // names compare caselessly
+  for (auto it = first; it != last; ++it) {
+    std::string kept;
+    std::stringstream codings(it->second);
+    for (std::string c; std::getline(codings, c, ',');) {
+      const size_t start = c.find_first_not_of(' ');
+      if (start == std::string::npos || c.compare(start, 2, "br") == 0) continue;
+      kept += (kept.empty() ? "" : ", ") + c.substr(start);
+    }
+    it->second = kept;
+  }
+}
 
 void SetPageHeaders(httplib::Response& res) {
   res.set_header("Content-Security-Policy",

@@ -84,6 +84,11 @@ class HttpApi {
   std::map<std::string, Histogram> latency_;                  // route -> seconds
 };
 
+// Drops "br" from the request's Accept-Encoding. httplib compresses with brotli at its
+// slowest quality whenever a client accepts it (browsers do): 8.4 s for the 2.8 MB of
+// /v1/nodes?view=summary at 10,000 nodes, against 0.17 s with gzip. Run before routing.
+void AvoidBrotli(const httplib::Request& req);
+
 // The headers every dashboard file is sent with: a Content-Security-Policy that lets the page
 // load and connect to nothing but this controller, and no sniffing, framing or referrers.
 void SetPageHeaders(httplib::Response& res);

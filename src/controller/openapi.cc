@@ -83,8 +83,12 @@ json Build() {
             "more follow",
             "nodes",
             {Param("view", "query", "string",
-                   "full (default: every GPU and its holders) or summary (GPU counts by model; "
-                   "unhealthy and MIG GPUs' indices)"),
+                   "full (default: every GPU and its holders), summary (GPU counts by model; "
+                   "unhealthy and MIG GPUs' indices) or map (per GPU [model, flags, utilization, "
+                   "[[job, user, milli, migProfile]]], what the dashboard's GPU map draws)"),
+             Param("state", "query", "string",
+                   "only nodes in these states, comma-separated (ready, cordoned, draining, "
+                   "drained, lost)"),
              Param("after", "query", "string", "only nodes named after this (a page's next)"),
              Param("limit", "query", "integer", "at most this many (default: all)")})}}},
       {"/v1/nodes/{name}", {{"get", Op("One node", "nodes", {node})}}},
@@ -98,7 +102,10 @@ json Build() {
                    "idle GPUs first); names and queues of the caller's jobs only",
                    "nodes",
                    {Param("jobs", "query", "integer",
-                          "the most idle this many jobs (0, the default: all)")})}}},
+                          "the most idle this many jobs (0, the default: all)"),
+                    Param("job", "query", "integer", "only this job's row"),
+                    Param("nodes", "query", "string",
+                          "all (default) or none: leave out the per-node rows")})}}},
       {"/v1/queues", {{"get", Op("Queues with quota, usage and fair share", "queues")}}},
       {"/v1/queues/{name}/jobs",
        {{"get", Op("The queue's waiting jobs in the order the scheduler considers them, each with "

@@ -177,6 +177,27 @@ json NodeView(const NodeFacts& facts) {
   return out;
 }
 
+json NodeMapView(const NodeFacts& facts) {
+  const NodeRecord& n = facts.record;
+  std::vector<json> used(n.node.gpus.size(), json::array());
+  for (const GpuUse& u : facts.uses) {
+    if (u.gpu >= 0 && static_cast<size_t>(u.gpu) < used.size()) {
+      used[static_cast<size_t>(u.gpu)].push_back(
+          json::array({u.job, u.user, u.milli, u.mig_profile}));
+    }
+  }
+  json gpus = json::array();
+  for (size_t i = 0; i < n.node.gpus.size(); ++i) {
+    const core::GpuDevice& g = n.node.gpus[i];
+    const int flags = (g.healthy ? 1 : 0) | (g.mig_enabled ? 2 : 0);
+    const json utilization = i < n.gpu_status.size() && n.gpu_status[i].utilization >= 0
+                                 ? json(n.gpu_status[i].utilization)
+                                 : json(nullptr);
+    gpus.push_back(json::array({g.model, flags, utilization, std::move(used[i])}));
+  }
+  return {{"name", n.node.name}, {"state", NodeState(n, facts.busy)}, {"gpus", std::move(gpus)}};
+}
+
 json NodeSummaryView(const NodeFacts& facts) {
   const NodeRecord& n = facts.record;
   json models = json::object();

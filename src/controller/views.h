@@ -44,6 +44,10 @@ struct NodeFacts {
 std::string NodeState(const NodeRecord& node, bool busy);
 nlohmann::json NodeView(const NodeFacts& facts);         // GET /v1/nodes/{name}
 nlohmann::json NodeSummaryView(const NodeFacts& facts);  // GET /v1/nodes?view=summary
+// GET /v1/nodes?view=map, what the dashboard's GPU map draws, a tenth of the full view:
+// {"name", "state", "gpus": [[model, flags, utilization, [[job, user, milli, migProfile]...]]]}
+// with flags 1 healthy, 2 MIG enabled; utilization null when none was read.
+nlohmann::json NodeMapView(const NodeFacts& facts);
 
 // What GET /metrics shows of the controller, as copied under its lock.
 struct MetricsFacts {

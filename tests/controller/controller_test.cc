@@ -1078,7 +1078,7 @@ TEST_F(ControllerTest, UtilizationFollowsReportsAndShowsOnlyTheCallersJobNames) 
   }
   const json admin = c().Utilization(kAdmin);
   for (const json& j : admin["jobs"]) EXPECT_NE(j["name"], "") << "an admin sees every name";
-  const json first = c().Utilization(kAlice, 1);
+  const json first = c().Utilization(kAlice, {.job_rows = 1});
   ASSERT_EQ(first["jobs"].size(), 1u);
   EXPECT_EQ(first["jobs"][0], top["jobs"][0]) << "the most idle";
   EXPECT_EQ(first["cluster"]["jobs"], 2) << "counts them all";

@@ -438,9 +438,28 @@ TEST_F(HttpApiTest, NodeListsTakeAViewALimitAndACursor) {
   ASSERT_EQ(page["nodes"].size(), 1u);
   EXPECT_EQ(page["nodes"][0]["gpus"].size(), 2u) << "the full view is the default";
 
+  // The GPU map's compact view: [model, flags, utilization, holders] per GPU.
+  r = http_->Get("/v1/nodes?view=map", As(kAliceToken));
+  page = json::parse(r->body);
+  ASSERT_EQ(page["nodes"].size(), 2u) << r->body;
+  EXPECT_EQ(page["nodes"][0]["state"], "ready");
+  EXPECT_EQ(page["nodes"][0]["gpus"][1], json::array({"H100-80GB", 1, nullptr, json::array()}));
+  // A state filter, with the page's cursor over what it keeps.
+  ASSERT_EQ(http_->Post("/v1/nodes/n2/cordon", As(kAdminToken), "", "application/json")->status,
+            200);
+  page =
+      json::parse(http_->Get("/v1/nodes?view=summary&state=cordoned,lost", As(kAliceToken))->body);
+  ASSERT_EQ(page["nodes"].size(), 1u) << page;
+  EXPECT_EQ(page["nodes"][0]["name"], "n2");
+  page =
+      json::parse(http_->Get("/v1/nodes?view=summary&state=ready&limit=1", As(kAliceToken))->body);
+  ASSERT_EQ(page["nodes"].size(), 1u) << page;
+  EXPECT_EQ(page["nodes"][0]["name"], "n1");
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/nodes?state=broken", As(kAliceToken)), 400)["field"], "state");
+
   json e = ErrorOf(http_->Get("/v1/nodes?view=short", As(kAliceToken)), 400);
   EXPECT_EQ(e["field"], "view");
-  EXPECT_EQ(e["message"], "view: 'short' is not a view of nodes (full, summary)");
+  EXPECT_EQ(e["message"], "view: 'short' is not a view of nodes (full, summary, map)");
   EXPECT_EQ(ErrorOf(http_->Get("/v1/nodes?limit=0", As(kAliceToken)), 400)["field"], "limit");
 }
 
@@ -637,6 +656,47 @@ TEST_F(HttpApiTest, WhatIfTakesAJobIdAndAnswersWithChanges) {
   EXPECT_EQ(
       ErrorOf(http_->Post("/v1/whatif", json{{"job", id}}.dump(), "application/json"), 401)["code"],
       "unauthorized");
+}
+
+// Browsers accept brotli, which httplib writes at its slowest
+// quality: seconds for a large answer. The controller answers them with gzip.
+TEST_F(HttpApiTest, ClientsThatAcceptBrotliGetGzip) {
+  for (int i = 0; i < 20; ++i) {
+    http_->Post("/v1/agents/register", As(kJoinToken),
+                RegisterBody("n" + std::to_string(i), 8).dump(), "application/json");
+  }
+  httplib::Headers h = As(kAdminToken);
+  h.emplace("Accept-Encoding", "gzip, deflate, br");
+  http_->set_decompress(false);
+  auto r = http_->Get("/v1/nodes", h);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Encoding"), "gzip");
+  h.erase("Accept-Encoding");
+  h.emplace("Accept-Encoding", "br");
+  r = http_->Get("/v1/nodes", h);
+  EXPECT_EQ(r->get_header_value("Content-Encoding"), "") << "nothing else it accepts";
+  EXPECT_EQ(json::parse(r->body)["nodes"].size(), 20u);
+}
+
+TEST_F(HttpApiTest, UtilizationLeavesOutNodeRowsAndShowsOneJob) {
+  const std::string token = RegisterNodeLabelled("n1", "zone", "a");
+  const uint64_t a = json::parse(PostJob("name: a\ngpu: 1\ncommand: [x]\n")->body)["job"]["id"];
+  ASSERT_TRUE(Eventually([&] { return State(a) == "scheduled"; }));
+  json all = json::parse(http_->Get("/v1/utilization", As(kAliceToken))->body);
+  EXPECT_EQ(all["nodes"].size(), 1u);
+  ASSERT_EQ(all["jobs"].size(), 1u);
+  json lean = json::parse(http_->Get("/v1/utilization?nodes=none", As(kAliceToken))->body);
+  EXPECT_TRUE(lean["nodes"].empty());
+  EXPECT_EQ(lean["cluster"], all["cluster"]);
+  json one = json::parse(
+      http_->Get("/v1/utilization?nodes=none&job=" + std::to_string(a), As(kAliceToken))->body);
+  ASSERT_EQ(one["jobs"].size(), 1u);
+  EXPECT_EQ(one["jobs"][0]["id"], a);
+  json other = json::parse(http_->Get("/v1/utilization?job=999", As(kAliceToken))->body);
+  EXPECT_TRUE(other["jobs"].empty());
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/utilization?nodes=some", As(kAliceToken)), 400)["field"],
+            "nodes");
 }
 
 TEST_F(HttpApiTest, TheDashboardIsServedWithoutATokenUnderItsPolicy) {

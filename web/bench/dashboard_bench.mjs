@@ -5,7 +5,7 @@
 // D dashboards stay open and a job is submitted and cancelled every second.
 //
 //   node web/bench/dashboard_bench.mjs --gangway build/release/gangway \
-//        [--nodes 10000] [--jobs 40000] [--dashboards 20] [--seconds 60]
+//        [--nodes 10000] [--jobs 40000] [--backlog 4000] [--dashboards 20] [--seconds 60]
 //
 // Prints a Markdown table; numbers vary from run to run on a shared VM.
 import {spawn} from 'node:child_process';
@@ -23,6 +23,7 @@ const bin = args.gangway || 'build/release/gangway';
 const kNodes = Number(args.nodes || 10000);
 const kJobs = Number(args.jobs || 40000);
 const kDashboards = Number(args.dashboards || 20);
+const kBacklog = Number(args.backlog || 4000);
 const kSeconds = Number(args.seconds || 60);
 const kAdmin = 'bench-admin-token-0123456789';
 const kUser = 'bench-user-token-0123456789';
@@ -108,6 +109,21 @@ try {
     if (pending === 0) break;
     await new Promise((r) => setTimeout(r, 500));
   }
+  // A backlog: whole-node jobs, more than the empty nodes left, so that queue lines are long.
+  await pool(kBacklog, 32, async (i) => {
+    await call(i % 10 === 0 ? kUser : kAdmin, '/v1/jobs',
+               {name: `wide-${i}`, queue: 'training', gpu: 8, cpu: 1, memory: '1Gi',
+                command: ['sleep', '1000']});
+  });
+  await new Promise((r) => setTimeout(r, 3000));
+  const m = await (await fetch(url + '/metrics')).text();
+  const pendingNow = Number((m.match(/gangway_jobs\{state="pending"\} (\d+)/) || [])[1]);
+  console.error(`backlog of ${kBacklog} 8-GPU jobs: ${pendingNow} pending`);
+  if (args.hold) {
+    // Keep the cluster up to probe it by hand: print where, wait to be killed.
+    console.log(`holding: ${url} admin token ${kAdmin}, user token ${kUser}; data in ${dir}`);
+    await new Promise(() => {});
+  }
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking',
@@ -153,7 +169,7 @@ try {
   await live.page.locator('#my-jobs').waitFor({timeout: 120000});
   await new Promise((r) => setTimeout(r, 1000));
   const before = live.bytes();
-  const id = (await call(kAdmin, '/v1/jobs', {name: 'refresh', gpu: 1, command: ['true']})).job.id;
+  const id = (await call(kAdmin, '/v1/jobs', {name: 'refresh', queue: 'research', gpu: 1, command: ['true']})).job.id;
   await new Promise((r) => setTimeout(r, 2000));
   const refreshBytes = live.bytes() - before;
   await call(kAdmin, `/v1/jobs/${id}/cancel`, {});
@@ -166,7 +182,7 @@ try {
   const cpu0 = cpuSeconds(server.pid);
   const w0 = Date.now();
   while (Date.now() - w0 < kSeconds * 1000) {
-    const j = (await call(kUser, '/v1/jobs', {name: 'tick', gpu: 1, command: ['true']})).job.id;
+    const j = (await call(kUser, '/v1/jobs', {name: 'tick', queue: 'research', gpu: 1, command: ['true']})).job.id;
     await call(kUser, `/v1/jobs/${j}/cancel`, {});
     await new Promise((r) => setTimeout(r, 1000));
   }
@@ -174,7 +190,7 @@ try {
   const idleBytes = pages.reduce((s, p) => s + p.bytes(), 0);
   await browser.close();
 
-  console.log(`\n${kNodes} nodes x 8 GPUs, ${kJobs} running jobs (release build, chromium ` +
+  console.log(`\n${kNodes} nodes x 8 GPUs, ${kJobs} running jobs, ${pendingNow} pending (release build, chromium ` +
               `headless, this machine)\n`);
   console.log('| view | first paint | data shown | bytes to show it |');
   console.log('|---|---|---|---|');

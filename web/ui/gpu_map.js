@@ -9,16 +9,24 @@ const kFree = '#e4e7eb';
 const kUnhealthy = '#b91c1c';
 const kNodeMark = {cordoned: '#d97706', draining: '#d97706', drained: '#d97706', lost: '#7f1d1d'};
 
+// Every node in the compact map view (GET /v1/nodes?view=map), a page of 5,000 at a time.
+// A GPU is [model, flags (1 healthy, 2 MIG), utilization, [[job, user, milli, migProfile]...]].
 async function loadAll() {
   const nodes = [];
   let after = '';
   for (;;) {
-    const page = await api(`/v1/nodes?limit=2000${after ? '&after=' + encodeURIComponent(after) : ''}`);
+    const page = await api(`/v1/nodes?view=map&limit=5000${after ? '&after=' + encodeURIComponent(after) : ''}`);
     nodes.push(...page.nodes);
     if (!page.next) return nodes;
     after = page.next;
   }
 }
+const kModel = 0;
+const kFlags = 1;
+const kUtil = 2;
+const kHolders = 3;
+const healthy = (g) => (g[kFlags] & 1) !== 0;
+const mig = (g) => (g[kFlags] & 2) !== 0;
 
 // Where each node and GPU goes: nodes left to right in rows, each a run of its GPUs' cells.
 function layout(nodes, width) {
@@ -55,16 +63,16 @@ function draw(canvas, nodes, lay, colourBy) {
     }
     n.gpus.forEach((g, k) => {
       const x = x0 + k * (lay.cell + lay.gap);
-      ctx.fillStyle = !g.healthy ? kUnhealthy : n.state === 'lost' ? kNodeMark.lost : kFree;
+      ctx.fillStyle = !healthy(g) ? kUnhealthy : n.state === 'lost' ? kNodeMark.lost : kFree;
       ctx.fillRect(x, y0, lay.cell, lay.cell);
-      if (!g.healthy || n.state === 'lost') return;
+      if (!healthy(g) || n.state === 'lost') return;
       // Each holder gets a slice of the cell's width by its share (a whole GPU: all of it).
       let sx = x;
-      for (const u of g.usedBy) {
-        const share = Math.min(1, (u.milli || 1000) / 1000);
+      for (const [job, user, milli] of g[kHolders]) {
+        const share = Math.min(1, (milli || 1000) / 1000);
         const w = Math.max(1, Math.round(lay.cell * share));
-        const colour = colourOf(colourBy === 'user' ? u.user : u.job);
-        const util = g.utilization;
+        const colour = colourOf(colourBy === 'user' ? user : job);
+        const util = g[kUtil];
         ctx.globalAlpha = util === null ? 0.85 : 0.3;
         ctx.fillStyle = colour;
         ctx.fillRect(sx, y0, w, lay.cell);
@@ -76,7 +84,7 @@ function draw(canvas, nodes, lay, colourBy) {
         ctx.globalAlpha = 1;
         sx += w;
       }
-      if (g.migEnabled && lay.cell >= 8) {  // a MIG GPU: a corner tick
+      if (mig(g) && lay.cell >= 8) {  // a MIG GPU: a corner tick
         ctx.fillStyle = '#111827';
         ctx.fillRect(x, y0, 2, 2);
       }
@@ -92,7 +100,7 @@ function hit(nodes, lay, x, y) {
   if (i < 0 || i >= nodes.length) return null;
   const k = Math.floor((x - col * lay.blockW) / (lay.cell + lay.gap));
   if (y - row * lay.rowH > lay.cell || k >= nodes[i].gpus.length) return {node: nodes[i], gpu: null};
-  return {node: nodes[i], gpu: nodes[i].gpus[k]};
+  return {node: nodes[i], gpu: nodes[i].gpus[k], index: k};
 }
 
 function describe(h) {
@@ -100,11 +108,12 @@ function describe(h) {
   const n = h.node;
   if (!h.gpu) return `${n.name} (${n.state})`;
   const g = h.gpu;
-  const who = g.usedBy.length === 0 ? 'free'
-    : g.usedBy.map((u) => `job ${u.job} of ${u.user}${u.milli < 1000 ? ` (${u.milli / 1000} GPU)` : ''}` +
-                          `${u.migProfile ? ` MIG ${u.migProfile}` : ''}`).join(', ');
-  return `${n.name} (${n.state}) GPU ${g.index} ${g.model}${g.healthy ? '' : ' UNHEALTHY'}: ${who}` +
-         `${g.utilization !== null ? `; ${percent(g.utilization)} used` : ''}`;
+  const who = g[kHolders].length === 0 ? 'free'
+    : g[kHolders].map(([job, user, milli, profile]) =>
+      `job ${job} of ${user}${milli < 1000 ? ` (${milli / 1000} GPU)` : ''}` +
+      `${profile ? ` MIG ${profile}` : ''}`).join(', ');
+  return `${n.name} (${n.state}) GPU ${h.index} ${g[kModel]}${healthy(g) ? '' : ' UNHEALTHY'}: ${who}` +
+         `${g[kUtil] !== null ? `; ${percent(g[kUtil])} used` : ''}`;
 }
 
 export function GpuMapView() {
@@ -130,7 +139,7 @@ export function GpuMapView() {
     setHover(h ? {text: describe(h), x: e.clientX - r.left, y: e.clientY - r.top} : null);
   };
   const total = data ? data.reduce((s, n) => s + n.gpus.length, 0) : 0;
-  const held = data ? data.reduce((s, n) => s + n.gpus.filter((g) => g.usedBy.length).length, 0) : 0;
+  const held = data ? data.reduce((s, n) => s + n.gpus.filter((g) => g[kHolders].length).length, 0) : 0;
   return html`
     <h1>GPU map</h1>
     <${ErrorLine} error=${error} />

@@ -9,7 +9,8 @@ const kFinished = new Set(['succeeded', 'failed', 'cancelled', 'timeout']);
 const kTailBytes = 64 * 1024;
 
 async function load(id) {
-  const [job, util] = await Promise.all([api(`/v1/jobs/${id}`), api('/v1/utilization')]);
+  const [job, util] = await Promise.all([api(`/v1/jobs/${id}`),
+                                         api(`/v1/utilization?job=${id}&nodes=none`)]);
   return {job: job.job, use: util.jobs.find((j) => j.id === Number(id)) || null};
 }
 

@@ -2,8 +2,19 @@
 import {api} from './api.js';
 import {ErrorLine, ago, html, useLive, useState} from './common.js';
 
+const kPage = 200;
+const kStates = ['ready', 'cordoned', 'draining', 'drained', 'lost'];
+
+// A page of kPage nodes in name order (the API's cursor), filtered by state.
 export function NodesView({me}) {
-  const {data, error, reload} = useLive(() => api('/v1/nodes?view=summary'), []);
+  const [state, setState] = useState('');
+  const [cursors, setCursors] = useState(['']);  // the `after` of each page seen
+  const after = cursors[cursors.length - 1];
+  const {data, error, reload} = useLive(
+    () => api(`/v1/nodes?view=summary&limit=${kPage}` +
+              `${after ? '&after=' + encodeURIComponent(after) : ''}` +
+              `${state ? '&state=' + state : ''}`),
+    [after, state]);
   const [actionError, setActionError] = useState(null);
   const act = async (name, action) => {
     try {
@@ -18,6 +29,17 @@ export function NodesView({me}) {
   return html`
     <h1>Nodes</h1>
     <${ErrorLine} error=${error || actionError} />
+    <p class="toolbar">
+      <label>state <select value=${state}
+          onChange=${(e) => { setState(e.target.value); setCursors(['']); }}>
+        <option value="">all</option>
+        ${kStates.map((s) => html`<option value=${s}>${s}</option>`)}</select></label>
+      <span class="muted">page ${cursors.length}, ${kPage} nodes a page</span>
+      <button disabled=${cursors.length === 1}
+              onClick=${() => setCursors(cursors.slice(0, -1))}>previous</button>
+      <button class="next-page" disabled=${!data || !data.next}
+              onClick=${() => setCursors([...cursors, data.next])}>next</button>
+    </p>
     ${data && html`
       <table class="nodes">
         <thead><tr><th>node</th><th>state</th><th>GPUs</th><th>free</th><th>unhealthy</th>
@@ -44,5 +66,5 @@ export function NodesView({me}) {
             </tr>`)}
         </tbody>
       </table>
-      ${data.next && html`<p class="muted">more nodes follow (the first page is shown)</p>`}`}`;
+      `}`;
 }

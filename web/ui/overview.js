@@ -10,9 +10,9 @@ const kStates = ['pending', 'scheduled', 'running', 'preempted', 'succeeded', 'f
 async function load() {
   const [jobs, util, queues, nodes] = await Promise.all([
     api('/v1/jobs?limit=500'),
-    api('/v1/utilization?jobs=10'),
+    api('/v1/utilization?jobs=10&nodes=none'),
     api('/v1/queues'),
-    api('/v1/nodes?view=summary'),
+    api('/v1/nodes?view=summary&state=cordoned,draining,drained,lost&limit=100'),
   ]);
   return {jobs: jobs.jobs, util, queues: queues.queues, nodes: nodes.nodes};
 }
@@ -79,7 +79,8 @@ function MyJobs({jobs}) {
 function Cluster({util, nodes}) {
   const c = util.cluster;
   const allocated = c.gpus > 0 ? (100 * c.allocatedGpus) / c.gpus : 0;
-  const bad = nodes.filter((n) => n.state !== 'ready');
+  const bad = nodes;  // the API's filter: every state but ready
+  const count = Object.values(c.nodes || {}).reduce((s, n) => s + n, 0);
   return html`
     <section class="card" id="cluster">
       <h2>Cluster</h2>
@@ -88,7 +89,7 @@ function Cluster({util, nodes}) {
         <div><dt>allocated</dt><dd>${gpus(c.allocatedGpus)} (${percent(allocated)})</dd></div>
         <div><dt>used (measured)</dt>
           <dd>${c.gpusReporting > 0 ? percent(c.utilization) : 'not reported'}</dd></div>
-        <div><dt>nodes</dt><dd>${nodes.length}</dd></div>
+        <div><dt>nodes</dt><dd>${count}</dd></div>
       </dl>
       <div class="bar" title="GPUs allocated">
         <span style=${{width: `${allocated}%`}}></span></div>
