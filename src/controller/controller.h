@@ -263,6 +263,8 @@ class Controller {
   // GPUs allocated and their measured utilization per node and per job (controller/gpu_top.h).
   // Every job holding GPUs shows its id and user; its name and queue only if the caller may
   // see the job. `job_rows`: the most idle jobs shown (0: all).
+  // An answer is reused for kUtilizationReuse by the same caller asking the same.
+  static constexpr std::chrono::milliseconds kUtilizationReuse{1000};
   nlohmann::json Utilization(const Caller& caller, const UtilizationQuery& query = {});
   // action: drain, undrain, cordon, uncordon
   Outcome<nlohmann::json> NodeAction(const Caller& caller, std::string_view name,
@@ -513,6 +515,11 @@ class Controller {
   int64_t next_sample_ = 0;  // unix seconds; scheduling thread only
   int64_t last_sample_ = 0;
   void MaybeSampleLocked(std::unique_lock<std::mutex>& lock);
+  nlohmann::json UtilizationUncached(const Caller& caller, const UtilizationQuery& query);
+  // Utilization's recent answers by caller and query, with when they were made.
+  std::mutex utilization_mu_;
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, nlohmann::json>>
+      utilization_cache_;
   // What-if requests (WhatIf): each user's tokens and when they were last counted, guarded by
   // whatif_mu_ (taken without mu_); whatif_running_ while one runs.
   struct WhatIfTokens {

@@ -1091,6 +1091,26 @@ TEST_F(ControllerTest, UtilizationFollowsReportsAndShowsOnlyTheCallersJobNames) 
   }));
 }
 
+// Dashboards ask for utilization on every event: an answer is reused for a second by the same
+// caller asking the same, and made anew after it.
+TEST_F(ControllerTest, UtilizationIsReusedForASecondPerCallerAndQuery) {
+  auto o = Options();
+  auto clock = std::make_shared<FakeClock>();
+  o.clock = clock;
+  Start(o);
+  Register("n1", 2);
+  const json before = c().Utilization(kAlice, {.node_rows = false});
+  EXPECT_EQ(before["cluster"]["allocatedGpus"], 0.0);
+  const uint64_t job = Submit("name: a\ngpu: 1\ncommand: [train]\n");
+  ASSERT_TRUE(Eventually([&] { return State(job) == "scheduled"; }));
+  EXPECT_EQ(c().Utilization(kAlice, {.node_rows = false}), before) << "reused";
+  EXPECT_EQ(c().Utilization(kBob, {.node_rows = false})["cluster"]["allocatedGpus"], 1.0)
+      << "another caller's answer is its own";
+  EXPECT_EQ(c().Utilization(kAlice)["cluster"]["allocatedGpus"], 1.0) << "another query";
+  clock->Advance(Controller::kUtilizationReuse);
+  EXPECT_EQ(c().Utilization(kAlice, {.node_rows = false})["cluster"]["allocatedGpus"], 1.0);
+}
+
 // `gangway events`: the newest on asking, per job, and only what the caller may see.
 TEST_F(ControllerTest, EventsComeOldestFirstTheNewestOnAskingAndPerJob) {
   Start();

@@ -133,11 +133,13 @@ try {
     const context = await browser.newContext({viewport: {width: 1400, height: 900}});
     await context.addInitScript((tok) => sessionStorage.setItem('gangway.token', tok), token);
     const page = await context.newPage();
+    // What crossed the wire (headers and compressed bodies) for every finished request.
     let bytes = 0;
-    page.on('response', async (r) => {
+    page.on('requestfinished', async (r) => {
       try {
-        bytes += (await r.body()).length;
-      } catch (_) { /* aborted long poll */ }
+        const s = await r.sizes();
+        bytes += s.responseBodySize + s.responseHeadersSize;
+      } catch (_) { /* the page went away */ }
     });
     const t0 = Date.now();
     await page.goto(`${url}/ui/#/${hash}`);
@@ -192,16 +194,16 @@ try {
 
   console.log(`\n${kNodes} nodes x 8 GPUs, ${kJobs} running jobs, ${pendingNow} pending (release build, chromium ` +
               `headless, this machine)\n`);
-  console.log('| view | first paint | data shown | bytes to show it |');
+  console.log('| view | first paint | data shown | bytes transferred to show it |');
   console.log('|---|---|---|---|');
   for (const r of rows) {
     console.log(`| ${r.name} | ${r.paint ? Math.round(r.paint) + ' ms' : '-'} | ${r.shown} ms | ` +
-                `${(r.firstBytes / 1e6).toFixed(2)} MB |`);
+                `${(r.firstBytes / 1e3).toFixed(0)} kB |`);
   }
-  console.log(`\nOne live refresh of the overview (a job submitted): ${(refreshBytes / 1e3).toFixed(1)} kB`);
+  console.log(`\nOne live refresh of the overview (a job submitted): ${(refreshBytes / 1e3).toFixed(1)} kB transferred`);
   console.log(`${kDashboards} overviews open for ${kSeconds} s, a job submitted and cancelled each second: ` +
               `controller CPU ${(100 * cpu).toFixed(1)} % of a core; the pages fetched ` +
-              `${(idleBytes / 1e6).toFixed(1)} MB in all`);
+              `${(idleBytes / 1e6).toFixed(1)} MB in all (transferred)`);
 } finally {
   server.kill('SIGTERM');
 }

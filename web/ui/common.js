@@ -24,10 +24,11 @@ export function onEvents(fn) {
   return () => listeners.delete(fn);
 }
 
-// Runs `load()` now, again a quarter second after events arrive (batched), and every
-// `everyMs` (for what changes without events: GPU utilization, heartbeats). Returns
-// {data, error, reload}; the last good data stays shown while a reload fails.
-export function useLive(load, deps, {everyMs = 5000, when = () => true} = {}) {
+// Runs `load()` now, again `batchMs` after events arrive (the events of that time batched into
+// one reload), and every `everyMs` (for what changes without events: GPU utilization,
+// heartbeats). Returns {data, error, reload}; the last good data stays shown while a reload
+// fails.
+export function useLive(load, deps, {everyMs = 5000, batchMs = 250, when = () => true} = {}) {
   const [state, setState] = useState({data: null, error: null});
   const loadRef = useRef(load);
   loadRef.current = load;
@@ -62,7 +63,7 @@ export function useLive(load, deps, {everyMs = 5000, when = () => true} = {}) {
       timer = setTimeout(() => {
         timer = null;
         run();
-      }, 250);
+      }, batchMs);
     });
     const every = everyMs > 0 ? setInterval(run, everyMs) : null;
     return () => {
@@ -123,8 +124,19 @@ export function JobLink({id, children}) {
   return html`<a href=${'#/jobs/' + id}>${children || 'job ' + id}</a>`;
 }
 
-// A stable colour for a job id or a name (the GPU map, legends).
+// A stable colour for a job id or a name (the GPU map, legends); remembered, since the map
+// asks once per GPU and parsing a new colour string per cell is most of drawing 80,000.
+const colours = new Map();
 export function colourOf(key) {
+  const known = colours.get(key);
+  if (known) return known;
+  if (colours.size > 200000) colours.clear();
+  const c = hue(key);
+  colours.set(key, c);
+  return c;
+}
+
+function hue(key) {
   let h = 2166136261;
   const s = String(key);
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);

@@ -9,7 +9,7 @@ const kStates = ['pending', 'scheduled', 'running', 'preempted', 'succeeded', 'f
 
 async function load() {
   const [jobs, util, queues, nodes] = await Promise.all([
-    api('/v1/jobs?limit=500'),
+    api('/v1/jobs?limit=200'),
     api('/v1/utilization?jobs=10&nodes=none'),
     api('/v1/queues'),
     api('/v1/nodes?view=summary&state=cordoned,draining,drained,lost&limit=100'),
@@ -141,7 +141,7 @@ function QueueCards({queues}) {
 
 export function OverviewView() {
   // Events drive it; the slow refresh is for utilization, which changes without events.
-  const {data, error} = useLive(load, [], {everyMs: 15000});
+  const {data, error} = useLive(load, [], {everyMs: 15000, batchMs: 1000});
   if (!data) return html`<${ErrorLine} error=${error} /><p class="muted">loading…</p>`;
   return html`
     <${ErrorLine} error=${error} />
