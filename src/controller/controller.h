@@ -263,7 +263,8 @@ class Controller {
   // GPUs allocated and their measured utilization per node and per job (controller/gpu_top.h).
   // Every job holding GPUs shows its id and user; its name and queue only if the caller may
   // see the job. `job_rows`: the most idle jobs shown (0: all).
-  // An answer is reused for kUtilizationReuse by the same caller asking the same.
+  // An answer is reused for kUtilizationReuse by every caller asking the same, with the names
+  // and queues of jobs the caller may not see left out.
   static constexpr std::chrono::milliseconds kUtilizationReuse{1000};
   nlohmann::json Utilization(const Caller& caller, const UtilizationQuery& query = {});
   // action: drain, undrain, cordon, uncordon
@@ -516,7 +517,9 @@ class Controller {
   int64_t last_sample_ = 0;
   void MaybeSampleLocked(std::unique_lock<std::mutex>& lock);
   nlohmann::json UtilizationUncached(const Caller& caller, const UtilizationQuery& query);
-  // Utilization's recent answers by caller and query, with when they were made.
+  // Utilization's recent answers (as an admin sees them) by query, with when they were made;
+  // answers are
+  // made holding utilization_mu_, which is taken before mu_ and never while holding it.
   std::mutex utilization_mu_;
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, nlohmann::json>>
       utilization_cache_;

@@ -647,24 +647,35 @@ json Controller::ListNodes(const NodeListQuery& q) {
 }
 
 json Controller::Utilization(const Caller& caller, const UtilizationQuery& query) {
-  // An answer is reused for kUtilizationReuse by the same caller and query: dashboards ask on
-  // every event, and summing a large cluster costs tens of milliseconds, while utilization
-  // itself comes with heartbeats seconds apart.
-  const std::string key = caller.user + (caller.admin ? "/admin/" : "/user/") +
-                          std::to_string(query.job_rows) + "/" + (query.node_rows ? "n" : "-") +
+  // An answer is made as an admin sees it and reused for kUtilizationReuse by every caller
+  // asking the same: dashboards ask on every event, and summing a large cluster costs tens
+  // of milliseconds, while utilization itself comes with heartbeats seconds apart. Made under
+  // utilization_mu_ (taken before mu_, never inside it): pages reloading on the same event
+  // ask at once, and the first answer made serves those waiting behind it.
+  const std::string key = std::to_string(query.job_rows) + "/" + (query.node_rows ? "n" : "-") +
                           "/" + std::to_string(query.only_job);
-  const auto now = clock_->SteadyNow();
+  json answer;
   {
     std::lock_guard lock(utilization_mu_);
+    const auto now = clock_->SteadyNow();
     auto it = utilization_cache_.find(key);
-    if (it != utilization_cache_.end() && now - it->second.first < kUtilizationReuse) {
-      return it->second.second;
+    if (it == utilization_cache_.end() || now - it->second.first >= kUtilizationReuse) {
+      if (utilization_cache_.size() > 1000) utilization_cache_.clear();
+      it = utilization_cache_
+               .insert_or_assign(key, std::pair{now, UtilizationUncached({.admin = true}, query)})
+               .first;
+    }
+    answer = it->second.second;
+  }
+  // Another user's job shows its id and user, not its name or queue.
+  if (!caller.admin) {
+    for (json& j : answer["jobs"]) {
+      if (j["user"] != caller.user) {
+        j["name"] = "";
+        j["queue"] = "";
+      }
     }
   }
-  json answer = UtilizationUncached(caller, query);
-  std::lock_guard lock(utilization_mu_);
-  if (utilization_cache_.size() > 1000) utilization_cache_.clear();
-  utilization_cache_[key] = {now, answer};
   return answer;
 }
 
