@@ -147,6 +147,43 @@ TEST_F(ControllerTest, TheHistorySamplesTheClusterEveryInterval) {
   EXPECT_EQ(csv.rfind("time,gpus,allocated_gpus,", 0), 0u) << csv;
 }
 
+// A job's first estimated start is set against its actual start: here it was estimated at
+// the end of the running job's hour-long limit, and started when that job exited early.
+TEST_F(ControllerTest, EstimatedStartsAreSetAgainstActualStarts) {
+  auto o = Options();
+  auto clock = std::make_shared<FakeClock>();
+  o.clock = clock;
+  o.history_interval = std::chrono::seconds(60);
+  o.node_timeout = std::chrono::hours(2);
+  Start(o);
+  Register("n1", 2);
+  const uint64_t first = Submit("name: first\ngpu: 2\ntimeLimit: 1h\ncommand: [train]\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  Report("n1", {Running(task)});
+  const uint64_t next = Submit("name: next\ngpu: 2\ntimeLimit: 1h\ncommand: [train]\n");
+  json estimate;
+  ASSERT_TRUE(Eventually([&] {
+    estimate = Job(next)["pending"];
+    return estimate.is_object() && estimate["estimatedStart"].is_string();
+  })) << Job(next);
+  clock->Advance(std::chrono::minutes(10));
+  Report("n1", {Exited(task, 0)});
+  ASSERT_TRUE(Eventually([&] { return State(next) == "scheduled"; }));
+  EXPECT_EQ(State(first), "succeeded");
+  clock->Advance(std::chrono::seconds(60));  // the next sample takes the estimate along
+  json accuracy;
+  ASSERT_TRUE(Eventually([&] {
+    accuracy = Ok(c().EstimateAccuracyView());
+    return accuracy["day"]["count"] == 1;
+  })) << accuracy;
+  const json& day = accuracy["day"];
+  // Estimated for an hour after the first job started; it started 50 minutes early.
+  EXPECT_NEAR(day["medianErrorSeconds"].get<double>(), -50 * 60, 2) << day;
+  EXPECT_EQ(day["late"], 0);
+  EXPECT_EQ(day["within5m"], 0.0);
+  EXPECT_EQ(accuracy["week"]["count"], 1);
+}
+
 TEST_F(ControllerTest, WithoutHistoryItsRoutesSaySo) {
   auto o = Options();
   o.history_interval = std::chrono::seconds(0);
