@@ -409,7 +409,7 @@ Outcome<json> Controller::WhatIf(const Caller& caller, uint64_t id) {
   auto scheduler = core::Scheduler::Create(options_.profile, core::BuiltinRegistry());
   if (!scheduler.ok()) return Error(500, "internal", scheduler.error().message());
   const auto t0 = std::chrono::steady_clock::now();
-  auto answer = core::WhatIf(*scheduler, snapshot, pending, core::JobId(id), options);
+  auto answer = core::WhatIf(*scheduler, snapshot, pending, core::JobId{id}, options);
   if (!answer.ok()) return Error(500, "internal", "what-if: " + answer.error().message());
   json changes = json::array();
   for (const core::WhatIfChange& c : answer->changes) {

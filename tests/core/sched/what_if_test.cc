@@ -26,7 +26,7 @@ Scheduler Make(const Profile& profile = MakeProfile()) {
 WhatIfAnswer Ask(const Snapshot& snap, const std::vector<Job>& pending, uint64_t id,
                  const WhatIfOptions& options = {}, const Profile& profile = MakeProfile()) {
   const Scheduler s = Make(profile);
-  auto r = WhatIf(s, snap, pending, JobId(id), options);
+  auto r = WhatIf(s, snap, pending, JobId{id}, options);
   EXPECT_TRUE(r.ok()) << r.ErrorText();
   return r.ok() ? std::move(r).value() : WhatIfAnswer{};
 }
@@ -135,7 +135,7 @@ TEST(WhatIf, TheLongestTimeLimitThatBackfillsIsFound) {
     jobs[1].time_limit = std::chrono::minutes(minutes);
     auto r = s.RunCycle(snap, jobs, 1);
     for (const StartDecision& d : r->starts) {
-      if (d.job == JobId(2)) return true;
+      if (d.job == JobId{2}) return true;
     }
     return false;
   };
@@ -173,7 +173,7 @@ TEST(WhatIf, NothingThatWouldNotHelpIsReported) {
 TEST(WhatIf, TheFeasibilityCacheDoesNotVouchForAVariant) {
   Snapshot snap = SnapshotBuilder().Nodes(1, MakeNode("n").Gpus(8)).Build();
   snap.feasible_jobs = std::make_shared<std::unordered_set<JobId>>();
-  snap.feasible_jobs->insert(JobId(1));
+  snap.feasible_jobs->insert(JobId{1});
   const WhatIfAnswer a = Ask(snap, {MakeJob(1).Gpus(16).Obj()}, 1);
   EXPECT_EQ(a.as_is.code, PendingCode::kInfeasible) << a.as_is.message;
   EXPECT_EQ(snap.feasible_jobs->size(), 1u);
@@ -195,7 +195,7 @@ TEST(WhatIf, AJobNotPendingIsAnError) {
   const Snapshot snap = SnapshotBuilder().Nodes(1, MakeNode("n").Gpus(8)).Build();
   const Scheduler s = Make();
   const std::vector<Job> pending = {MakeJob(1).Gpus(1).Obj()};
-  auto r = WhatIf(s, snap, pending, JobId(7));
+  auto r = WhatIf(s, snap, pending, JobId{7});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), StatusCode::kNotFound);
 }
