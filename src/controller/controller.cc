@@ -394,11 +394,6 @@ void Controller::MaybeSampleLocked(std::unique_lock<std::mutex>& lock) {
   lock.lock();
 }
 
-void Controller::SampleHistoryForTests() {
-  std::unique_lock lock(mu_);
-  MaybeSampleLocked(lock);
-}
-
 void Controller::CheckNodesLocked() {
   const auto now = clock_->SteadyNow();
   for (auto& [name, node] : nodes_) {

@@ -295,9 +295,6 @@ class Controller {
   Outcome<nlohmann::json> History(int64_t seconds, size_t points);
   Outcome<std::string> HistoryCsvText(int64_t seconds, size_t points);
   Outcome<nlohmann::json> EstimateAccuracyView();
-  // Takes a history sample if one is due (the scheduling thread; public for tests that drive
-  // a fake clock).
-  void SampleHistoryForTests();
   // GET /v1/events (EventQuery).
   Outcome<nlohmann::json> Events(const Caller& caller, const EventQuery& query);
 
