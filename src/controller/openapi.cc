@@ -84,8 +84,9 @@ json Build() {
             "nodes",
             {Param("view", "query", "string",
                    "full (default: every GPU and its holders), summary (GPU counts by model; "
-                   "unhealthy and MIG GPUs' indices) or map (per GPU [model, flags, utilization, "
-                   "[[job, user, milli, migProfile]]], what the dashboard's GPU map draws)"),
+                   "unhealthy and MIG GPUs' indices) or map (the node's models, and per GPU [model "
+                   "index, flags, utilization, holders], a holder [job, user] for a whole GPU, "
+                   "else [job, user, milli, migProfile]: what the dashboard's GPU map draws)"),
              Param("state", "query", "string",
                    "only nodes in these states, comma-separated (ready, cordoned, draining, "
                    "drained, lost)"),

@@ -438,12 +438,32 @@ TEST_F(HttpApiTest, NodeListsTakeAViewALimitAndACursor) {
   ASSERT_EQ(page["nodes"].size(), 1u);
   EXPECT_EQ(page["nodes"][0]["gpus"].size(), 2u) << "the full view is the default";
 
-  // The GPU map's compact view: [model, flags, utilization, holders] per GPU.
+  // The GPU map's compact view: the node's models, and [model index, flags, utilization,
+  // holders] per GPU; a whole GPU's holder is [job, user], a share's says how much.
   r = http_->Get("/v1/nodes?view=map", As(kAliceToken));
   page = json::parse(r->body);
   ASSERT_EQ(page["nodes"].size(), 2u) << r->body;
   EXPECT_EQ(page["nodes"][0]["state"], "ready");
-  EXPECT_EQ(page["nodes"][0]["gpus"][1], json::array({"H100-80GB", 1, nullptr, json::array()}));
+  EXPECT_EQ(page["nodes"][0]["models"], json::array({"H100-80GB"}));
+  EXPECT_EQ(page["nodes"][0]["gpus"][1], json::array({0, 1, nullptr, json::array()}));
+  auto whole = PostJob("name: w\ngpu: 2\ncommand: [x]\n");
+  ASSERT_EQ(whole->status, 201) << whole->body;
+  const uint64_t w = json::parse(whole->body)["job"]["id"];
+  auto share = PostJob("name: s\ngpu: 0.25\ncommand: [x]\n");
+  ASSERT_EQ(share->status, 201) << share->body;
+  const uint64_t s = json::parse(share->body)["job"]["id"];
+  ASSERT_TRUE(Eventually([&] { return State(w) == "scheduled" && State(s) == "scheduled"; }));
+  std::multiset<std::string> holders;
+  const json map = json::parse(http_->Get("/v1/nodes?view=map", As(kAliceToken))->body);
+  for (const json& node : map["nodes"]) {
+    for (const json& gpu : node["gpus"]) {
+      for (const json& h : gpu[3]) holders.insert(h.dump());
+    }
+  }
+  const std::string whole_holder = json::array({w, "alice"}).dump();
+  EXPECT_EQ(holders, (std::multiset<std::string>{whole_holder, whole_holder,
+                                                 json::array({s, "alice", 250, ""}).dump()}))
+      << map;
   // A state filter, with the page's cursor over what it keeps.
   ASSERT_EQ(http_->Post("/v1/nodes/n2/cordon", As(kAdminToken), "", "application/json")->status,
             200);

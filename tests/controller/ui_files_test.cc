@@ -24,13 +24,14 @@ TEST(UiFiles, EveryModuleThePageImportsIsBuiltIn) {
   auto index = files.Find("");
   ASSERT_TRUE(index);
   EXPECT_EQ(index->type, "text/html; charset=utf-8");
-  // index.html's scripts and styles, then every relative import of every module, transitively.
+  // index.html's scripts and styles, then every relative import of every module, transitively
+  // (static imports and dynamic import('./...') calls).
   std::set<std::string> wanted, seen;
   const std::regex ref(R"re((?:src|href)="([^":]+)")re");
   for (std::sregex_iterator it(index->body.begin(), index->body.end(), ref), end; it != end; ++it) {
     wanted.insert((*it)[1]);
   }
-  const std::regex import(R"re(from\s*'\./([^']+)')re");
+  const std::regex import(R"re((?:from\s*|import\(\s*)'\./([^']+)')re");
   while (!wanted.empty()) {
     const std::string path = *wanted.begin();
     wanted.erase(wanted.begin());
@@ -47,6 +48,7 @@ TEST(UiFiles, EveryModuleThePageImportsIsBuiltIn) {
   }
   EXPECT_TRUE(seen.contains("vendor/preact-htm.js"));
   EXPECT_TRUE(seen.contains("app.js"));
+  EXPECT_TRUE(seen.contains("vendor/uPlot.js")) << "history.js's dynamic import";
   EXPECT_FALSE(files.Find("../CMakeLists.txt"));
 }
 

@@ -149,7 +149,7 @@ try {
     ['overview', '', '#my-jobs'],
     ['queue line (training)', 'queues/training', 'table.line tbody tr'],
     ['job detail', 'jobs/1', 'table.tasks tbody tr'],
-    ['GPU map', 'gpus', 'canvas.gpu-map[data-cells]:not([data-cells="0"])'],
+    ['GPU map', 'gpus', 'canvas.gpu-map[data-drawn]:not([data-drawn="0"])'],
     ['queues', 'queues', 'table.queues tbody tr'],
     ['nodes', 'nodes', 'table.nodes tbody tr'],
     ['history', 'history', '[data-chart] canvas'],

@@ -210,10 +210,11 @@ test('GPU map: one cell per GPU, and hovering names the node and holder', async 
   const page = await signIn('ops');
   await page.goto(cluster.url + '/ui/#/gpus');
   const canvas = page.locator('canvas.gpu-map');
-  await until('the map', async () => Number(await canvas.getAttribute('data-cells')) > 0);
+  await until('the map drawn', async () => Number(await canvas.getAttribute('data-drawn')) > 0);
   const nodes = (await cluster.api('ops', '/v1/nodes')).nodes;
-  assert.equal(Number(await canvas.getAttribute('data-cells')),
-               nodes.reduce((s, n) => s + n.gpus.length, 0));
+  const gpus = nodes.reduce((s, n) => s + n.gpus.length, 0);
+  assert.equal(Number(await canvas.getAttribute('data-cells')), gpus);
+  assert.equal(Number(await canvas.getAttribute('data-drawn')), gpus);
   assert.equal(Number(await canvas.getAttribute('data-nodes')), nodes.length);
   await canvas.hover({position: {x: 3, y: 3}});
   assert.match(await page.textContent('.tip'), /node-a \(ready\) GPU 0 H100-80GB/);

@@ -137,9 +137,13 @@ export function colourOf(key) {
 }
 
 function hue(key) {
+  return `hsl(${hueOf(key)} 65% 52%)`;
+}
+
+// The hue (0..359) of colourOf(key), for drawing into pixels without parsing a colour string.
+export function hueOf(key) {
   let h = 2166136261;
   const s = String(key);
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
-  const hue = ((h >>> 0) % 360 + 360) % 360;
-  return `hsl(${hue} 65% 52%)`;
+  return ((h >>> 0) % 360 + 360) % 360;
 }
