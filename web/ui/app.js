@@ -64,11 +64,15 @@ function SignIn({onSignedIn, message}) {
     </main>`;
 }
 
+// `me` is null while a stored token is being checked: the views that show everyone the same
+// (GPU map, queues, events, history) ask for their data meanwhile instead of after whoami;
+// those that depend on who is asking wait for it.
 function Page({me, onSignOut}) {
   const r = useRoute();
   const [head, arg] = [r[0] || '', r[1]];
   let view;
-  if (head === '') view = html`<${OverviewView} me=${me} />`;
+  if (!me && !['gpus', 'events', 'history'].includes(head) && !(head === 'queues' && !arg)) view = null;
+  else if (head === '') view = html`<${OverviewView} me=${me} />`;
   else if (head === 'queues' && arg) view = html`<${QueueLineView} key=${arg} queue=${arg} me=${me} />`;
   else if (head === 'queues') view = html`<${QueuesView} />`;
   else if (head === 'jobs' && arg) view = html`<${JobView} key=${arg} id=${arg} me=${me} />`;
@@ -84,8 +88,8 @@ function Page({me, onSignOut}) {
         ${kViews.map((v) => html`
           <a href=${'#/' + v.path} class=${head === v.path ? 'active' : ''}>${v.title}</a>`)}
       </nav>
-      <span class="who">${me.user} (${me.role})
-        <button class="link" onClick=${onSignOut}>sign out</button></span>
+      ${me && html`<span class="who">${me.user} (${me.role})
+        <button class="link" onClick=${onSignOut}>sign out</button></span>`}
     </header>
     <main id="view">${view}</main>`;
 }
@@ -110,8 +114,8 @@ function App() {
   useEffect(() => {
     if (me) startLive();
   }, [me]);
-  if (!checked) return null;
-  if (!me) return html`<${SignIn} message=${message} onSignedIn=${setMe} />`;
+  if (!me && checked) return html`<${SignIn} message=${message} onSignedIn=${setMe} />`;
+  if (!me && !token()) return null;
   const signOut = () => {
     setToken('');
     stopLive();
