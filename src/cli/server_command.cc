@@ -504,9 +504,10 @@ void RunServer(const ServerFlags& f) {
     opts.priority_access = config->priority_access;
     if (!config->snapshot.nodes.empty()) {
       Fail(f.config +
-           ": nodes join through `gangway agent`; remove nodes: and pools: from the "
-           "controller's configuration");
+           ": nodes join through `gangway agent`; remove nodes: from the controller's "
+           "configuration, and give its pools count: 0 (agents join one with --pool)");
     }
+    opts.pools = config->pools;
   }
   controller::AuthConfig auth;
   std::filesystem::create_directories(f.data);

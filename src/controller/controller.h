@@ -40,6 +40,7 @@
 #include "controller/sqlite_store.h"
 #include "controller/state_store.h"
 #include "controller/views.h"
+#include "core/accounting/usage.h"
 #include "core/model/queue.h"
 #include "core/model/result.h"
 #include "core/sched/profile.h"
@@ -159,6 +160,9 @@ struct ControllerOptions {
   std::vector<protocol::MountRoot> mount_roots;
   core::Profile profile;
   std::vector<core::QueueSpec> queues;  // empty: one queue "default" without quota
+  // Node pools' terms (price per GPU-hour, spot) by name, for costs and `gangway report`;
+  // a node is in the pool its agent names (gangway agent --pool).
+  core::PoolTermsByName pools;
   std::map<std::string, int32_t> priority_classes;
   // Who may use which class (formats::PriorityClassAccess); a class not listed is open to all.
   // Only admins give a job a priority number above 0.

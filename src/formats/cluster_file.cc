@@ -434,10 +434,15 @@ void ClusterParser::ReadPool(const Field& f) {
   } else {
     ctx_.Error(f, "a pool needs a name");
   }
+  if (name && out_.pools.contains(*name)) {
+    ctx_.Error(*name_f, "pool " + *name + " is declared twice");
+    name.reset();
+  }
   int64_t count = 0;
   std::optional<Field> count_f = m.Take("count");
   if (count_f) {
-    count = ReadInt(ctx_, *count_f, 1, kMaxPoolSize).value_or(0);
+    // 0: a pool whose nodes join later (agents with --pool, or autoscaling).
+    count = ReadInt(ctx_, *count_f, 0, kMaxPoolSize).value_or(0);
     if (declared_nodes_ + count > kMaxClusterNodes) {
       ctx_.Error(*count_f, "the cluster would have " + std::to_string(declared_nodes_ + count) +
                                " nodes; at most " + std::to_string(kMaxClusterNodes) +
@@ -493,8 +498,35 @@ void ClusterParser::ReadPool(const Field& f) {
   };
   auto [all_cordoned, cordoned_names] = read_subset("cordoned");
   auto [all_unhealthy, unhealthy_names] = read_subset("unhealthy");
+  // Terms: price per GPU-hour (in the currency of the report), spot, simulated GPU power.
+  core::PoolTerms terms;
+  if (auto pf = m.Take("price")) {
+    if (auto text = ReadScalar(ctx_, *pf)) {
+      auto micro = ParseMicro(*text);
+      if (micro.ok()) {
+        terms.price_micro_per_gpu_hour = *micro;
+      } else {
+        ctx_.Error(*pf, "price per GPU-hour: " + micro.error() + " (e.g. price: 2.49)");
+        ok = false;
+      }
+    }
+  }
+  if (auto sf = m.Take("spot")) terms.spot = ReadBool(ctx_, *sf).value_or(false);
+  if (auto nf = m.Take("spotNotice")) {
+    if (!terms.spot) {
+      ctx_.Error(*nf, "spotNotice is for spot pools; add spot: true");
+      ok = false;
+    } else if (auto d = ReadDuration(ctx_, *nf)) {
+      terms.spot_notice_seconds = d->count();
+    }
+  }
+  if (auto wf = m.Take("gpuWatts")) {
+    terms.gpu_watts = ReadInt(ctx_, *wf, 0, 100'000).value_or(0);
+  }
   m.Finish();
-  if (!ok || !name || count == 0) return;
+  if (!ok || !name) return;
+  out_.pools[*name] = terms;
+  if (count == 0) return;
 
   // Check every template once, at its field.
   struct Template {

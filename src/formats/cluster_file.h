@@ -7,7 +7,7 @@
 //   now: 2026-11-29T12:00:00Z
 //   pools:
 //     - {name: h100, count: 8, gpus: 8, model: H100-80GB, cpu: 224, memory: 2Ti,
-//        nodesPerLeaf: 4}
+//        nodesPerLeaf: 4, price: 2.49, spot: false, gpuWatts: 700}
 //   queues:
 //     - {name: nlp, guarantee: {gpu: 16}}
 //   running:
@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/accounting/usage.h"
 #include "core/state/snapshot.h"
 #include "formats/diagnostic.h"
 
@@ -45,6 +46,9 @@ struct PriorityClassAccess {
 
 struct ClusterFile {
   core::Snapshot snapshot;
+  // Each pool's terms (price per GPU-hour, spot, simulated GPU power), by pool name; every
+  // pool is here, priced or not.
+  core::PoolTermsByName pools;
   std::map<std::string, int32_t> priority_classes;  // name -> priority
   // Classes given as {value:, users:, queues:}; a class given as a number is open to all.
   std::map<std::string, PriorityClassAccess> priority_access;

@@ -171,6 +171,16 @@ Expected<int64_t> ParseMilli(std::string_view text) {
   return *milli;
 }
 
+Expected<int64_t> ParseMicro(std::string_view text) {
+  if (!text.empty() && text.front() == '-') return Fail("must not be negative");
+  auto d = ParseDecimal(text);
+  if (!d) return Fail(Quote(text) + " is not a number");
+  if (d->fraction.size() > 6) return Fail(Quote(text) + " is finer than a millionth");
+  auto micro = Scale(*d, 1'000'000);
+  if (!micro) return Fail(Quote(text) + " is too large");
+  return *micro;
+}
+
 Expected<int64_t> ParseCpuMilli(std::string_view text) {
   auto milli = ParseMilli(text);
   if (!milli.ok()) {
@@ -367,6 +377,18 @@ std::string FormatMilli(int64_t milli) {
   if (frac == 0) return s;
   std::string digits = std::to_string(frac);
   digits.insert(0, 3 - digits.size(), '0');
+  while (digits.back() == '0') digits.pop_back();
+  return s + "." + digits;
+}
+
+std::string FormatMicro(int64_t micro) {
+  std::string s = micro < 0 ? "-" : "";
+  int64_t m = micro < 0 ? -micro : micro;
+  s += std::to_string(m / 1'000'000);
+  int64_t frac = m % 1'000'000;
+  if (frac == 0) return s;
+  std::string digits = std::to_string(frac);
+  digits.insert(0, 6 - digits.size(), '0');
   while (digits.back() == '0') digits.pop_back();
   return s + "." + digits;
 }

@@ -31,6 +31,9 @@ Expected<int64_t> ParseCpuMilli(std::string_view text);
 // A non-negative decimal with at most three fractional digits, or an integer with the suffix
 // "m", in thousandths: "1.5" -> 1500, "250m" -> 250, "16" -> 16000.
 Expected<int64_t> ParseMilli(std::string_view text);
+// A non-negative decimal with at most six fractional digits, in millionths: a price of
+// "2.49" per GPU-hour is 2,490,000 micro-units.
+Expected<int64_t> ParseMicro(std::string_view text);
 
 // A per-replica GPU request: `whole` GPUs, or `milli` thousandths of one GPU (1..999); both
 // zero means no GPU. Integral values ("8", "1.0", "2000m") are whole GPUs.
@@ -57,6 +60,7 @@ std::optional<int64_t> GpuMemoryFromModel(std::string_view model);
 // Printing, the inverse of the parsers for the values they produce.
 std::string FormatBytes(int64_t bytes);   // largest binary unit that divides: "80Gi", "1536Mi"
 std::string FormatMilli(int64_t milli);   // "0.25", "2", "1.5"
+std::string FormatMicro(int64_t micro);   // "2.49", "0.000001", "3"
 std::string FormatTime(core::Instant t);  // "2026-11-29T10:00:00Z"
 
 // The project's one duration formatter, in the style each reader needs:

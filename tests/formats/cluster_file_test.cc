@@ -125,6 +125,27 @@ TEST(ClusterFileTest, ExpandsPoolTopologyShorthand) {
   EXPECT_TRUE(f.snapshot.nodes[34].healthy);
 }
 
+TEST(ClusterFileTest, PoolsCarryTheirTerms) {
+  ClusterFile f = MustParse(R"(pools:
+  - {name: h100, count: 2, gpus: 8, model: H100-80GB, cpu: 224, memory: 2Ti, price: 2.49,
+     gpuWatts: 700}
+  - {name: h100-spot, count: 0, gpus: 8, model: H100-80GB, cpu: 224, memory: 2Ti,
+     price: "0.899999", spot: true, spotNotice: 2m}
+  - {name: onprem, count: 1, gpus: 4, model: A100-40GB, cpu: 64, memory: 512Gi}
+)");
+  EXPECT_EQ(f.snapshot.nodes.size(), 3u) << "a pool of count 0 has no nodes yet";
+  ASSERT_EQ(f.pools.size(), 3u);
+  EXPECT_EQ(f.pools.at("h100"), (core::PoolTerms{.price_micro_per_gpu_hour = 2'490'000,
+                                                 .spot = false,
+                                                 .spot_notice_seconds = 0,
+                                                 .gpu_watts = 700}));
+  EXPECT_EQ(f.pools.at("h100-spot"), (core::PoolTerms{.price_micro_per_gpu_hour = 899'999,
+                                                      .spot = true,
+                                                      .spot_notice_seconds = 120,
+                                                      .gpu_watts = 0}));
+  EXPECT_EQ(f.pools.at("onprem"), core::PoolTerms{});
+}
+
 TEST(ClusterFileTest, GpuMemoryMayBeUnknownForAnonymisedModels) {
   ClusterFile f = MustParse(R"(pools:
   - {name: g2, count: 2, gpus: 8, model: G2, gpuMemory: unknown, cpu: 96, memory: 768Gi}
@@ -178,6 +199,21 @@ const std::string kNodes =
 INSTANTIATE_TEST_SUITE_P(
     Cases, MalformedClusterTest,
     ::testing::Values(
+        MalformedCluster{"PriceNotANumber",
+                         "pools:\n  - {name: p, count: 1, gpus: 1, model: H100-80GB, cpu: 8, "
+                         "memory: 64Gi, price: cheap}\n",
+                         {"cluster.yaml:2:81", "pools[0].price",
+                          "price per GPU-hour: 'cheap' is not a number (e.g. price: 2.49)"}},
+        MalformedCluster{"SpotNoticeWithoutSpot",
+                         "pools:\n  - {name: p, count: 1, gpus: 1, model: H100-80GB, cpu: 8, "
+                         "memory: 64Gi, spotNotice: 2m}\n",
+                         {"cluster.yaml:2:86", "pools[0].spotNotice",
+                          "spotNotice is for spot pools; add spot: true"}},
+        MalformedCluster{"PoolDeclaredTwice",
+                         "pools:\n  - {name: p, count: 0, gpus: 1, model: H100-80GB, cpu: 8, "
+                         "memory: 64Gi}\n  - {name: p, count: 0, gpus: 1, model: H100-80GB, "
+                         "cpu: 8, memory: 64Gi}\n",
+                         {"cluster.yaml:3:12", "pools[1].name", "pool p is declared twice"}},
         MalformedCluster{"RunningOnUnknownNode",
                          kNodes + "running:\n  - {name: j, startedAt: -1h, gpu: 1, "
                                   "placement: {node: n2, gpus: [0]}}\n",

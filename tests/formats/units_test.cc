@@ -92,6 +92,23 @@ TEST(UnitsTest, RejectsGpuAmountsThatAreNeitherWholeNorAFraction) {
   }
 }
 
+TEST(UnitsTest, ParsesPricesInMillionthsExactly) {
+  for (const Case& c : std::vector<Case>{{"2.49", 2'490'000},
+                                         {"0.000001", 1},
+                                         {"3", 3'000'000},
+                                         {"0.1", 100'000},
+                                         {"1234.5", 1'234'500'000}}) {
+    auto v = ParseMicro(c.text);
+    ASSERT_TRUE(v.ok()) << c.text << ": " << v.error();
+    EXPECT_EQ(*v, c.want) << c.text;
+    EXPECT_EQ(*ParseMicro(FormatMicro(c.want)), c.want) << "round trip of " << c.text;
+  }
+  EXPECT_EQ(FormatMicro(2'490'000), "2.49");
+  EXPECT_EQ(ParseMicro("0.0000001").error(), "'0.0000001' is finer than a millionth");
+  EXPECT_EQ(ParseMicro("-1").error(), "must not be negative");
+  EXPECT_FALSE(ParseMicro("1e3").ok());
+}
+
 TEST(UnitsTest, ParsesDurations) {
   const std::vector<Case> cases = {
       {"0", 0},       {"90", 90},     {"90s", 90},     {"15m", 900},   {"4h", 14400},

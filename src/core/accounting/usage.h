@@ -32,12 +32,14 @@ namespace gangway::core {
 inline constexpr int64_t kMilliGpuSecondsPerGpuHour = 3'600'000;
 inline constexpr int64_t kMillijoulesPerKwh = 3'600'000'000;
 
-// A node pool's terms: what a GPU-hour of it costs, and whether its nodes are spot capacity
-// (cheaper, and taken back by the provider with `spot_notice_seconds` of notice).
+// A node pool's terms: what a GPU-hour of it costs, whether its nodes are spot capacity
+// (cheaper, and taken back by the provider with `spot_notice_seconds` of notice), and the
+// power a held GPU draws in the simulator (live agents measure theirs).
 struct PoolTerms {
   int64_t price_micro_per_gpu_hour = 0;  // 0: not priced (cost is not known)
   bool spot = false;
   int64_t spot_notice_seconds = 0;
+  int64_t gpu_watts = 0;  // 0: not known (the simulator reports no energy for the pool)
   friend bool operator==(const PoolTerms&, const PoolTerms&) = default;
 };
 using PoolTermsByName = std::map<std::string, PoolTerms, std::less<>>;

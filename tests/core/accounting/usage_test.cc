@@ -30,8 +30,16 @@ UsageRecord Rec(uint64_t job, std::string user, std::string queue, std::string p
 }
 
 const PoolTermsByName kPools = {
-    {"h100", {.price_micro_per_gpu_hour = 2'500'000, .spot = false, .spot_notice_seconds = 0}},
-    {"h100-spot", {.price_micro_per_gpu_hour = 900'000, .spot = true, .spot_notice_seconds = 120}},
+    {"h100",
+     {.price_micro_per_gpu_hour = 2'500'000,
+      .spot = false,
+      .spot_notice_seconds = 0,
+      .gpu_watts = 0}},
+    {"h100-spot",
+     {.price_micro_per_gpu_hour = 900'000,
+      .spot = true,
+      .spot_notice_seconds = 120,
+      .gpu_watts = 0}},
 };
 
 TEST(Usage, CostIsExactAndRoundsToTheNearestMicroUnit) {
