@@ -23,6 +23,7 @@
 #include "formats/policy_file.h"
 #include "formats/table.h"
 #include "formats/units.h"
+#include "formats/usage_report.h"
 #include "sim/cluster.h"
 #include "sim/experiment.h"
 #include "sim/fill.h"
@@ -57,6 +58,7 @@ struct SimFlags {
   std::string placer;
   std::string backfill;
   std::string preemption;
+  std::string report_by;  // usage report: queue, user, pool or job
   // Compare.
   std::string mode = "fill";
   std::vector<std::string> policies;
@@ -235,6 +237,7 @@ std::vector<uint64_t> ParseSeeds(const std::string& text, uint64_t fallback) {
 struct Cluster {
   std::vector<core::Node> nodes;
   std::vector<core::QueueSpec> queues;
+  core::PoolTermsByName pools;  // from a cluster file's pools
 };
 
 Cluster LoadCluster(const SimFlags& f) {
@@ -264,6 +267,7 @@ Cluster LoadCluster(const SimFlags& f) {
     if (!file.ok()) Fail(file.ErrorText());
     c.nodes = file->snapshot.nodes;
     c.queues = file->snapshot.queues;
+    c.pools = file->pools;
     if (!file->snapshot.running.empty()) {
       std::cerr << "gangway sim: note: the cluster file's " << file->snapshot.running.size()
                 << " running jobs are ignored; the simulation starts empty\n";
@@ -453,6 +457,19 @@ sim::ReplayOptions ReplaySettings(const SimFlags& f, const Cluster& cluster) {
   o.sample_interval = DurationFlag("sample-interval", f.sample_interval);
   o.max_gpus_per_task = f.max_gpus_per_task;
   o.queues = cluster.queues;
+  o.pools = cluster.pools;
+  // Usage records cost memory (one per run and pool): kept when a report is asked for or a
+  // pool has a price or a GPU power to report.
+  o.record_usage =
+      !f.report_by.empty() || std::any_of(o.pools.begin(), o.pools.end(), [](const auto& p) {
+        return p.second.price_micro_per_gpu_hour > 0 || p.second.gpu_watts > 0;
+      });
+  if (!f.report_by.empty()) {
+    core::ReportBy by = core::ReportBy::kQueue;
+    if (!core::ParseReportBy(f.report_by, &by)) {
+      Fail("--report-by " + f.report_by + ": expected queue, user, pool or job");
+    }
+  }
   return o;
 }
 
@@ -512,6 +529,16 @@ std::vector<std::string> ReplayRow(const std::string& label, const sim::ReplaySu
           s.gang_wait.count > 0 ? Human(s.gang_wait.avg) : "-"};
 }
 
+// A run's usage over the whole replay by --report-by (queue without it), as the report JSON;
+// null when the run kept no usage records.
+nlohmann::json UsageOf(const SimFlags& f, const sim::ReplayResult& r) {
+  if (r.usage.empty() && r.pools.empty()) return nullptr;
+  core::ReportBy by = core::ReportBy::kQueue;
+  if (!f.report_by.empty()) core::ParseReportBy(f.report_by, &by);
+  return formats::UsageReportJson(core::BuildReport(r.usage, by, 0, r.end_time, r.pools), "0",
+                                  std::to_string(r.end_time));
+}
+
 void WriteReplayFiles(const SimFlags& f, const std::vector<sim::ReplayRun>& runs,
                       const nlohmann::json& summary) {
   if (f.plots && f.out_dir.empty()) Fail("--plots needs --out-dir DIR: the plots are files");
@@ -528,6 +555,12 @@ void WriteReplayFiles(const SimFlags& f, const std::vector<sim::ReplayRun>& runs
     WriteFile(dir / (prefix + "jobs.csv"), jobs.str());
     WriteFile(dir / (prefix + "series.csv"), series.str());
     WriteFile(dir / (prefix + "jct_cdf.csv"), cdf.str());
+    const nlohmann::json usage = UsageOf(f, r.result);
+    if (!usage.is_null()) {
+      std::ostringstream csv;
+      formats::WriteUsageCsv(csv, usage);
+      WriteFile(dir / (prefix + "usage.csv"), csv.str());
+    }
     const bool one_seed = std::all_of(
         runs.begin(), runs.end(), [&](const sim::ReplayRun& o) { return o.seed == runs[0].seed; });
     lines.push_back({.label = one_seed ? r.policy : Cat({r.policy, " s", std::to_string(r.seed)}),
@@ -546,13 +579,17 @@ void WriteReplayFiles(const SimFlags& f, const std::vector<sim::ReplayRun>& runs
 
 void PrintReplays(const SimFlags& f, const std::vector<sim::ReplayRun>& runs, double seconds) {
   nlohmann::json summary;
+  std::vector<nlohmann::json> usage;
+  for (const sim::ReplayRun& r : runs) usage.push_back(UsageOf(f, r.result));
   if (runs.size() == 1) {
     summary = sim::ReplayJson(runs.front().result, runs.front().summary);
+    if (!usage.front().is_null()) summary["usage"] = usage.front();
   } else {
     summary = {{"mode", "run"}, {"runs", nlohmann::json::array()}};
-    for (const sim::ReplayRun& r : runs) {
-      nlohmann::json one = sim::ReplayJson(r.result, r.summary);
-      one["label"] = r.policy;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      nlohmann::json one = sim::ReplayJson(runs[i].result, runs[i].summary);
+      one["label"] = runs[i].policy;
+      if (!usage[i].is_null()) one["usage"] = usage[i];
       summary["runs"].push_back(std::move(one));
     }
   }
@@ -574,6 +611,32 @@ void PrintReplays(const SimFlags& f, const std::vector<sim::ReplayRun>& runs, do
   std::cout << "run: " << first.jobs.size() << " jobs on " << first.cluster_gpus << " GPUs, "
             << "profile " << first.policy << "\n";
   t.Print(std::cout);
+  if (!usage.front().is_null()) {
+    // Policies side by side on what they cost: GPU-hours held (a policy that preempts holds
+    // GPUs for work it then loses), energy at the pools' gpuWatts, money at their prices.
+    formats::Table cost =
+        NumberTable({"policy", "GPU-hours", "energy kWh", "cost", "unpriced GPU-h"});
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const nlohmann::json& total = usage[i]["total"];
+      cost.AddRow(
+          {one_seed ? runs[i].policy : Cat({runs[i].policy, " s", std::to_string(runs[i].seed)}),
+           Fixed(total["gpuHours"].get<double>(), 1),
+           total["energyMillijoules"].get<int64_t>() > 0
+               ? Fixed(total["energyKwh"].get<double>(), 1)
+               : "-",
+           Fixed(total["cost"].get<double>(), 2),
+           Fixed(total["unpricedGpuHours"].get<double>(), 1)});
+    }
+    std::cout << "usage over the replay:\n";
+    cost.Print(std::cout);
+    if (!f.report_by.empty()) {
+      for (size_t i = 0; i < runs.size(); ++i) {
+        std::cout << "by " << f.report_by << ", " << runs[i].policy << " seed " << runs[i].seed
+                  << ":\n";
+        formats::UsageTable(usage[i]).Print(std::cout);
+      }
+    }
+  }
   for (const sim::ReplayRun& r : runs) {
     if (r.summary.node_failures == 0) continue;
     std::cout << r.policy << " seed " << r.seed << ": " << r.summary.node_failures
@@ -690,6 +753,9 @@ void AddPolicyFlags(CLI::App* cmd, SimFlags& f) {
 }
 
 void AddRunFlags(CLI::App* cmd, SimFlags& f) {
+  cmd->add_option("--report-by", f.report_by,
+                  "Also print GPU-hours, energy (pools' gpuWatts) and cost (pools' price) by "
+                  "queue, user, pool or job");
   cmd->add_option("--profile", f.profile_file, "Policy file (default: the default profile)")
       ->type_name("FILE");
   cmd->add_option("--order", f.order, "Queue order, e.g. fifo, priority, drf, las, sjf, srtf");

@@ -65,6 +65,7 @@ struct SimJob {
   double slow = 1.0;                      // slowdown of the current run
   const Slowdown* sensitivity = nullptr;  // of its job family; null = none
   uint32_t queue = 0;                     // its queue's index in the snapshot
+  int32_t runs = 0;                       // runs ended so far (the next run's attempt)
 };
 
 // Wall seconds to do `work` seconds of full-speed work at slowdown `slow`, and back.
@@ -113,6 +114,8 @@ class Replay {
   void Start(const core::StartDecision& d);
   void RemovePending(uint32_t j);
   void RemoveRunning(uint32_t j);
+  // With record_usage: job j's current run, from its start to now, as a record per pool.
+  void RecordUsage(uint32_t j);
   void Push(int64_t time, EventKind kind, uint32_t job = 0, uint32_t generation = 0) {
     events_.push({time, kind, next_seq_++, job, generation});
   }
@@ -392,7 +395,47 @@ void Replay::RemovePending(uint32_t j) {
   jobs_[j].pending_pos = kNone;
 }
 
+void Replay::RecordUsage(uint32_t j) {
+  if (!options_.record_usage) return;
+  const SimJob& s = jobs_[j];
+  const core::RunningJob& run = snapshot_.running[static_cast<size_t>(s.running_pos)];
+  // Milli-GPUs per pool: most runs are in one pool, so a short list beats a map.
+  std::vector<std::pair<const std::string*, int64_t>> by_pool;
+  for (const core::TaskAllocation& t : run.tasks) {
+    const std::string& pool = snapshot_.nodes[t.node.value()].pool;
+    int64_t milli = 0;
+    for (const core::GpuAssignment& g : t.gpus) milli += g.milli;
+    auto it = std::find_if(by_pool.begin(), by_pool.end(),
+                           [&](const auto& p) { return *p.first == pool; });
+    if (it == by_pool.end()) {
+      by_pool.emplace_back(&pool, milli);
+    } else {
+      it->second += milli;
+    }
+  }
+  const int64_t seconds = now_ - s.run_start;
+  for (const auto& [pool, milli] : by_pool) {
+    if (milli == 0) continue;
+    auto terms = options_.pools.find(*pool);
+    const int64_t watts = terms == options_.pools.end() ? 0 : terms->second.gpu_watts;
+    result_.usage.push_back({.job = result_.jobs[j].id,
+                             .attempt = s.runs,
+                             .user = trace_[j].user,
+                             .queue = result_.jobs[j].queue,
+                             .pool = *pool,
+                             .start = s.run_start,
+                             .end = now_,
+                             .gpu_milli = milli,
+                             .used_milli_gpu_seconds = milli * seconds,
+                             // W x (milli / 1000) GPUs x s = J; x 1000 = mJ.
+                             .energy_millijoules = watts * milli * seconds,
+                             .measured_seconds = seconds});
+  }
+}
+
 void Replay::RemoveRunning(uint32_t j) {
+  RecordUsage(j);
+  ++jobs_[j].runs;
   const auto pos = static_cast<size_t>(jobs_[j].running_pos);
   std::vector<core::RunningJob>& running = snapshot_.running;
   for (const core::TaskAllocation& t : running[pos].tasks) {
@@ -637,6 +680,8 @@ core::Result<ReplayResult> Replay::Run() {
   // not applied, says why.
   Sample(now_, Fragmented());
   result_.end_time = now_;
+  for (uint32_t j : running_ids_) RecordUsage(j);
+  if (options_.record_usage) result_.pools = options_.pools;
   if (!pending_.empty()) {
     snapshot_.now = core::FromSeconds(now_);
     core::Result<core::CycleResult> last = scheduler_.RunCycle(snapshot_, pending_, options_.seed);

@@ -52,6 +52,7 @@
 #include <string>
 #include <vector>
 
+#include "core/accounting/usage.h"
 #include "core/model/node.h"
 #include "core/model/queue.h"
 #include "core/model/result.h"
@@ -97,6 +98,11 @@ struct ReplayOptions {
   // Queues for the snapshot (e.g. from a cluster file). Every queue a job names that is not
   // here is added as a top-level queue without quota.
   std::vector<core::QueueSpec> queues;
+  // Keep a usage record (core/accounting/usage.h) of every run in every pool it used, for
+  // reports of GPU-hours, energy and cost. Energy is the pools' gpu_watts times GPU time
+  // (a simulated job keeps its GPUs busy); a record's used time is its allocated time.
+  bool record_usage = false;
+  core::PoolTermsByName pools;
   // Called every few thousand events with (virtual seconds, jobs finished or dropped, jobs).
   std::function<void(int64_t, int64_t, int64_t)> progress;
 };
@@ -160,7 +166,11 @@ struct ReplayResult {
   int64_t allocated_gpu_milli_seconds = 0;  // integral of allocated GPUs over [0, end_time]
   int64_t useful_gpu_milli_seconds = 0;     // work of completed jobs (duration x GPUs)
   std::vector<JobRecord> jobs;              // in trace order
-  std::vector<TimePoint> series;            // every sample_interval from 0
+  // With record_usage: one per run and pool, in the order runs ended (virtual seconds; runs
+  // still going when the replay ended end at end_time). A job's attempt counts its runs.
+  std::vector<core::UsageRecord> usage;
+  core::PoolTermsByName pools;  // the terms the usage was recorded under (options.pools)
+  std::vector<TimePoint> series;  // every sample_interval from 0
   int64_t sample_interval = 1;
 };
 

@@ -119,6 +119,54 @@ TEST(ReplayTest, PreemptionLosesWorkSinceTheLastCheckpoint) {
   EXPECT_NEAR(s.gpu_utilisation, 1100.0 / 1230.0, 1e-9);
 }
 
+TEST(ReplayTest, UsageRecordsEachRunInItsPoolWithEnergyAndCost) {
+  // The preemption above, on a node of pool "t4" priced 1.00 per GPU-hour at 70 W a GPU:
+  // A runs [0, 430) and [530, 1230), B [430, 530), each on all 4 GPUs.
+  std::vector<TraceJob> jobs = {Job(1, 0, 4, 1000, 0), Job(2, 400, 4, 100, 10)};
+  jobs[0].user = "alice";
+  jobs[1].user = "bob";
+  core::Profile profile = Fifo("none");
+  profile.order = {.name = "priority"};
+  profile.preemption = {{.name = "priority"}};
+  std::vector<core::Node> nodes = OneNode(4);
+  nodes[0].pool = "t4";
+  ReplayOptions options{.profile = profile, .checkpoint_interval = core::Duration(300)};
+  options.record_usage = true;
+  options.pools = {{"t4", {.price_micro_per_gpu_hour = 1'000'000, .gpu_watts = 70}}};
+  auto r = RunReplay(nodes, jobs, options);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  auto rec = [](uint64_t job, int attempt, std::string user, int64_t start, int64_t end) {
+    return core::UsageRecord{.job = job,
+                             .attempt = attempt,
+                             .user = std::move(user),
+                             .queue = "default",
+                             .pool = "t4",
+                             .start = start,
+                             .end = end,
+                             .gpu_milli = 4000,
+                             .used_milli_gpu_seconds = 4000 * (end - start),
+                             .energy_millijoules = 70 * 4000 * (end - start),
+                             .measured_seconds = end - start};
+  };
+  EXPECT_EQ(r->usage,
+            (std::vector<core::UsageRecord>{rec(1, 0, "alice", 0, 430), rec(2, 0, "bob", 430, 530),
+                                            rec(1, 1, "alice", 530, 1230)}));
+  const core::Report by_user =
+      core::BuildReport(r->usage, core::ReportBy::kUser, 0, r->end_time, r->pools);
+  ASSERT_EQ(by_user.rows.size(), 2u);
+  EXPECT_EQ(by_user.rows[0].key, "alice");
+  EXPECT_EQ(by_user.rows[0].attempts, 2);
+  EXPECT_EQ(by_user.rows[0].allocated_milli_gpu_seconds, 4000 * 1130);
+  // Rounded per run: 477,777.8 + 777,777.8 micro-units.
+  EXPECT_EQ(by_user.rows[0].cost_micro, 477'778 + 777'778);
+  EXPECT_EQ(by_user.rows[0].energy_millijoules, 70 * 4000 * 1130);
+  EXPECT_EQ(by_user.total.allocated_milli_gpu_seconds, 4000 * 1230)
+      << "the node was held throughout, and the report says so";
+
+  options.record_usage = false;
+  EXPECT_TRUE(RunReplay(nodes, jobs, options)->usage.empty()) << "records only when asked";
+}
+
 TEST(ReplayTest, JobsTooBigForTheClusterAreRejectedOrLeftUnfinished) {
   // A task larger than any node is infeasible: rejected at once.
   std::vector<TraceJob> jobs = {Job(1, 0, 16, 10), Job(2, 0, 1, 10)};
