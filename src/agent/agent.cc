@@ -759,7 +759,10 @@ protocol::Report Agent::BuildReportLocked(std::vector<SentLog>* sent) {
     }
   }
   for (const GpuSample& s : gpu_samples_) {
-    report.gpus.push_back({.index = s.index, .utilization = s.utilization, .healthy = s.healthy});
+    report.gpus.push_back({.index = s.index,
+                           .utilization = s.utilization,
+                           .healthy = s.healthy,
+                           .energy_millijoules = s.energy_millijoules});
   }
   return report;
 }

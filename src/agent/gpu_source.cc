@@ -81,6 +81,8 @@ struct NvmlApi {
   nvmlReturn_t (*GetP2PStatus)(nvmlDevice_t, nvmlDevice_t, int, int*);
   nvmlReturn_t (*GetCommonAncestor)(nvmlDevice_t, nvmlDevice_t, int*);
   nvmlReturn_t (*GetMinorNumber)(nvmlDevice_t, unsigned int*);  // optional
+  // Millijoules since the driver loaded; Volta and later. Optional.
+  nvmlReturn_t (*GetTotalEnergyConsumption)(nvmlDevice_t, unsigned long long*);
   // MIG; optional (old drivers).
   nvmlReturn_t (*GetMaxMigDeviceCount)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*GetMigDeviceHandleByIndex)(nvmlDevice_t, unsigned int, nvmlDevice_t*);
@@ -122,6 +124,12 @@ class NvmlGpuSource final : public GpuSource {
       }
       nvmlMemory_t m{};
       if (api_.GetMemoryInfo(handles_[i], &m) == kNvmlErrorGpuIsLost) s.healthy = false;
+      unsigned long long energy = 0;
+      if (api_.GetTotalEnergyConsumption != nullptr &&
+          api_.GetTotalEnergyConsumption(handles_[i], &energy) == NVML_SUCCESS &&
+          energy <= static_cast<unsigned long long>(INT64_MAX)) {
+        s.energy_millijoules = static_cast<int64_t>(energy);
+      }
       out.push_back(s);
     }
     return out;
@@ -158,7 +166,16 @@ std::string Trimmed(const char* buf) { return std::string(buf, strnlen(buf, 256)
 
 std::vector<GpuSample> StaticGpuSource::Sample() {
   std::vector<GpuSample> out;
-  for (const GpuInfo& g : gpus_) out.push_back({.index = g.index, .healthy = g.healthy});
+  // W x ms = mJ.
+  const int64_t energy = watts_ > 0
+                             ? watts_ * std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::steady_clock::now() - created_)
+                                            .count()
+                             : -1;
+  for (const GpuInfo& g : gpus_) {
+    out.push_back(
+        {.index = g.index, .healthy = g.healthy, .utilization = -1, .energy_millijoules = energy});
+  }
   return out;
 }
 
@@ -215,6 +232,7 @@ formats::Expected<std::unique_ptr<GpuSource>> OpenNvml(std::string_view library)
   Bind(lib, "nvmlDeviceGetP2PStatus", api.GetP2PStatus);
   Bind(lib, "nvmlDeviceGetTopologyCommonAncestor", api.GetCommonAncestor);
   Bind(lib, "nvmlDeviceGetMinorNumber", api.GetMinorNumber);
+  Bind(lib, "nvmlDeviceGetTotalEnergyConsumption", api.GetTotalEnergyConsumption);
   Bind(lib, "nvmlDeviceGetMaxMigDeviceCount", api.GetMaxMigDeviceCount);
   Bind(lib, "nvmlDeviceGetMigDeviceHandleByIndex", api.GetMigDeviceHandleByIndex);
   Bind(lib, "nvmlDeviceGetGpuInstanceId", api.GetGpuInstanceId);

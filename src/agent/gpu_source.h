@@ -11,6 +11,7 @@
 // Thread safety: Sample() and DeviceId() may be called from any thread, one call at a time
 // per source (the agent serialises them under its own lock).
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,6 +36,9 @@ struct GpuSample {
   int index = 0;
   bool healthy = true;
   int utilization = -1;  // percent; -1: not known (a fake GPU, or NVML could not tell)
+  // Energy used since a fixed point (NVML: the driver's load; a declared GPU: the source's
+  // creation), in millijoules; -1: not known.
+  int64_t energy_millijoules = -1;
 };
 
 class GpuSource {
@@ -46,12 +50,17 @@ class GpuSource {
   virtual formats::Expected<std::string> DeviceId(const GpuGrant& grant) const = 0;
 };
 
-// A declared inventory. Utilization reads 0; health is what was declared. MIG slices get
+// A declared inventory. Utilization is not known; health is what was declared; with `watts`
+// > 0 each GPU draws that much from the source's creation on (its energy counter grows by
+// watts x elapsed time), so that energy accounting can be tried without GPUs. MIG slices get
 // FakeMigUuid names.
 class StaticGpuSource final : public GpuSource {
  public:
-  StaticGpuSource(std::string node, std::vector<GpuInfo> gpus)
-      : node_(std::move(node)), gpus_(std::move(gpus)) {}
+  StaticGpuSource(std::string node, std::vector<GpuInfo> gpus, int64_t watts = 0)
+      : node_(std::move(node)),
+        gpus_(std::move(gpus)),
+        watts_(watts),
+        created_(std::chrono::steady_clock::now()) {}
   const std::vector<GpuInfo>& Gpus() const override { return gpus_; }
   std::vector<GpuSample> Sample() override;
   formats::Expected<std::string> DeviceId(const GpuGrant& grant) const override;
@@ -59,6 +68,8 @@ class StaticGpuSource final : public GpuSource {
  private:
   std::string node_;
   std::vector<GpuInfo> gpus_;
+  int64_t watts_;
+  std::chrono::steady_clock::time_point created_;
 };
 
 // CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES for a task holding `grants`: the devices'

@@ -46,7 +46,9 @@ protocol::NodeInfo NodeInfoOf(const Inventory& inv) {
                           .address = inv.address,
                           .cpu_milli = inv.cpu_milli,
                           .memory_bytes = inv.memory_bytes,
-                          .labels = inv.labels};
+                          .labels = inv.labels,
+                          .gpus = {},
+                          .pool = inv.pool};
   for (const GpuInfo& g : inv.gpus) {
     node.gpus.push_back({.model = g.model,
                          .memory_bytes = g.memory_bytes,

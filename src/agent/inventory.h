@@ -68,6 +68,7 @@ struct Inventory {
   int64_t memory_bytes = 0;
   std::map<std::string, std::string> labels;
   std::vector<GpuInfo> gpus;
+  std::string pool;  // the node pool it joins (--pool); empty: none
 };
 
 // What the register call sends of it, and that as JSON (`gangway agent --print-inventory`).

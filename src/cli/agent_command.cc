@@ -43,6 +43,8 @@ struct AgentFlags {
   std::string address;
   std::string data;
   std::string fake_gpus;
+  int64_t fake_gpu_watts = 0;
+  std::string pool;
   std::string inventory;
   std::string cpu;
   std::string memory;
@@ -169,7 +171,7 @@ std::pair<agent::Inventory, std::unique_ptr<agent::GpuSource>> BuildInventory(co
   if (!f.fake_gpus.empty()) {
     auto gpus = agent::ParseFakeGpus(f.fake_gpus, inv.name);
     if (!gpus.ok()) Fail("--fake-gpus: " + gpus.error());
-    source = std::make_unique<agent::StaticGpuSource>(inv.name, *gpus);
+    source = std::make_unique<agent::StaticGpuSource>(inv.name, *gpus, f.fake_gpu_watts);
   } else if (!f.inventory.empty()) {
     std::ifstream in(f.inventory, std::ios::binary);
     if (!in) Fail(f.inventory + ": cannot read");
@@ -180,8 +182,9 @@ std::pair<agent::Inventory, std::unique_ptr<agent::GpuSource>> BuildInventory(co
     if (file->cpu_milli) inv.cpu_milli = *file->cpu_milli;
     if (file->memory_bytes) inv.memory_bytes = *file->memory_bytes;
     inv.labels = file->labels;
-    source = std::make_unique<agent::StaticGpuSource>(inv.name, file->gpus);
+    source = std::make_unique<agent::StaticGpuSource>(inv.name, file->gpus, f.fake_gpu_watts);
   } else {
+    if (f.fake_gpu_watts > 0) Fail("--fake-gpu-watts is for --fake-gpus or --inventory");
     auto nvml = agent::OpenNvml();
     if (!nvml.ok()) Fail(nvml.error());
     source = std::move(nvml).value();
@@ -200,6 +203,7 @@ std::pair<agent::Inventory, std::unique_ptr<agent::GpuSource>> BuildInventory(co
     inv.memory_bytes = *v;
   }
   for (const auto& [k, v] : ParseLabels(f.labels)) inv.labels[k] = v;
+  inv.pool = f.pool;
   // Only root can start a task as its submitter's account: the node says which it does.
   inv.labels[protocol::kRunsTasksAsLabel] = geteuid() == 0 ? "submitter" : "agent";
   inv.labels[protocol::kContainersLabel] = PodmanPath(f).empty() ? "none" : "podman";
@@ -415,6 +419,13 @@ void AddAgentCommand(CLI::App& app) {
                   "Declared GPUs instead of NVML, e.g. 8xH100-80GB, or 4xH100-80GB,4xH100-80GB:mig "
                   "(\":mig\" enables MIG on those)")
       ->type_name("SPEC");
+  cmd->add_option("--fake-gpu-watts", f.fake_gpu_watts,
+                  "With --fake-gpus or --inventory: the power each GPU reports drawing, for "
+                  "energy accounting without GPUs")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}));
+  cmd->add_option("--pool", f.pool,
+                  "The node pool this node joins (its price and spot terms are in the "
+                  "controller's --config)");
   cmd->add_option("--inventory", f.inventory, "YAML inventory file instead of NVML")
       ->type_name("FILE");
   cmd->add_option("--cpu", f.cpu, "CPU to offer, cores or millicores (default: the host's)");

@@ -9,6 +9,7 @@ void AddClientCommands(CLI::App& app) {
   AddEventsCommand(app);
   AddNodeCommands(app);
   AddTopCommand(app);
+  AddReportCommand(app);
   AddUpCommand(app);
 }
 

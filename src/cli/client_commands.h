@@ -10,6 +10,7 @@
 //   gangway nodes | drain NODE | undrain NODE | cordon NODE | uncordon NODE
 //   gangway queues | whoami
 //   gangway top [-w]                         GPUs allocated and used, per node and job
+//   gangway report [--by queue] [--since 7d] GPU-hours, energy and cost, like sreport
 //   gangway events [--job JOB] [-w]          what happened to jobs and nodes
 //   gangway up                               controller + local agent with fake GPUs, here
 //

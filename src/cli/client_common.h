@@ -65,12 +65,13 @@ std::string IndexRanges(const std::vector<int64_t>& indices);
 
 // The command groups, one per file: client_job_commands.cc, client_run_command.cc,
 // client_events_command.cc, client_node_commands.cc, client_top_command.cc,
-// client_up_command.cc.
+// client_report_command.cc, client_up_command.cc.
 void AddJobCommands(CLI::App& app);  // submit, run (through AddRunCommand), jobs, describe, ...
 void AddRunCommand(CLI::App& app);
 void AddEventsCommand(CLI::App& app);
 void AddNodeCommands(CLI::App& app);
 void AddTopCommand(CLI::App& app);
+void AddReportCommand(CLI::App& app);
 void AddUpCommand(CLI::App& app);
 
 // How often the commands that follow a job (run --wait, logs -f) ask the controller again.

@@ -288,6 +288,26 @@ void RunDescribe(const DescribeFlags& f) {
   add("Started", when("startedAt"));
   add("Finished", when("finishedAt"));
   if (IsFinalState(state)) add("Exit code", Num(job, "exitCode"));
+  if (const auto usage = job.find("usage"); usage != job.end() && usage->is_object()) {
+    // What its attempts held and cost (GET /v1/report's row for it).
+    auto fixed = [](double v, int digits) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+      return std::string(buf);
+    };
+    std::string text = fixed(usage->value("gpuHours", 0.0), 2) + " GPU-hours";
+    if (usage->value("measuredMilliGpuSeconds", int64_t{0}) > 0) {
+      text += ", " + fixed(usage->value("usedGpuHours", 0.0), 2) + " used";
+    }
+    if (usage->value("energyMillijoules", int64_t{0}) > 0) {
+      text += ", " + fixed(usage->value("energyKwh", 0.0), 3) + " kWh";
+    }
+    if (usage->value("unpricedMilliGpuSeconds", int64_t{0}) <
+        usage->value("allocatedMilliGpuSeconds", int64_t{0})) {
+      text += ", cost " + fixed(usage->value("cost", 0.0), 2);
+    }
+    add("Usage", text);
+  }
   if (!Str(job, "message").empty()) add("Message", Str(job, "message"));
   if (state == "pending" && job.contains("pending") && job["pending"].is_object()) {
     const json& p = job["pending"];

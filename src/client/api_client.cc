@@ -446,6 +446,14 @@ ApiResult<nlohmann::json> ApiClient::NodeAction(const std::string& name,
 
 ApiResult<nlohmann::json> ApiClient::ListQueues() const { return SendJson("GET", "/v1/queues"); }
 
+ApiResult<nlohmann::json> ApiClient::Report(const std::string& by, const std::string& since,
+                                            const std::string& until) const {
+  std::string path = "/v1/report?by=" + UrlEncode(by);
+  if (!since.empty()) path += "&since=" + UrlEncode(since);
+  if (!until.empty()) path += "&until=" + UrlEncode(until);
+  return SendJson("GET", path);
+}
+
 ApiResult<nlohmann::json> ApiClient::Utilization(int jobs) const {
   return SendJson("GET", "/v1/utilization?jobs=" + std::to_string(jobs));
 }

@@ -115,6 +115,10 @@ class ApiClient {
   // GET /v1/events?last=N: the newest `last` events after `after` (of `job` unless 0), oldest
   // first.
   ApiResult<nlohmann::json> LastEvents(uint64_t after, int last, uint64_t job = 0) const;
+  // GET /v1/report: usage (GPU-hours, energy, cost) by `by` (queue, user, pool, job) over
+  // [since, until); empty strings: the controller's defaults (7 days back from now).
+  ApiResult<nlohmann::json> Report(const std::string& by, const std::string& since,
+                                   const std::string& until) const;
   // GET /metrics: the Prometheus text exposition.
   ApiResult<std::string> Metrics() const;
 

@@ -602,6 +602,7 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
     for (const std::string& n : node_names) where += (where.empty() ? "" : ", ") + n;
     EventLocked(job->id, "scheduled",
                 "attempt " + std::to_string(job->attempt) + " placed on " + where);
+    OpenUsageLocked(*job);
     SaveJobLocked(*job);
     for (TaskRecord& t : job->tasks) LaunchLocked(*job, t);
   }
@@ -761,6 +762,7 @@ void Controller::SettleLocked(JobRecord& job) {
   }
   dirty_ = true;
   const int64_t now = Now();
+  CloseUsageLocked(job);
   if (job.after_stop) {
     const JobState after = *job.after_stop;
     job.after_stop.reset();

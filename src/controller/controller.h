@@ -301,6 +301,14 @@ class Controller {
   Outcome<nlohmann::json> EstimateAccuracyView();
   // GET /v1/events (EventQuery).
   Outcome<nlohmann::json> Events(const Caller& caller, const EventQuery& query);
+  // GET /v1/report: GPU-hours allocated and used, energy and cost of the jobs the caller may
+  // see (an admin: all; a user: their own) over [since, until), by queue, user, pool or job
+  // (formats/usage_report.h). `since` is a time (RFC 3339, or relative: "-7d") or a span back
+  // from `until` ("7d"); `until` a time, now when empty. 400 naming the field otherwise. Jobs
+  // count while the controller keeps them (--job-retention). Copies the records under mu_ and
+  // sums them outside it.
+  Outcome<nlohmann::json> UsageReport(const Caller& caller, core::ReportBy by,
+                                      std::string_view since, std::string_view until);
 
   // --- agent protocol ---
   // Agents authenticate per node. The join token lets an agent register a node that no live
@@ -357,6 +365,10 @@ class Controller {
     // Someone reads the logs of a task here until then (the agent is told through its
     // channel's news).
     std::chrono::steady_clock::time_point followed_until{};
+    // Not persisted: each GPU's energy counter at the previous report (-1 unknown), and when
+    // that report came, for MeasureUsageLocked.
+    std::vector<int64_t> energy_millijoules;
+    std::chrono::steady_clock::time_point sampled_at{};
   };
   static constexpr std::chrono::seconds kFollowWindow{15};
   // The logIntervalMs an agent is told in each answer: 0 (its own pace) while followed.
@@ -405,6 +417,14 @@ class Controller {
                        const std::string& reason);
   void TaskEndedLocked(JobRecord& job, TaskRecord& task);
   void SettleLocked(JobRecord& job);
+  // Usage accounting (controller_usage.cc). Open: one record per pool of a just-placed
+  // attempt, from now. Close: the attempt's open records end now (its last task released its
+  // GPUs), and their sums go to the Prometheus counters. Measure: a node's report adds each
+  // GPU's utilization x time and energy since its previous report to the open records of the
+  // jobs holding it, by their share of the GPU.
+  void OpenUsageLocked(JobRecord& job);
+  void CloseUsageLocked(JobRecord& job);
+  void MeasureUsageLocked(NodeEntry& node, const std::vector<protocol::GpuSample>& gpus);
   // A finished job that never was running (its tasks all exited before an agent reported
   // one running, as short tasks do) started when its first task did, if one did.
   void StampStartLocked(JobRecord& job);  // apply after_stop / success when tasks are done
@@ -513,6 +533,13 @@ class Controller {
   // placed_waits_ and placed_estimates_ (mu_).
   std::unique_ptr<HistoryStore> history_;
   std::vector<double> placed_waits_;
+  // Closed usage by (queue, pool) since this controller started, for gangway_usage_*_total.
+  struct UsageTotals {
+    int64_t allocated_milli_gpu_seconds = 0;
+    int64_t energy_millijoules = 0;
+    int64_t cost_micro = 0;
+  };
+  std::map<std::pair<std::string, std::string>, UsageTotals> usage_totals_;
   std::vector<EstimateRecord> placed_estimates_;
   int64_t next_sample_ = 0;  // unix seconds; scheduling thread only
   int64_t last_sample_ = 0;

@@ -89,6 +89,20 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
     return Error(400, "bad_request", "node.cpuMilli and node.memoryBytes must be >= 0");
   }
   rec.node.labels = n.labels;
+  rec.node.pool = n.pool;
+  if (!n.pool.empty() && !ValidName(n.pool)) {
+    return Error(400, "bad_request",
+                 "node.pool: '" + n.pool + "' is not a pool name (letters, digits, '.', '_', '-')",
+                 "node.pool");
+  }
+  if (!n.pool.empty() && !options_.pools.empty() && !options_.pools.contains(n.pool)) {
+    std::string known;
+    for (const auto& [name, terms] : options_.pools) known += (known.empty() ? "" : ", ") + name;
+    return Error(400, "bad_request",
+                 "node.pool: pool '" + n.pool +
+                     "' is not in the controller's configuration (its pools: " + known + ")",
+                 "node.pool");
+  }
   if (n.gpus.size() > static_cast<size_t>(core::kMaxGpusPerNode)) {
     return Error(400, "bad_request",
                  "node.gpus: " + std::to_string(n.gpus.size()) + " GPUs on one node; at most " +
@@ -270,6 +284,8 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
   }
   node.record.last_report = Now();
   bool wake = TakeGpusLocked(node, report.gpus);
+  // An overtaken report's samples are older than what was measured already.
+  if (newest) MeasureUsageLocked(node, report.gpus);
   std::set<std::string> reported;
   for (const protocol::TaskStatus& t : report.tasks) {
     reported.insert(t.task_id);

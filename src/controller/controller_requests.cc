@@ -12,6 +12,7 @@
 #include "controller/auth.h"
 #include "controller/controller.h"
 #include "formats/units.h"
+#include "formats/usage_report.h"
 #include "formats/yaml_reader.h"
 #include "protocol/agent_messages.h"
 #include "protocol/commands.h"
@@ -285,6 +286,14 @@ Outcome<json> Controller::GetJob(const Caller& caller, uint64_t id) {
   // The newest: a job restarted many times has more events than a view should carry.
   const std::vector<StoredEvent> events = store_->LastEvents(0, j->id, kEventsInJobView);
   json view = JobView(*j, &events);
+  // What it held and cost over all its attempts so far (formats/usage_report.h's row).
+  if (!j->usage.empty()) {
+    const int64_t now = Now();
+    json usage = formats::UsageReportJson(
+        core::BuildReport(j->usage, core::ReportBy::kJob, 0, now + 1, options_.pools), "", "");
+    view["usage"] = std::move(usage["total"]);
+    view["usage"].erase("key");
+  }
   if (view["pending"].is_object()) {
     const std::vector<InLine> line = QueueLineLocked(j->live.job.queue);
     for (size_t i = 0; i < line.size(); ++i) {
@@ -592,8 +601,14 @@ Controller::HealthReport Controller::Health() {
 
 std::string Controller::MetricsText() {
   MetricsFacts f;
+  std::map<std::pair<std::string, std::string>, UsageCounters> usage;
   {
     std::lock_guard lock(mu_);
+    for (const auto& [key, t] : usage_totals_) {
+      usage[key] = {.gpu_seconds = static_cast<double>(t.allocated_milli_gpu_seconds) / 1000,
+                    .energy_joules = static_cast<double>(t.energy_millijoules) / 1000,
+                    .cost = static_cast<double>(t.cost_micro) / 1e6};
+    }
     for (size_t i = 0; i < kJobStateCount; ++i) {
       f.jobs_by_state[i] = index_.JobsIn(static_cast<JobState>(i));
     }
@@ -618,7 +633,7 @@ std::string Controller::MetricsText() {
   f.submitted = metrics.submitted.load();
   f.reports = metrics.reports.load();
   f.polls_waiting = metrics.polls_waiting.load();
-  return controller::MetricsText(f);
+  return controller::MetricsText(f, usage);
 }
 
 }  // namespace gangway::controller

@@ -9,6 +9,7 @@
 
 #include "controller/guarded_server.h"
 #include "formats/text.h"
+#include "formats/usage_report.h"
 
 namespace gangway::controller {
 namespace {
@@ -569,6 +570,38 @@ void HttpApi::Routes() {
             SendError(res, {400, "bad_request", "format: '" + format + "' is not json or csv",
                             "format", json::array()});
           }
+        });
+  route("GET", "/v1/report", "report", Who::kUser,
+        [this, caller](const Request& req, Response& res, const Identity& id) {
+          const std::string by_text = req.has_param("by") ? req.get_param_value("by") : "queue";
+          core::ReportBy by = core::ReportBy::kQueue;
+          if (!core::ParseReportBy(by_text, &by)) {
+            SendError(res,
+                      {400, "bad_request", "by: '" + by_text + "' is not queue, user, pool or job",
+                       "by", json::array()});
+            return;
+          }
+          const std::string format =
+              req.has_param("format") ? req.get_param_value("format") : "json";
+          if (format != "json" && format != "csv") {
+            SendError(res, {400, "bad_request", "format: '" + format + "' is not json or csv",
+                            "format", json::array()});
+            return;
+          }
+          Outcome<json> report = controller_.UsageReport(
+              caller(id), by, req.get_param_value("since"), req.get_param_value("until"));
+          if (!report.ok()) {
+            SendError(res, report.error());
+            return;
+          }
+          if (format == "csv") {
+            std::ostringstream csv;
+            formats::WriteUsageCsv(csv, report.value());
+            res.set_header("Content-Disposition", "attachment; filename=\"gangway-report.csv\"");
+            res.set_content(csv.str(), "text/csv; charset=utf-8");
+            return;
+          }
+          SendJson(res, 200, report.value());
         });
   route("GET", "/v1/estimates", "estimates", Who::kUser,
         [this](const Request&, Response& res, const Identity&) {

@@ -136,6 +136,21 @@ json JobDoc(const JobRecord& j) {
               {"masterPort", j.master_port},
               {"tasks", tasks}};
   if (j.unix_user) doc["unixUser"] = protocol::ToJson(*j.unix_user);
+  if (!j.usage.empty()) {
+    json usage = json::array();
+    for (const core::UsageRecord& u : j.usage) {
+      usage.push_back({{"attempt", u.attempt},
+                       {"queue", u.queue},
+                       {"pool", u.pool},
+                       {"start", u.start},
+                       {"end", u.end},
+                       {"gpuMilli", u.gpu_milli},
+                       {"usedMilliGpuSeconds", u.used_milli_gpu_seconds},
+                       {"energyMillijoules", u.energy_millijoules},
+                       {"measuredMilliGpuSeconds", u.measured_milli_gpu_seconds}});
+    }
+    doc["usage"] = std::move(usage);
+  }
   return doc;
 }
 
@@ -195,6 +210,22 @@ std::optional<JobRecord> JobFromDoc(const json& doc) {
       r.image_digest = t.value("imageDigest", std::string());
       j.tasks.push_back(std::move(r));
     }
+    if (const auto usage = doc.find("usage"); usage != doc.end()) {
+      for (const json& u : *usage) {
+        j.usage.push_back(
+            {.job = j.id,
+             .attempt = u.at("attempt").get<int>(),
+             .user = j.live.job.user,
+             .queue = u.at("queue").get<std::string>(),
+             .pool = u.at("pool").get<std::string>(),
+             .start = u.at("start").get<int64_t>(),
+             .end = u.at("end").get<int64_t>(),
+             .gpu_milli = u.at("gpuMilli").get<int64_t>(),
+             .used_milli_gpu_seconds = u.at("usedMilliGpuSeconds").get<int64_t>(),
+             .energy_millijoules = u.at("energyMillijoules").get<int64_t>(),
+             .measured_milli_gpu_seconds = u.at("measuredMilliGpuSeconds").get<int64_t>()});
+      }
+    }
     return j;
   } catch (const json::exception&) {
     return std::nullopt;
@@ -213,6 +244,7 @@ json NodeDoc(const NodeRecord& n) {
   return {{"name", n.node.name},
           {"address", n.address},
           {"labels", n.node.labels},
+          {"pool", n.node.pool},
           {"cpuMilli", n.node.cpu_milli},
           {"memoryBytes", n.node.memory_bytes},
           {"gpus", gpus},
@@ -231,6 +263,7 @@ std::optional<NodeRecord> NodeFromDoc(const json& doc) {
     n.node.name = doc.at("name").get<std::string>();
     n.address = doc.at("address").get<std::string>();
     n.node.labels = doc.at("labels").get<std::map<std::string, std::string>>();
+    n.node.pool = doc.value("pool", "");  // absent in nodes saved before pools
     n.node.cpu_milli = doc.at("cpuMilli").get<int64_t>();
     n.node.memory_bytes = doc.at("memoryBytes").get<int64_t>();
     for (const json& g : doc.at("gpus")) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "controller/live_job.h"
+#include "core/accounting/usage.h"
 #include "core/model/job.h"
 #include "core/model/node.h"
 #include "core/sched/decision.h"
@@ -90,6 +91,11 @@ struct JobRecord {
   std::string message;
   int master_port = 0;
   std::vector<TaskRecord> tasks;  // of the current attempt
+  // What each attempt held, per pool (core/accounting/usage.h): opened when an attempt is
+  // placed, closed (end set) when its last task releases its GPUs; used GPU time and energy
+  // grow with the agents' reports. Persisted with the job, so they last as long as it does
+  // (--job-retention).
+  std::vector<core::UsageRecord> usage;
   // Not persisted: the last cycle's verdict while pending.
   std::optional<core::PendingJob> pending;
   // Not persisted: when this attempt began to wait (submitted, requeued, or reloaded), for

@@ -144,6 +144,7 @@ json NodeHead(const NodeRecord& n, bool busy, const std::vector<GpuUse>& uses) {
           {"cpuMilli", n.node.cpu_milli},
           {"memoryBytes", n.node.memory_bytes},
           {"labels", n.node.labels},
+          {"pool", n.node.pool},
           {"gpusFree", std::count(free.begin(), free.end(), true)},
           {"registeredAt", TimeOrNull(n.registered_at)},
           {"lastHeartbeat", TimeOrNull(n.last_report)}};
@@ -230,8 +231,28 @@ json NodeSummaryView(const NodeFacts& facts) {
   return out;
 }
 
-std::string MetricsText(const MetricsFacts& f) {
+std::string MetricsText(const MetricsFacts& f,
+                        const std::map<std::pair<std::string, std::string>, UsageCounters>& usage) {
   std::ostringstream o;
+  // Counted when an attempt releases its GPUs (gangway report has the running ones too).
+  o << "# HELP gangway_usage_gpu_seconds_total GPU-seconds held by finished attempts, per "
+       "queue and pool.\n# TYPE gangway_usage_gpu_seconds_total counter\n";
+  for (const auto& [key, u] : usage) {
+    o << "gangway_usage_gpu_seconds_total{queue=\"" << key.first << "\",pool=\"" << key.second
+      << "\"} " << u.gpu_seconds << "\n";
+  }
+  o << "# HELP gangway_usage_energy_joules_total Energy of their GPUs (their share), per queue "
+       "and pool.\n# TYPE gangway_usage_energy_joules_total counter\n";
+  for (const auto& [key, u] : usage) {
+    o << "gangway_usage_energy_joules_total{queue=\"" << key.first << "\",pool=\""
+      << key.second << "\"} " << u.energy_joules << "\n";
+  }
+  o << "# HELP gangway_usage_cost_total Their cost at the pools' prices, per queue and pool.\n"
+       "# TYPE gangway_usage_cost_total counter\n";
+  for (const auto& [key, u] : usage) {
+    o << "gangway_usage_cost_total{queue=\"" << key.first << "\",pool=\"" << key.second
+      << "\"} " << u.cost << "\n";
+  }
   o << "# HELP gangway_jobs Jobs by state.\n# TYPE gangway_jobs gauge\n";
   for (JobState s :
        {JobState::kPending, JobState::kScheduled, JobState::kRunning, JobState::kSucceeded,

@@ -65,7 +65,14 @@ struct MetricsFacts {
   uint64_t reports = 0;
   int64_t polls_waiting = 0;
 };
-std::string MetricsText(const MetricsFacts& facts);
+// Closed usage per (queue, pool) since the controller started, for gangway_usage_*_total.
+struct UsageCounters {
+  double gpu_seconds = 0;
+  double energy_joules = 0;
+  double cost = 0;
+};
+std::string MetricsText(const MetricsFacts& facts,
+                        const std::map<std::pair<std::string, std::string>, UsageCounters>& usage);
 
 }  // namespace gangway::controller
 

@@ -56,6 +56,7 @@ json ToJson(const Register& m) {
             {"cpuMilli", m.node.cpu_milli},
             {"memoryBytes", m.node.memory_bytes},
             {"labels", m.node.labels},
+            {"pool", m.node.pool},
             {"gpus", std::move(gpus)}}},
           {"agentId", m.agent_id}};
 }
@@ -75,6 +76,7 @@ Parsed<Register> ParseRegister(const json& body) {
   n.String("address", m.node.address);
   n.Integer("cpuMilli", m.node.cpu_milli);
   n.Integer("memoryBytes", m.node.memory_bytes);
+  n.String("pool", m.node.pool);
   if (const json* labels = n.Find("labels")) {
     if (!labels->is_object()) {
       n.Fail("node.labels", std::string("expected an object, got ") + TypeName(*labels));
@@ -136,6 +138,7 @@ json ToJson(const Report& m) {
   for (const GpuSample& s : m.gpus) {
     json sample = {{"index", s.index}, {"healthy", s.healthy}};
     if (s.utilization >= 0) sample["utilization"] = s.utilization;
+    if (s.energy_millijoules >= 0) sample["energyMillijoules"] = s.energy_millijoules;
     gpus.push_back(std::move(sample));
   }
   json tasks = json::array();
@@ -178,6 +181,7 @@ Parsed<Report> ParseReport(const json& body) {
     g.Integer("index", s.index);
     g.Integer("utilization", s.utilization);
     g.Bool("healthy", s.healthy);
+    g.Integer("energyMillijoules", s.energy_millijoules);
     if (!g.ok()) return r.Fail(g.error().field, g.error().reason);
     m.gpus.push_back(s);
   });

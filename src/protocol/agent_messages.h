@@ -62,6 +62,9 @@ struct NodeInfo {
   int64_t memory_bytes = 0;
   std::map<std::string, std::string> labels;
   std::vector<GpuInfo> gpus;
+  // The node pool it belongs to (gangway agent --pool): its price per GPU-hour and spot terms
+  // come from the controller's configuration. Empty: no pool.
+  std::string pool;
 };
 
 struct Register {
@@ -86,6 +89,10 @@ struct GpuSample {
   int index = -1;
   int utilization = -1;  // percent; -1 unknown
   bool healthy = true;
+  // The GPU's energy counter (NVML's total energy since the driver loaded, or a fake GPU's
+  // configured wattage times its uptime), in millijoules; -1 unknown. The controller splits
+  // the difference between two reports among the GPU's holders.
+  int64_t energy_millijoules = -1;
 };
 
 struct TaskStatus {

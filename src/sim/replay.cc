@@ -429,7 +429,7 @@ void Replay::RecordUsage(uint32_t j) {
                              .used_milli_gpu_seconds = milli * seconds,
                              // W x (milli / 1000) GPUs x s = J; x 1000 = mJ.
                              .energy_millijoules = watts * milli * seconds,
-                             .measured_seconds = seconds});
+                             .measured_milli_gpu_seconds = milli * seconds});
   }
 }
 

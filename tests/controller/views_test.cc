@@ -83,7 +83,8 @@ TEST(ViewsTest, TheMetricsTextShowsEveryFamilyWithItsValues) {
   f.wait_by_queue.emplace("nlp", Histogram(Histogram::kWaitBounds));
   f.cycle_seconds.Observe(std::chrono::microseconds(1500));
   f.polls_waiting = 4;
-  const std::string text = MetricsText(f);
+  const std::string text =
+      MetricsText(f, {{{"nlp", "h100"}, {.gpu_seconds = 7200, .energy_joules = 1.5e6, .cost = 5}}});
   for (const char* line :
        {"gangway_jobs{state=\"running\"} 3\n", "gangway_jobs{state=\"pending\"} 0\n",
         "gangway_queue_pending_jobs{queue=\"nlp\"} 2\n",
@@ -92,7 +93,10 @@ TEST(ViewsTest, TheMetricsTextShowsEveryFamilyWithItsValues) {
         "gangway_gpus{model=\"H100-80GB\",state=\"free\"} 5.5\n",
         "gangway_nodes{state=\"ready\"} 1\n", "gangway_nodes{state=\"lost\"} 0\n",
         "gangway_job_wait_seconds_count{queue=\"nlp\"} 0\n",
-        "gangway_scheduling_cycle_seconds_count 1\n", "gangway_agent_polls_waiting 4\n"}) {
+        "gangway_scheduling_cycle_seconds_count 1\n", "gangway_agent_polls_waiting 4\n",
+        "gangway_usage_gpu_seconds_total{queue=\"nlp\",pool=\"h100\"} 7200\n",
+        "gangway_usage_energy_joules_total{queue=\"nlp\",pool=\"h100\"} 1.5e+06\n",
+        "gangway_usage_cost_total{queue=\"nlp\",pool=\"h100\"} 5\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\nin:\n" << text;
   }
 }

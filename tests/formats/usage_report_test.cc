@@ -21,7 +21,7 @@ core::Report TwoQueues() {
                       .gpu_milli = 8000,
                       .used_milli_gpu_seconds = 8000 * 3600,  // busy half the time
                       .energy_millijoules = 8 * 700 * 7200 * int64_t{1000},
-                      .measured_seconds = 7200};
+                      .measured_milli_gpu_seconds = 8000 * 7200};
   core::UsageRecord b{.job = 2,
                       .attempt = 0,
                       .user = "bob",

@@ -146,7 +146,7 @@ TEST(ReplayTest, UsageRecordsEachRunInItsPoolWithEnergyAndCost) {
                              .gpu_milli = 4000,
                              .used_milli_gpu_seconds = 4000 * (end - start),
                              .energy_millijoules = 70 * 4000 * (end - start),
-                             .measured_seconds = end - start};
+                             .measured_milli_gpu_seconds = 4000 * (end - start)};
   };
   EXPECT_EQ(r->usage,
             (std::vector<core::UsageRecord>{rec(1, 0, "alice", 0, 430), rec(2, 0, "bob", 430, 530),

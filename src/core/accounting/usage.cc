@@ -28,11 +28,11 @@ void Add(Sum& s, const UsageRecord& r, int64_t overlap, int64_t length,
   s.jobs.insert(r.job);
   s.attempts.insert({r.job, r.attempt});
   s.row.allocated_milli_gpu_seconds += allocated;
-  if (r.measured_seconds > 0 && length > 0) {
+  if (length > 0) {
     s.row.used_milli_gpu_seconds += MulDiv(r.used_milli_gpu_seconds, overlap, length);
     s.row.energy_millijoules += MulDiv(r.energy_millijoules, overlap, length);
     s.row.measured_milli_gpu_seconds +=
-        MulDiv(r.gpu_milli * std::min(r.measured_seconds, length), overlap, length);
+        MulDiv(std::min(r.measured_milli_gpu_seconds, r.gpu_milli * length), overlap, length);
   }
   auto pool = pools.find(r.pool);
   if (pool != pools.end() && pool->second.price_micro_per_gpu_hour > 0) {

@@ -56,11 +56,11 @@ struct UsageRecord {
   int64_t gpu_milli = 0;  // allocated in this pool, constant through the attempt
   // Measured over the record, from utilization and energy samples of its GPUs (each GPU's
   // share of it for fractions and MIG slices): milli-GPU-seconds actually busy, and energy.
-  // `measured_seconds` is how long samples covered; 0 = nothing measured (a simulated run,
-  // or agents that report neither).
+  // `measured_milli_gpu_seconds` is the GPU time the samples covered (at most gpu_milli x
+  // the record's length); 0 = nothing measured (agents that report neither).
   int64_t used_milli_gpu_seconds = 0;
   int64_t energy_millijoules = 0;
-  int64_t measured_seconds = 0;
+  int64_t measured_milli_gpu_seconds = 0;
   friend bool operator==(const UsageRecord&, const UsageRecord&) = default;
 };
 

@@ -26,7 +26,7 @@ UsageRecord Rec(uint64_t job, std::string user, std::string queue, std::string p
           .gpu_milli = gpu_milli,
           .used_milli_gpu_seconds = 0,
           .energy_millijoules = 0,
-          .measured_seconds = 0};
+          .measured_milli_gpu_seconds = 0};
 }
 
 const PoolTermsByName kPools = {
@@ -129,20 +129,22 @@ TEST(Usage, MeasuredUseAndEnergyAreProratedToTheWindow) {
   UsageRecord r = Rec(1, "alice", "nlp", "h100", 0, 4 * kHour, 1000);
   r.used_milli_gpu_seconds = 2 * kGpuHour;        // half busy on average
   r.energy_millijoules = 4 * 400 * kHour * 1000;  // 400 W for 4 hours
-  r.measured_seconds = 4 * kHour;
+  r.measured_milli_gpu_seconds = 4 * kGpuHour;
   const Report rep = BuildReport({r}, ReportBy::kQueue, 0, kHour, kPools);
   ASSERT_EQ(rep.rows.size(), 1u);
   EXPECT_EQ(rep.rows[0].used_milli_gpu_seconds, kGpuHour / 2);
   EXPECT_EQ(rep.rows[0].energy_millijoules, 400 * kHour * 1000);
   EXPECT_EQ(rep.rows[0].measured_milli_gpu_seconds, kGpuHour);
   // Half of the record measured: a quarter of it falls in the first hour's window.
-  r.measured_seconds = 2 * kHour;
+  r.measured_milli_gpu_seconds = 2 * kGpuHour;
   EXPECT_EQ(BuildReport({r}, ReportBy::kQueue, 0, kHour, kPools).rows[0].measured_milli_gpu_seconds,
             kGpuHour / 2);
-  r.measured_seconds = 0;
+  // Energy without utilization (a GPU whose agent reports only its energy counter).
+  r.measured_milli_gpu_seconds = 0;
+  r.used_milli_gpu_seconds = 0;
   const ReportRow unmeasured = BuildReport({r}, ReportBy::kQueue, 0, kHour, kPools).rows[0];
   EXPECT_EQ(unmeasured.used_milli_gpu_seconds, 0);
-  EXPECT_EQ(unmeasured.energy_millijoules, 0);
+  EXPECT_EQ(unmeasured.energy_millijoules, 400 * kHour * 1000);
   EXPECT_EQ(unmeasured.measured_milli_gpu_seconds, 0);
 }
 
