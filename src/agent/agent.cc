@@ -562,6 +562,13 @@ void Agent::Apply(const json& command) {
       if (auto s = SignalFromName(stop->signal)) signal = *s;
     }
     if (it->second.message.empty()) it->second.message = stop->reason;
+    if (stop->grace_seconds > 0 && !it->second.checkpoint_dir.empty()) {
+      if (const std::string why =
+              WritePreemptDeadline(it->second.checkpoint_dir, stop->grace_seconds);
+          !why.empty()) {
+        spdlog::warn("task {}: cannot write its stop's deadline: {}", stop->task_id, why);
+      }
+    }
     StopTaskLocked(stop->task_id, it->second, signal,
                    std::chrono::seconds(std::max<int64_t>(stop->grace_seconds, 0)));
   } else {

@@ -162,6 +162,9 @@ class Agent {
     bool pulling = false;
     bool stop_requested = false;  // a stop came while it pulled or waited
     std::string image_digest;     // of the image its container runs, once started
+    // The job's checkpoint directory: a stop with a grace writes its deadline there first
+    // (protocol::kPreemptDeadlineFile), for the task to read on the checkpoint signal.
+    std::string checkpoint_dir;
   };
 
   // A client of the controller the agent takes to lead now; `at` is set to its index.

@@ -95,6 +95,10 @@ void Agent::Launch(const protocol::Launch& launch) {
   if (!checkpoint_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(checkpoint_dir, ec);
+    // A deadline left by a stop of an earlier attempt is not this attempt's.
+    std::filesystem::remove(std::filesystem::path(checkpoint_dir) / protocol::kPreemptDeadlineFile,
+                            ec);
+    ec.clear();
     if (ec) {
       RecordFailedLaunch(id, "cannot create checkpointDir " + checkpoint_dir + ": " + ec.message());
       return;
@@ -205,6 +209,7 @@ void Agent::Launch(const protocol::Launch& launch) {
   t.image_digest = image_digest;
   t.scratch_dir = scratch;
   t.keep_scratch = launch.keep_scratch;
+  t.checkpoint_dir = checkpoint_dir;
 }
 
 bool Agent::ScratchInUseLocked(const std::filesystem::path& dir, const std::string& except) const {

@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <vector>
+
+#include "protocol/commands.h"
 
 namespace gangway::agent {
 namespace {
@@ -113,6 +116,29 @@ std::string RemoveTree(const std::filesystem::path& path) {
     error = std::strerror(errno);
   }
   return error.empty() ? "" : path.string() + ": " + error;
+}
+
+std::string WritePreemptDeadline(const std::filesystem::path& checkpoint_dir,
+                                 int64_t grace_seconds) {
+  const int64_t deadline = std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count() +
+                           grace_seconds;
+  const std::string text = std::to_string(deadline) + "\n";
+  const std::filesystem::path target = checkpoint_dir / protocol::kPreemptDeadlineFile;
+  const std::filesystem::path temp =
+      checkpoint_dir / (std::string(protocol::kPreemptDeadlineFile) + "." +
+                        std::to_string(getpid()) + "." + std::to_string(deadline));
+  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return temp.string() + ": " + std::strerror(errno);
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  if (!written || rename(temp.c_str(), target.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    unlink(temp.c_str());
+    return target.string() + ": " + why;
+  }
+  return "";
 }
 
 }  // namespace gangway::agent

@@ -40,6 +40,12 @@ void RemoveLeftScratchDirs(const std::filesystem::path& root);
 // not exist), else the first error met; what could be removed is removed.
 std::string RemoveTree(const std::filesystem::path& path);
 
+// Writes the unix time `grace_seconds` from now into `checkpoint_dir`'s
+// protocol::kPreemptDeadlineFile, replacing it whole (a new file renamed over the name, so a
+// link a task left there is replaced, never followed). Returns "" or why it could not.
+std::string WritePreemptDeadline(const std::filesystem::path& checkpoint_dir,
+                                 int64_t grace_seconds);
+
 }  // namespace gangway::agent
 
 #endif  // GANGWAY_AGENT_JOB_DIRS_H_

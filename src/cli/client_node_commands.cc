@@ -130,6 +130,7 @@ struct NodeActionFlags {
   ConnectionFlags conn;
   std::vector<std::string> nodes;
   std::string output = "table";
+  std::string deadline;  // drain only
 };
 
 void RunNodeAction(const NodeActionFlags& f, const std::string& action) {
@@ -138,7 +139,7 @@ void RunNodeAction(const NodeActionFlags& f, const std::string& action) {
   json changed = json::array();
   for (const std::string& ref : f.nodes) {
     const std::string name = ref.rfind("node/", 0) == 0 ? ref.substr(5) : ref;
-    auto res = api.NodeAction(name, action);
+    auto res = api.NodeAction(name, action, f.deadline);
     if (!res.ok()) {
       client::ApiError e = res.error();
       e.message = "node/" + name + ": " + e.message;
@@ -230,6 +231,11 @@ void AddNodeCommands(CLI::App& app) {
     AddConnectionFlags(cmd, f->conn);
     AddOutputFlag(cmd, f->output);
     std::string a = action;
+    if (a == "drain") {
+      cmd->add_option("--deadline", f->deadline,
+                      "Checkpoint and requeue the nodes' jobs now, killing what still runs at "
+                      "this deadline (e.g. 2m, a spot notice); also cordons the nodes");
+    }
     cmd->callback([f, a] { RunNodeAction(*f, a); });
   }
   {

@@ -439,9 +439,11 @@ ApiResult<nlohmann::json> ApiClient::GetNode(const std::string& name) const {
   return SendJson("GET", "/v1/nodes/" + UrlEncode(name));
 }
 
-ApiResult<nlohmann::json> ApiClient::NodeAction(const std::string& name,
-                                                const std::string& action) const {
-  return SendJson("POST", "/v1/nodes/" + UrlEncode(name) + "/" + action, "{}");
+ApiResult<nlohmann::json> ApiClient::NodeAction(const std::string& name, const std::string& action,
+                                                const std::string& deadline) const {
+  const nlohmann::json body =
+      deadline.empty() ? nlohmann::json::object() : nlohmann::json{{"deadline", deadline}};
+  return SendJson("POST", "/v1/nodes/" + UrlEncode(name) + "/" + action, body.dump());
 }
 
 ApiResult<nlohmann::json> ApiClient::ListQueues() const { return SendJson("GET", "/v1/queues"); }

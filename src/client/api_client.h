@@ -104,7 +104,9 @@ class ApiClient {
   ApiResult<nlohmann::json> ListNodes(bool summary = false) const;
   ApiResult<nlohmann::json> GetNode(const std::string& name) const;
   // POST /v1/nodes/{name}/{action}; action is drain, undrain, cordon or uncordon.
-  ApiResult<nlohmann::json> NodeAction(const std::string& name, const std::string& action) const;
+  // `deadline` (drain only, e.g. "2m"): the node's jobs are checkpointed and requeued by then.
+  ApiResult<nlohmann::json> NodeAction(const std::string& name, const std::string& action,
+                                       const std::string& deadline = "") const;
   ApiResult<nlohmann::json> ListQueues() const;
   // GET /v1/utilization: GPUs allocated and used, per node and per job; the `jobs` most
   // idle jobs (0: all).

@@ -653,6 +653,10 @@ void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
   env["GANGWAY_ATTEMPT"] = std::to_string(job.attempt);
   const std::string ckpt = (options_.checkpoint_root / std::to_string(job.id)).string();
   env["GANGWAY_CHECKPOINT_DIR"] = ckpt;
+  // Where the agent writes the unix time by which a stopped task is killed, before it sends
+  // the checkpoint signal (protocol::kPreemptDeadlineFile).
+  env["GANGWAY_PREEMPT_DEADLINE_FILE"] =
+      (std::filesystem::path(ckpt) / protocol::kPreemptDeadlineFile).string();
   for (const core::GpuAssignment& g : task.alloc.gpus) {
     launch.gpus.push_back(
         {.index = g.gpu, .milli = g.milli, .mig_profile = g.mig_profile, .mig_start = g.mig_start});

@@ -271,9 +271,14 @@ class Controller {
   // and queues of jobs the caller may not see left out.
   static constexpr std::chrono::milliseconds kUtilizationReuse{1000};
   nlohmann::json Utilization(const Caller& caller, const UtilizationQuery& query = {});
-  // action: drain, undrain, cordon, uncordon
+  // action: drain, undrain, cordon, uncordon. A drain with `deadline` (a spot notice, a
+  // maintenance window) also cordons the node and stops every job with a task there now:
+  // each task gets its checkpoint signal at once and is killed `deadline` less a second
+  // later, and the job (a gang whole) is requeued as preempted, to resume from its
+  // checkpoint elsewhere.
   Outcome<nlohmann::json> NodeAction(const Caller& caller, std::string_view name,
-                                     std::string_view action);
+                                     std::string_view action,
+                                     std::optional<std::chrono::seconds> deadline = std::nullopt);
   nlohmann::json ListQueues();
   // GET /v1/queues/{name}/jobs: the queue's waiting jobs in the order the last cycle
   // considered them, then those submitted since, by id; each with its position (1-based),

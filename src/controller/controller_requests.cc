@@ -455,9 +455,16 @@ Outcome<json> Controller::GetNode(std::string_view name) {
 }
 
 Outcome<json> Controller::NodeAction(const Caller& caller, std::string_view name,
-                                     std::string_view action) {
+                                     std::string_view action,
+                                     std::optional<std::chrono::seconds> deadline) {
   if (!caller.admin) {
     return Error(403, "forbidden", "only admins may " + std::string(action) + " nodes");
+  }
+  if (deadline && action != "drain") {
+    return Error(400, "bad_request", "deadline: only a drain takes a deadline", "deadline");
+  }
+  if (deadline && deadline->count() < 0) {
+    return Error(400, "bad_request", "deadline: must not be negative", "deadline");
   }
   NodeFacts facts;
   {
@@ -477,7 +484,29 @@ Outcome<json> Controller::NodeAction(const Caller& caller, std::string_view name
     SaveNodeLocked(n, action == "undrain" || action == "uncordon" ? NodeChange::kGrows
                                                                   : NodeChange::kMayShrink);
     EventLocked(0, "node-" + std::string(action),
-                std::string(action) + " " + n.node.name + " by " + caller.user);
+                std::string(action) + " " + n.node.name + " by " + caller.user +
+                    (deadline ? " with a deadline of " + formats::FormatDuration(*deadline)
+                              : std::string()));
+    if (deadline) {
+      n.cordoned = true;
+      SaveNodeLocked(n, NodeChange::kMayShrink);
+      // Killed a second before the deadline: the node may be gone at it.
+      const int grace = static_cast<int>(std::max<int64_t>(0, deadline->count() - 1));
+      const std::string node_name = n.node.name;
+      const std::vector<uint64_t> active = index_.ActiveOn(node_name);  // stopping changes it
+      for (uint64_t id : active) {
+        JobRecord& job = jobs_.at(id);
+        if (job.after_stop) continue;  // already stopping
+        const bool here = std::any_of(job.tasks.begin(), job.tasks.end(), [&](const TaskRecord& t) {
+          return t.node == node_name && t.Holds();
+        });
+        if (!here) continue;
+        StopTasksLocked(job, JobState::kPending, grace,
+                        "node " + node_name + " is drained by " + caller.user + " within " +
+                            formats::FormatDuration(*deadline) +
+                            "; requeued to resume from its checkpoint");
+      }
+    }
     facts = NodeFactsLocked(it->second);
     dirty_ = true;
   }

@@ -9,6 +9,7 @@
 
 #include "controller/guarded_server.h"
 #include "formats/text.h"
+#include "formats/units.h"
 #include "formats/usage_report.h"
 
 namespace gangway::controller {
@@ -536,8 +537,35 @@ void HttpApi::Routes() {
         });
   route("POST", R"(/v1/nodes/([A-Za-z0-9._-]+)/(drain|undrain|cordon|uncordon))", "node_action",
         Who::kUser, [this, caller](const Request& req, Response& res, const Identity& id) {
-          Answer(res,
-                 controller_.NodeAction(caller(id), req.matches[1].str(), req.matches[2].str()));
+          // A drain may carry {"deadline": "2m"} (or seconds): its jobs are stopped by then.
+          std::optional<std::chrono::seconds> deadline;
+          if (!req.body.empty()) {
+            const json body = json::parse(req.body, nullptr, false);
+            if (!body.is_object()) {
+              SendError(res, {400, "bad_request", "expected a JSON object", "", json::array()});
+              return;
+            }
+            if (const auto d = body.find("deadline"); d != body.end() && !d->is_null()) {
+              if (d->is_number_integer()) {
+                deadline = std::chrono::seconds(d->get<int64_t>());
+              } else if (d->is_string()) {
+                auto parsed = formats::ParseDuration(d->get<std::string>());
+                if (!parsed.ok()) {
+                  SendError(res, {400, "bad_request", "deadline: " + parsed.error(), "deadline",
+                                  json::array()});
+                  return;
+                }
+                deadline = std::chrono::duration_cast<std::chrono::seconds>(*parsed);
+              } else {
+                SendError(res, {400, "bad_request",
+                                "deadline: expected a duration such as \"2m\" or seconds",
+                                "deadline", json::array()});
+                return;
+              }
+            }
+          }
+          Answer(res, controller_.NodeAction(caller(id), req.matches[1].str(), req.matches[2].str(),
+                                             deadline));
         });
   route("GET", "/v1/queues", "list_queues", Who::kUser,
         [this](const Request&, Response& res, const Identity&) {

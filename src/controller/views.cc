@@ -244,14 +244,14 @@ std::string MetricsText(const MetricsFacts& f,
   o << "# HELP gangway_usage_energy_joules_total Energy of their GPUs (their share), per queue "
        "and pool.\n# TYPE gangway_usage_energy_joules_total counter\n";
   for (const auto& [key, u] : usage) {
-    o << "gangway_usage_energy_joules_total{queue=\"" << key.first << "\",pool=\""
-      << key.second << "\"} " << u.energy_joules << "\n";
+    o << "gangway_usage_energy_joules_total{queue=\"" << key.first << "\",pool=\"" << key.second
+      << "\"} " << u.energy_joules << "\n";
   }
   o << "# HELP gangway_usage_cost_total Their cost at the pools' prices, per queue and pool.\n"
        "# TYPE gangway_usage_cost_total counter\n";
   for (const auto& [key, u] : usage) {
-    o << "gangway_usage_cost_total{queue=\"" << key.first << "\",pool=\"" << key.second
-      << "\"} " << u.cost << "\n";
+    o << "gangway_usage_cost_total{queue=\"" << key.first << "\",pool=\"" << key.second << "\"} "
+      << u.cost << "\n";
   }
   o << "# HELP gangway_jobs Jobs by state.\n# TYPE gangway_jobs gauge\n";
   for (JobState s :

@@ -86,6 +86,13 @@ struct Launch {
   bool keep_scratch = false;
 };
 
+// The file in a job's GANGWAY_CHECKPOINT_DIR (named to its tasks by
+// GANGWAY_PREEMPT_DEADLINE_FILE) where the agent writes, before it sends a stop's signal, the
+// unix time by which the task will be killed, as a decimal and a newline: a task told to
+// checkpoint learns how long it has (a node drained ahead of a spot reclaim, a preemption's
+// grace). An environment variable cannot tell it: the task's environment was fixed at launch.
+inline constexpr char kPreemptDeadlineFile[] = ".gangway-preempt-deadline";
+
 struct Stop {
   std::string task_id;  // required
   int64_t grace_seconds = 30;

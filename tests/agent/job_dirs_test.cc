@@ -7,8 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <iterator>
 
+#include "protocol/commands.h"
 #include "testing/temp_dir.h"
 
 namespace gangway::agent {
@@ -56,6 +59,32 @@ TEST(JobDirsTest, WhatADeadAgentLeftIsRemovedButKeptDirsAndOtherNamesStay) {
   EXPECT_TRUE(std::filesystem::exists(root / "8" / "f")) << "kept";
   EXPECT_FALSE(std::filesystem::exists(root / ".removing-9-1"));
   EXPECT_TRUE(std::filesystem::exists(root / "lost+found")) << "not a job's";
+}
+
+TEST(JobDirsTest, APreemptDeadlineReplacesALinkInsteadOfWritingThroughIt) {
+  ::gangway::testing::TempDir tmp("gangway_job_dirs_test_");
+  const std::filesystem::path outside = tmp.path() / "outside";
+  std::ofstream(outside) << "precious";
+  const std::filesystem::path dir = tmp.path() / "checkpoints" / "7";
+  std::filesystem::create_directories(dir);
+  // A task left a link where the deadline goes.
+  std::filesystem::create_symlink(outside, dir / protocol::kPreemptDeadlineFile);
+  const int64_t before = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  ASSERT_EQ(WritePreemptDeadline(dir, 90), "");
+  EXPECT_FALSE(std::filesystem::is_symlink(dir / protocol::kPreemptDeadlineFile));
+  std::ifstream in(dir / protocol::kPreemptDeadlineFile);
+  int64_t deadline = 0;
+  ASSERT_TRUE(in >> deadline);
+  EXPECT_GE(deadline, before + 90);
+  EXPECT_LE(deadline, before + 92);
+  std::ifstream kept(outside);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "precious");
+  // Nothing else is left in the directory (the temporary file was renamed over the name).
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir),
+                          std::filesystem::directory_iterator()),
+            1);
 }
 
 }  // namespace
