@@ -138,6 +138,9 @@ void Controller::Load() {
     if (!rec) continue;
     NodeEntry& e = nodes_[name];
     e.record = std::move(*rec);
+    // Spot or not is the pool's term in this configuration (not saved with the node).
+    auto terms = options_.pools.find(e.record.node.pool);
+    e.record.node.spot = terms != options_.pools.end() && terms->second.spot;
     std::unique_lock tokens(tokens_mu_);
     digest_by_node_[name] = e.record.token_digest;
     if (!e.record.token_digest.empty()) node_by_digest_[e.record.token_digest] = name;

@@ -103,6 +103,9 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
                      "' is not in the controller's configuration (its pools: " + known + ")",
                  "node.pool");
   }
+  if (auto terms = options_.pools.find(n.pool); terms != options_.pools.end()) {
+    rec.node.spot = terms->second.spot;
+  }
   if (n.gpus.size() > static_cast<size_t>(core::kMaxGpusPerNode)) {
     return Error(400, "bad_request",
                  "node.gpus: " + std::to_string(n.gpus.size()) + " GPUs on one node; at most " +

@@ -57,6 +57,9 @@ json JobView(const JobRecord& j, const std::vector<StoredEvent>* detail) {
                                           : json(nullptr)},
       {"tasks", j.TaskCount()},
       {"gpus", j.Gpus()},
+      {"spot", j.live.job.groups.empty()
+                   ? "allow"
+                   : std::string(core::SpotPolicyName(j.live.job.groups[0].request.spot))},
       {"exitCode", j.exit_code ? json(*j.exit_code) : json(nullptr)},
       {"message", j.message},
       {"pending", nullptr},
@@ -145,6 +148,7 @@ json NodeHead(const NodeRecord& n, bool busy, const std::vector<GpuUse>& uses) {
           {"memoryBytes", n.node.memory_bytes},
           {"labels", n.node.labels},
           {"pool", n.node.pool},
+          {"spot", n.node.spot},
           {"gpusFree", std::count(free.begin(), free.end(), true)},
           {"registeredAt", TimeOrNull(n.registered_at)},
           {"lastHeartbeat", TimeOrNull(n.last_report)}};

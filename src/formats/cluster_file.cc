@@ -559,6 +559,7 @@ void ClusterParser::ReadPool(const Field& f) {
         .rack = expand(shape.rack), .leaf = expand(shape.leaf), .spine = expand(shape.spine)};
     node.cordoned = all_cordoned;
     node.healthy = !all_unhealthy;
+    node.spot = terms.spot;
     generated.insert(node.name);
     AddNode(std::move(node), names_f ? *names_f : *name_f);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <optional>
 #include <set>
 
 #include "core/model/mig.h"
@@ -308,7 +309,21 @@ std::optional<Job> ReadJob(Context& ctx, const Field& field, const JobReadOption
   if (auto f = m.Take("preemptible")) {
     if (auto v = ReadBool(ctx, *f)) job.preemptible = *v;
   }
+  // spot: never | allow | prefer. Left out: a preemptible job that says how it checkpoints
+  // may go to spot nodes, any other never (a spot node goes with a few minutes' notice).
+  std::optional<core::SpotPolicy> spot;
+  if (auto f = m.Take("spot")) {
+    if (auto v = ReadScalar(ctx, *f)) {
+      for (core::SpotPolicy p :
+           {core::SpotPolicy::kForbid, core::SpotPolicy::kAllow, core::SpotPolicy::kPrefer}) {
+        if (*v == core::SpotPolicyName(p)) spot = p;
+      }
+      if (!spot) ctx.Error(*f, "'" + *v + "' is not never, allow or prefer");
+    }
+  }
+  bool checkpoints = false;
   if (auto f = m.Take("checkpoint")) {
+    checkpoints = true;
     MapReader c(ctx, *f);
     if (auto g = c.Take("grace")) {
       if (auto v = ReadDuration(ctx, *g)) job.checkpoint_grace = *v;
@@ -376,6 +391,9 @@ std::optional<Job> ReadJob(Context& ctx, const Field& field, const JobReadOption
   if (options.extra_job_fields) options.extra_job_fields(m);
   m.Finish();
   if (ctx.count() > errors_before) return std::nullopt;
+  const core::SpotPolicy policy = spot.value_or(
+      job.preemptible && checkpoints ? core::SpotPolicy::kAllow : core::SpotPolicy::kForbid);
+  for (TaskGroup& g : job.groups) g.request.spot = policy;
   return job;
 }
 

@@ -350,17 +350,24 @@ TEST_F(HttpApiTest, AContainerJobIsCheckedGoesToNodesWithPodmanAndItsLaunchNames
         http_->Post("/v1/agents/n1/report", As(token.c_str()), pulling.dump(), "application/json");
     ASSERT_TRUE(posted && posted->status == 200) << (posted ? posted->body : "no answer");
   }
-  auto viewed = http_->Get("/v1/jobs/" + std::to_string(id), As(kAliceToken));
-  ASSERT_TRUE(viewed && viewed->status == 200);
-  const json view = json::parse(viewed->body);
+  // Events reach the view once the writer has committed them (a report without exits does
+  // not wait for that): wait for the first, then count.
+  json view;
   int pulls = 0;
+  ASSERT_TRUE(Eventually([&] {
+    auto viewed = http_->Get("/v1/jobs/" + std::to_string(id), As(kAliceToken));
+    if (!viewed || viewed->status != 200) return false;
+    view = json::parse(viewed->body);
+    pulls = 0;
+    for (const json& e : view["job"]["events"]) pulls += e["type"] == "pulling" ? 1 : 0;
+    return pulls > 0;
+  })) << view.dump(2);
+  EXPECT_EQ(pulls, 1) << view.dump(2);
   for (const json& e : view["job"]["events"]) {
     if (e["type"] == "pulling") {
-      ++pulls;
       EXPECT_EQ(e["message"], "pulling image localhost/busybox:test onto node n1");
     }
   }
-  EXPECT_EQ(pulls, 1) << view.dump(2);
   EXPECT_EQ(view["job"]["state"], "scheduled") << "a pull is not yet running";
   json running = pulling;
   running["tasks"][0] = {

@@ -119,6 +119,22 @@ TEST_F(UsageTest, ANodeNamesOnlyAConfiguredPool) {
             "spot)");
   RegisterIn("n1", 1, "spot");
   EXPECT_EQ(Ok(c().GetNode("n1"))["node"]["pool"], "spot");
+  EXPECT_EQ(Ok(c().GetNode("n1"))["node"]["spot"], true) << "the pool's term";
+  // A job that cannot checkpoint stays off spot capacity; one that can goes there.
+  const uint64_t plain = Submit("name: plain\ngpu: 1\ncommand: [x]\n");
+  const uint64_t saves = Submit("name: saves\ngpu: 1\ncheckpoint: {grace: 1m}\ncommand: [x]\n");
+  ASSERT_TRUE(WaitState(saves, "scheduled"));
+  EXPECT_EQ(Job(saves)["spot"], "allow");
+  ASSERT_TRUE(Eventually([&] { return Job(plain)["pending"].is_object(); }));
+  EXPECT_EQ(State(plain), "pending");
+  EXPECT_EQ(Job(plain)["spot"], "never");
+  EXPECT_NE(Job(plain)["pending"]["message"].get<std::string>().find(
+                "spot capacity (the job says spot: never)"),
+            std::string::npos)
+      << Job(plain)["pending"];
+  // After a restart the node is spot again before its agent registers.
+  Restart(o);
+  EXPECT_EQ(Ok(c().GetNode("n1"))["node"]["spot"], true);
 }
 
 }  // namespace

@@ -98,6 +98,24 @@ TEST(JobFileTest, AppliesDefaults) {
   EXPECT_EQ(j.groups[0].min_replicas, 1);
 }
 
+TEST(JobFileTest, SpotIsForPreemptibleJobsThatCheckpointUnlessTheySay) {
+  JobFile f = MustParse(
+      "jobs:\n"
+      "  - {name: plain, gpu: 1}\n"
+      "  - {name: saves, gpu: 1, checkpoint: {grace: 1m}}\n"
+      "  - {name: pinned, gpu: 1, checkpoint: {grace: 1m}, preemptible: false}\n"
+      "  - {name: eager, spot: prefer, tasks: [{name: a, gpu: 1}, {name: b, gpu: 2}]}\n"
+      "  - {name: careful, gpu: 1, checkpoint: {grace: 1m}, spot: never}\n");
+  ASSERT_EQ(f.jobs.size(), 5u);
+  auto spot = [&](size_t i) { return f.jobs[i].groups[0].request.spot; };
+  EXPECT_EQ(spot(0), core::SpotPolicy::kForbid) << "no checkpoint: a spot reclaim loses its work";
+  EXPECT_EQ(spot(1), core::SpotPolicy::kAllow);
+  EXPECT_EQ(spot(2), core::SpotPolicy::kForbid) << "not preemptible";
+  EXPECT_EQ(spot(3), core::SpotPolicy::kPrefer);
+  EXPECT_EQ(f.jobs[3].groups[1].request.spot, core::SpotPolicy::kPrefer) << "every group";
+  EXPECT_EQ(spot(4), core::SpotPolicy::kForbid);
+}
+
 TEST(JobFileTest, ReadsEveryReplicaFormAndMultipleTaskGroups) {
   JobFile f = MustParse(R"(jobs:
   - name: ps
@@ -177,6 +195,9 @@ TEST_P(MalformedJobTest, ReportsFileLineColumnFieldAndReason) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, MalformedJobTest,
     ::testing::Values(
+        MalformedJob{"UnknownSpotPolicy",
+                     "jobs:\n  - name: a\n    gpu: 1\n    spot: always\n",
+                     {"jobs.yaml:4:11", "jobs[0].spot", "'always' is not never, allow or prefer"}},
         MalformedJob{"FractionAboveOne",
                      "jobs:\n  - name: a\n    gpu: 1.5\n",
                      {"jobs.yaml:3:10", "jobs[0].gpu", "neither whole nor a fraction"}},

@@ -91,6 +91,31 @@ std::vector<Scenario> PlacementScenarios() {
                                     "match the node selector"},
                         {.job = 3, .code = kInfeasible, .message = "3 nodes in another pool"}}}},
 
+      // Spot capacity (Node::spot): best-fit would pack every job onto the spot node s0, which
+      // has 2 GPUs busy. Job 1 says never and goes to an on-demand node; job 2 prefers spot and
+      // gets s0 although on-demand n1 is as tight; job 3 prefers spot but s0 is full by then,
+      // so it goes anywhere (n2); job 4 says never, and only the spot node has 8 GPUs:
+      // infeasible, saying why.
+      {.name = "spot_never_allow_prefer",
+       .cluster = SnapshotBuilder()
+                      .Node(MakeNode("s0").Gpus(8).Spot())
+                      .Node(MakeNode("n1").Gpus(4))
+                      .Node(MakeNode("n2").Gpus(6))
+                      .Running(MakeJob(100).Gpus(2), {0})
+                      .Running(MakeJob(101).Gpus(1), {2})
+                      .Build(),
+       .pending = {MakeJob(1).Gpus(2).Spot(core::SpotPolicy::kForbid).Obj(),
+                   MakeJob(2).Gpus(4).Spot(core::SpotPolicy::kPrefer).Obj(),
+                   MakeJob(3).Gpus(3).Spot(core::SpotPolicy::kPrefer).Obj(),
+                   MakeJob(4).Gpus(8).Spot(core::SpotPolicy::kForbid).Obj()},
+       .profile = Fifo(),
+       .expect = {.starts = {{.job = 1, .nodes = {{1}}},
+                             {.job = 2, .nodes = {{0}}},
+                             {.job = 3, .nodes = {{2}}}},
+                  .pending = {{.job = 4,
+                               .code = kInfeasible,
+                               .message = "1 node spot capacity (the job says spot: never)"}}}},
+
       // Cordoned and unhealthy nodes take no new work; an unhealthy GPU is skipped. Health can
       // come back, so the 8-GPU job is not infeasible, only short of resources now.
       {.name = "cordoned_unhealthy_nodes_and_gpus_avoided",

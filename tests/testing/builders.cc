@@ -78,6 +78,10 @@ MakeNode& MakeNode::Pool(const std::string& pool) {
   node_.pool = pool;
   return *this;
 }
+MakeNode& MakeNode::Spot() {
+  node_.spot = true;
+  return *this;
+}
 MakeNode& MakeNode::Rack(const std::string& rack) {
   node_.location.rack = rack;
   return *this;
@@ -179,6 +183,10 @@ MakeJob& MakeJob::Selector(const std::string& key, const std::string& value) {
 }
 MakeJob& MakeJob::Pool(const std::string& pool) {
   group().request.pool = pool;
+  return *this;
+}
+MakeJob& MakeJob::Spot(core::SpotPolicy policy) {
+  for (core::TaskGroup& g : job_.groups) g.request.spot = policy;
   return *this;
 }
 MakeJob& MakeJob::Replicas(int replicas, std::optional<int> min_replicas) {

@@ -37,6 +37,7 @@ class MakeNode {
   MakeNode& Memory(int64_t gib);
   MakeNode& Label(const std::string& key, const std::string& value);
   MakeNode& Pool(const std::string& pool);
+  MakeNode& Spot();  // spot capacity
   MakeNode& Rack(const std::string& rack);
   MakeNode& Leaf(const std::string& leaf);
   MakeNode& Spine(const std::string& spine);
@@ -69,6 +70,7 @@ class MakeJob {
   MakeJob& Extra(const std::string& name, int64_t amount);
   MakeJob& Selector(const std::string& key, const std::string& value);
   MakeJob& Pool(const std::string& pool);
+  MakeJob& Spot(core::SpotPolicy policy);  // every group's
   MakeJob& Replicas(int replicas, std::optional<int> min_replicas = std::nullopt);
   MakeJob& MaxPerNode(int max_per_node);
   // Starts a new task group; later per-replica calls apply to it.

@@ -2,6 +2,20 @@
 
 namespace gangway::core {
 
+std::string_view SpotPolicyName(SpotPolicy policy) {
+  switch (policy) {
+    case SpotPolicy::kForbid:
+      return "never";
+    case SpotPolicy::kAllow:
+      return "allow";
+    case SpotPolicy::kPrefer:
+      return "prefer";
+    case SpotPolicy::kRequire:
+      return "only";
+  }
+  return "allow";
+}
+
 int64_t MigGpuMilli(std::string_view profile) {
   int slices = 0;
   for (char c : profile) {

@@ -32,6 +32,16 @@ struct GpuRequest {
   int64_t min_memory_bytes = 0;     // each GPU's device memory must be at least this
 };
 
+// Whether a task may run on spot nodes (Node::spot), which the provider takes back at short
+// notice: a job that cannot checkpoint loses its work there.
+enum class SpotPolicy : uint8_t {
+  kForbid,   // never on a spot node ("never")
+  kAllow,    // on any node ("allow")
+  kPrefer,   // on spot nodes where the whole job fits there, else on any ("prefer")
+  kRequire,  // only on spot nodes: the scheduler's first try of kPrefer (no job file says it)
+};
+std::string_view SpotPolicyName(SpotPolicy policy);
+
 // Per-replica request of a task group.
 struct TaskRequest {
   GpuRequest gpu;
@@ -40,6 +50,7 @@ struct TaskRequest {
   ResourceList extras;
   std::map<std::string, std::string> node_selector;  // node labels that must match exactly
   std::string pool;                                  // empty = any pool
+  SpotPolicy spot = SpotPolicy::kAllow;
 };
 
 // A role of a job (worker, launcher, server) with `replicas` identical tasks.

@@ -32,6 +32,9 @@ struct Node {
   std::string name;
   std::map<std::string, std::string> labels;
   std::string pool;
+  // Spot capacity: the provider may take the node back at short notice (its pool's terms).
+  // Only tasks whose SpotPolicy allows it land here.
+  bool spot = false;
   bool cordoned = false;  // no new work; what runs stays
   bool healthy = true;    // unhealthy nodes take no new work
   int64_t cpu_milli = 0;

@@ -13,6 +13,10 @@ std::string_view FitFailureText(FitFailure failure) {
       return "fits";
     case FitFailure::kPool:
       return "in another pool";
+    case FitFailure::kSpot:
+      return "spot capacity (the job says spot: never)";
+    case FitFailure::kNotSpot:
+      return "not spot capacity";
     case FitFailure::kSelector:
       return "labels do not match the node selector";
     case FitFailure::kGpuModel:
@@ -58,6 +62,8 @@ bool GpuModelAllowed(const GpuDevice& gpu, const GpuRequest& request) {
 
 FitFailure CheckStatic(const Node& node, const TaskRequest& request) {
   if (!request.pool.empty() && request.pool != node.pool) return FitFailure::kPool;
+  if (node.spot && request.spot == SpotPolicy::kForbid) return FitFailure::kSpot;
+  if (!node.spot && request.spot == SpotPolicy::kRequire) return FitFailure::kNotSpot;
   for (const auto& [key, value] : request.node_selector) {
     auto it = node.labels.find(key);
     if (it == node.labels.end() || it->second != value) return FitFailure::kSelector;

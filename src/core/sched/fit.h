@@ -19,6 +19,8 @@ enum class FitFailure : uint8_t {
   kNone,
   // static
   kPool,         // node is in another pool
+  kSpot,         // a spot node, and the task may not run on spot capacity
+  kNotSpot,      // not a spot node, and the task runs only on spot capacity
   kSelector,     // node labels do not match the node selector
   kGpuModel,     // no GPU of an allowed model with enough device memory
   kGpuCapacity,  // fewer such GPUs than requested, even when idle

@@ -309,11 +309,28 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     known = &it->second;
   } else {
     Transaction tx(state_);
-    PlaceResult placed = s_.placer_->Place({.tx = tx,
-                                            .job = job,
-                                            .scorer = *s_.scorer_,
-                                            .allowed = reservations_.AllowedFor(job),
-                                            .rng = rng_});
+    PlaceResult placed;
+    // spot: prefer: the whole job on spot nodes if it fits there, else anywhere.
+    if (std::any_of(job.groups.begin(), job.groups.end(),
+                    [](const TaskGroup& g) { return g.request.spot == SpotPolicy::kPrefer; })) {
+      Job on_spot = job;
+      for (TaskGroup& g : on_spot.groups) {
+        if (g.request.spot == SpotPolicy::kPrefer) g.request.spot = SpotPolicy::kRequire;
+      }
+      placed = s_.placer_->Place({.tx = tx,
+                                  .job = on_spot,
+                                  .scorer = *s_.scorer_,
+                                  .allowed = reservations_.AllowedFor(job),
+                                  .rng = rng_});
+      if (!placed.ok()) tx.RollbackTo(0);
+    }
+    if (!placed.ok()) {
+      placed = s_.placer_->Place({.tx = tx,
+                                  .job = job,
+                                  .scorer = *s_.scorer_,
+                                  .allowed = reservations_.AllowedFor(job),
+                                  .rng = rng_});
+    }
     ResourceList exact;
     // Why the exact usage is refused; Never counts as not now here (see Admission::Admit).
     std::optional<std::string> quota;

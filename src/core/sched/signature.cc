@@ -25,6 +25,7 @@ void AppendGroup(std::string& key, const TaskGroup& g) {
   }
   for (const auto& [k, v] : r.node_selector) key.append(k).append(1, '=').append(v).append(1, ';');
   key.append(r.pool).append(1, '/');
+  AppendInt(key, static_cast<int64_t>(r.spot));
 }
 
 }  // namespace

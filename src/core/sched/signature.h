@@ -22,7 +22,8 @@ namespace gangway::core {
 void AppendInt(std::string& key, int64_t v);
 
 // Every task group's shape (replicas, per-node limit, GPU, CPU, memory and extras request,
-// node selector, pool), the topology constraint and preference, and whether the job may use
+// node selector, pool, spot policy), the topology constraint and preference, and whether the
+// job may use
 // capacity held by backfill reservations.
 void AppendSignature(std::string& key, const Job& job, bool may_use_reserved);
 
