@@ -238,6 +238,7 @@ struct Cluster {
   std::vector<core::Node> nodes;
   std::vector<core::QueueSpec> queues;
   core::PoolTermsByName pools;  // from a cluster file's pools
+  core::PoolScalingByName scaling;
 };
 
 Cluster LoadCluster(const SimFlags& f) {
@@ -268,6 +269,7 @@ Cluster LoadCluster(const SimFlags& f) {
     c.nodes = file->snapshot.nodes;
     c.queues = file->snapshot.queues;
     c.pools = file->pools;
+    c.scaling = file->scaling;
     if (!file->snapshot.running.empty()) {
       std::cerr << "gangway sim: note: the cluster file's " << file->snapshot.running.size()
                 << " running jobs are ignored; the simulation starts empty\n";
@@ -458,6 +460,7 @@ sim::ReplayOptions ReplaySettings(const SimFlags& f, const Cluster& cluster) {
   o.max_gpus_per_task = f.max_gpus_per_task;
   o.queues = cluster.queues;
   o.pools = cluster.pools;
+  o.scaling = cluster.scaling;
   // Usage records cost memory (one per run and pool): kept when a report is asked for or a
   // pool has a price or a GPU power to report.
   o.record_usage =
@@ -636,6 +639,24 @@ void PrintReplays(const SimFlags& f, const std::vector<sim::ReplayRun>& runs, do
         formats::UsageTable(usage[i]).Print(std::cout);
       }
     }
+  }
+  if (!first.capacity.empty()) {
+    // Autoscaled pools: what their nodes cost while on, against how long jobs waited.
+    formats::Table cap = NumberTable({"policy", "pool", "boots", "power-offs", "peak nodes",
+                                      "GPU-h on", "GPU-h idle", "capacity cost"});
+    for (const sim::ReplayRun& r : runs) {
+      for (const nlohmann::json& c : sim::CapacityJson(r.result)) {
+        cap.AddRow({one_seed ? r.policy : Cat({r.policy, " s", std::to_string(r.seed)}),
+                    c["pool"].get<std::string>(), std::to_string(c["boots"].get<int64_t>()),
+                    std::to_string(c["powerOffs"].get<int64_t>()),
+                    std::to_string(c["peakOnNodes"].get<int>()) + "/" +
+                        std::to_string(c["max"].get<int>()),
+                    Fixed(c["onGpuHours"].get<double>(), 1),
+                    Fixed(c["idleGpuHours"].get<double>(), 1), Fixed(c["cost"].get<double>(), 2)});
+      }
+    }
+    std::cout << "autoscaled pools:\n";
+    cap.Print(std::cout);
   }
   for (const sim::ReplayRun& r : runs) {
     if (r.summary.node_failures == 0) continue;

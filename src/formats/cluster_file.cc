@@ -438,23 +438,79 @@ void ClusterParser::ReadPool(const Field& f) {
     ctx_.Error(*name_f, "pool " + *name + " is declared twice");
     name.reset();
   }
-  int64_t count = 0;
+  // Autoscaling: `max` makes the pool's nodes beyond `count` (default: `min`) exist powered
+  // off, booted when work needs them and powered off again when idle.
+  bool ok = true;
+  std::optional<core::PoolScaling> scaling;
+  std::optional<Field> max_f = m.Take("max");
+  std::optional<Field> min_f = m.Take("min");
+  if (max_f) {
+    scaling.emplace();
+    scaling->max = static_cast<int32_t>(ReadInt(ctx_, *max_f, 1, kMaxPoolSize).value_or(0));
+    if (min_f) {
+      scaling->min = static_cast<int32_t>(ReadInt(ctx_, *min_f, 0, kMaxPoolSize).value_or(0));
+      if (scaling->min > scaling->max) {
+        ctx_.Error(*min_f, "min " + std::to_string(scaling->min) + " is more than max " +
+                               std::to_string(scaling->max));
+        ok = false;
+      }
+    }
+    auto read_duration = [&](std::string_view key, core::Duration& out) {
+      if (auto df = m.Take(key)) {
+        if (auto d = ReadDuration(ctx_, *df)) out = *d;
+      }
+    };
+    read_duration("bootTime", scaling->boot_time);
+    read_duration("bootTimeout", scaling->boot_timeout);
+    read_duration("idleTime", scaling->idle_time);
+    if (auto kf = m.Take("keepIdle")) {
+      scaling->keep_idle = static_cast<int32_t>(ReadInt(ctx_, *kf, 0, kMaxPoolSize).value_or(0));
+    }
+    if (auto rf = m.Take("maxSuspendPerMinute")) {
+      scaling->max_suspend_per_minute =
+          static_cast<int32_t>(ReadInt(ctx_, *rf, 0, kMaxPoolSize).value_or(0));
+    }
+  } else {
+    for (std::string_view key :
+         {"min", "bootTime", "bootTimeout", "idleTime", "keepIdle", "maxSuspendPerMinute"}) {
+      if (auto kf = m.Take(key)) {
+        ctx_.Error(*kf, std::string(key) + " is for autoscaled pools; add max: (the most nodes)");
+        ok = false;
+      }
+    }
+  }
+  int64_t count = scaling ? scaling->min : 0;
   std::optional<Field> count_f = m.Take("count");
   if (count_f) {
     // 0: a pool whose nodes join later (agents with --pool, or autoscaling).
     count = ReadInt(ctx_, *count_f, 0, kMaxPoolSize).value_or(0);
-    if (declared_nodes_ + count > kMaxClusterNodes) {
-      ctx_.Error(*count_f, "the cluster would have " + std::to_string(declared_nodes_ + count) +
-                               " nodes; at most " + std::to_string(kMaxClusterNodes) +
-                               " are allowed");
-      count = 0;
+    if (scaling && count > scaling->max) {
+      ctx_.Error(*count_f, "count " + std::to_string(count) + " is more than max " +
+                               std::to_string(scaling->max));
+      ok = false;
+    } else if (scaling && count < scaling->min) {
+      ctx_.Error(*count_f, "count " + std::to_string(count) + " is less than min " +
+                               std::to_string(scaling->min));
+      ok = false;
     }
-    declared_nodes_ += count;
-  } else {
+  } else if (!scaling) {
     ctx_.Error(f, "a pool needs a node count, e.g. count: 16");
   }
+  // The nodes that exist: all `max` of an autoscaled pool, those beyond `count` off.
+  int64_t total = scaling ? std::max<int64_t>(scaling->max, count) : count;
+  if (declared_nodes_ + total > kMaxClusterNodes) {
+    ctx_.Error(count_f ? *count_f
+               : max_f ? *max_f
+                       : f,
+               "the cluster would have " + std::to_string(declared_nodes_ + total) +
+                   " nodes; at most " + std::to_string(kMaxClusterNodes) + " are allowed");
+    count = 0;
+    total = 0;
+    ok = false;
+  }
+  declared_nodes_ += total;
   NodeShape shape;
-  bool ok = ReadShape(ctx_, m, shape);
+  ok = ReadShape(ctx_, m, shape) && ok;
 
   std::string names = "{pool}-{i}";
   std::optional<Field> names_f = m.Take("nodeNames");
@@ -526,7 +582,8 @@ void ClusterParser::ReadPool(const Field& f) {
   m.Finish();
   if (!ok || !name) return;
   out_.pools[*name] = terms;
-  if (count == 0) return;
+  if (scaling) out_.scaling[*name] = *scaling;
+  if (total == 0) return;
 
   // Check every template once, at its field.
   struct Template {
@@ -550,7 +607,7 @@ void ClusterParser::ReadPool(const Field& f) {
     }
   }
   std::set<std::string> generated;
-  for (int64_t i = 0; i < count; ++i) {
+  for (int64_t i = 0; i < total; ++i) {
     auto expand = [&](const std::string& t) {
       return t.empty() ? std::string() : ExpandNameTemplate(t, *name, i).value();
     };
@@ -560,6 +617,8 @@ void ClusterParser::ReadPool(const Field& f) {
     node.cordoned = all_cordoned;
     node.healthy = !all_unhealthy;
     node.spot = terms.spot;
+    node.gpu_hour_price_micro = terms.price_micro_per_gpu_hour;
+    node.off = i >= count;
     generated.insert(node.name);
     AddNode(std::move(node), names_f ? *names_f : *name_f);
   }

@@ -8,6 +8,7 @@
 //   pools:
 //     - {name: h100, count: 8, gpus: 8, model: H100-80GB, cpu: 224, memory: 2Ti,
 //        nodesPerLeaf: 4, price: 2.49, spot: false, gpuWatts: 700}
+//     - {name: h100-cloud, max: 32, min: 0, bootTime: 3m, idleTime: 10m, gpus: 8, ...}
 //   queues:
 //     - {name: nlp, guarantee: {gpu: 16}}
 //   running:
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "core/accounting/usage.h"
+#include "core/autoscale/pool_scaling.h"
 #include "core/state/snapshot.h"
 #include "formats/diagnostic.h"
 
@@ -49,6 +51,9 @@ struct ClusterFile {
   // Each pool's terms (price per GPU-hour, spot, simulated GPU power), by pool name; every
   // pool is here, priced or not.
   core::PoolTermsByName pools;
+  // The autoscaled pools (those given `max:`), by name. Their nodes are all in the snapshot,
+  // those beyond the pool's `count` (default `min`) with Node::off.
+  core::PoolScalingByName scaling;
   std::map<std::string, int32_t> priority_classes;  // name -> priority
   // Classes given as {value:, users:, queues:}; a class given as a number is open to all.
   std::map<std::string, PriorityClassAccess> priority_access;

@@ -197,6 +197,8 @@ ordered_json PlanToJson(const Plan& plan) {
       task["task"] = GroupName(job, t.group);
       task["replica"] = t.replica;
       task["node"] = node.name;
+      // An autoscaled pool's node that is off: the start asks for it to be booted.
+      if (node.off) task["boots"] = true;
       task["gpuModel"] =
           t.gpus.empty() ? ordered_json(nullptr)
                          : ordered_json(node.gpus[static_cast<size_t>(t.gpus.front().gpu)].model);
@@ -310,8 +312,8 @@ std::string RenderPlanTable(const Plan& plan) {
       const core::Node& node = NodeOf(plan, t.node);
       starts.AddRow({first ? JobName(plan, d.job) : "", first && job ? job->queue : "",
                      first && job ? std::to_string(job->priority) : "",
-                     GroupName(job, t.group) + "/" + std::to_string(t.replica), node.name,
-                     TaskGpusText(node, t)});
+                     GroupName(job, t.group) + "/" + std::to_string(t.replica),
+                     node.off ? node.name + " (boots)" : node.name, TaskGpusText(node, t)});
       first = false;
     }
   }

@@ -34,10 +34,12 @@ uint64_t Mix(uint64_t x) {
 // Heap events. Arrivals are not in the heap: they are read in submit order from the trace.
 enum class EventKind : uint8_t {
   kCompletion = 0,
-  kKill = 1,    // end of a preemption grace period
-  kFail = 2,    // a node fails (job = the node's index)
-  kRepair = 3,  // a failed node runs again (job = the node's index)
-  kWake = 4,    // a deferred or periodic cycle
+  kKill = 1,       // end of a preemption grace period
+  kFail = 2,       // a node fails (job = the node's index)
+  kRepair = 3,     // a failed node runs again (job = the node's index)
+  kBooted = 4,     // an autoscaled node has booted (job = the node's index)
+  kScaleDown = 5,  // idle autoscaled nodes may be powered off
+  kWake = 6,       // a deferred or periodic cycle
 };
 
 struct Event {
@@ -55,9 +57,10 @@ struct Later {
 };
 
 struct SimJob {
-  int64_t remaining = 0;  // seconds of work left
-  int64_t attained = 0;   // GPU-seconds of service before the current run
-  int64_t run_start = 0;
+  int64_t remaining = 0;    // seconds of work left
+  int64_t attained = 0;     // GPU-seconds of service before the current run
+  int64_t run_start = 0;    // when the current run took its resources
+  int64_t work_start = 0;   // when it began to work: later while its nodes boot
   uint32_t generation = 0;  // bumped when the job starts or stops; stale events are ignored
   int32_t pending_pos = kNone;
   int32_t running_pos = kNone;
@@ -78,6 +81,12 @@ int64_t WorkDone(int64_t wall, double slow) {
   return static_cast<int64_t>(std::floor(static_cast<double>(wall) / slow));
 }
 
+int64_t TaskMilli(const core::TaskAllocation& t) {
+  int64_t milli = 0;
+  for (const core::GpuAssignment& g : t.gpus) milli += g.milli;
+  return milli;
+}
+
 std::optional<core::Duration> TimeLimit(int64_t remaining, double factor) {
   if (factor <= 0) return std::nullopt;
   return core::Duration(static_cast<int64_t>(std::ceil(static_cast<double>(remaining) * factor)));
@@ -87,9 +96,11 @@ class Replay {
  public:
   Replay(const std::vector<core::Node>& nodes, const std::vector<TraceJob>& trace,
          const ReplayOptions& options, core::Scheduler scheduler)
-      : trace_(trace), options_(options), scheduler_(std::move(scheduler)) {
-    snapshot_.nodes = nodes;
-  }
+      : trace_(trace),
+        options_(options),
+        scheduler_(std::move(scheduler)),
+        snapshot_{.nodes = nodes},
+        power_(snapshot_.nodes, options.scaling, options.pools) {}
 
   core::Result<ReplayResult> Run();
 
@@ -171,6 +182,13 @@ class Replay {
   std::vector<double> queue_decayed_;
   std::vector<int64_t> queue_milli_;
   std::vector<uint64_t> node_starts_;  // per node: times it came up (failure draws)
+  NodePower power_;                    // autoscaled pools' nodes
+  int64_t scale_down_at_ = INT64_MAX;  // earliest kScaleDown in the heap
+  void ScaleDownAt(int64_t t) {
+    if (t == INT64_MAX || t >= scale_down_at_) return;
+    scale_down_at_ = t;
+    Push(t, EventKind::kScaleDown);
+  }
 };
 
 void Replay::Setup() {
@@ -356,6 +374,7 @@ void Replay::Advance(int64_t t) {
     next_sample_ += result_.sample_interval;
   }
   result_.allocated_gpu_milli_seconds += allocated_milli_ * (t - now_);
+  power_.Advance(t - now_);
   if (track_history_) {
     // Over [now_, t) each queue used queue_milli_ at a constant rate u: the decayed integral
     // grows by u * h / ln 2 * (1 - 2^(-dt/h)) while the older usage decays by 2^(-dt/h).
@@ -441,6 +460,7 @@ void Replay::RemoveRunning(uint32_t j) {
   for (const core::TaskAllocation& t : running[pos].tasks) {
     loaded_->Release(t);
     FragmentationChanged(t.node);
+    if (power_.enabled()) ScaleDownAt(power_.Release(t.node.value(), TaskMilli(t), now_));
   }
   if (pos + 1 != running.size()) {
     running[pos] = std::move(running.back());
@@ -467,9 +487,15 @@ void Replay::Start(const core::StartDecision& d) {
   RemovePending(j);
   snapshot_.feasible_jobs->erase(d.job);
   // The cycle placed the job on the state it copied from loaded_, so its tasks fit here.
+  // Its work begins once every node it was placed on has booted.
+  int64_t ready = now_;
   for (const core::TaskAllocation& t : d.tasks) {
     loaded_->Allocate(t);
     FragmentationChanged(t.node);
+    if (!power_.enabled()) continue;
+    const NodePower::Placed placed = power_.Place(t.node.value(), TaskMilli(t), now_);
+    if (placed.booted) Push(placed.ready, EventKind::kBooted, t.node.value());
+    ready = std::max(ready, placed.ready);
   }
   int64_t milli = 0;
   for (const core::TaskAllocation& t : d.tasks) {
@@ -479,6 +505,7 @@ void Replay::Start(const core::StartDecision& d) {
   allocated_milli_ += milli;
   queue_milli_[s.queue] += milli;
   s.run_start = now_;
+  s.work_start = ready;
   s.slow = s.sensitivity == nullptr
                ? 1.0
                : s.sensitivity->At(core::SpanOf(*snapshot_.idle_state, d.tasks).span);
@@ -492,9 +519,9 @@ void Replay::Start(const core::StartDecision& d) {
   snapshot_.running.push_back(std::move(running));
   running_ids_.push_back(j);
   JobRecord& r = result_.jobs[j];
-  if (!r.first_start) r.first_start = now_;
+  if (!r.first_start) r.first_start = ready;
   r.slowdown = s.slow;
-  Push(now_ + RunTime(s.remaining, s.slow), EventKind::kCompletion, j, s.generation);
+  Push(ready + RunTime(s.remaining, s.slow), EventKind::kCompletion, j, s.generation);
 }
 
 void Replay::Complete(uint32_t j) {
@@ -514,7 +541,7 @@ void Replay::Kill(uint32_t j, bool node_failed) {
   core::Job job = std::move(snapshot_.running[pos].job);
   const int64_t milli = s.held_milli;
   RemoveRunning(j);
-  const int64_t ran = now_ - s.run_start;
+  const int64_t ran = std::max<int64_t>(0, now_ - s.work_start);
   const int64_t interval = options_.checkpoint_interval.count();
   // Wall time up to the last checkpoint, and the work it did at this run's speed. The run has
   // not finished, so that work is less than what remains.
@@ -547,7 +574,7 @@ void Replay::Cycle() {
   for (size_t i = 0; i < snapshot_.running.size(); ++i) {
     const SimJob& s = jobs_[running_ids_[i]];
     core::Job& job = snapshot_.running[i].job;
-    const int64_t ran = now_ - s.run_start;
+    const int64_t ran = std::max<int64_t>(0, now_ - s.work_start);
     job.attained_service_gpu_seconds = s.attained + s.held_milli * ran / core::kGpuMilli;
     job.progress_since_checkpoint = core::Duration(interval > 0 ? ran % interval : ran);
     job.remaining_duration =
@@ -647,6 +674,15 @@ core::Result<ReplayResult> Replay::Run() {
         case EventKind::kRepair:
           Repair(e.job);
           break;
+        case EventKind::kBooted:
+          ScaleDownAt(power_.Booted(e.job, now_));
+          break;
+        case EventKind::kScaleDown:
+          if (scale_down_at_ == t) {
+            scale_down_at_ = INT64_MAX;
+            ScaleDownAt(power_.ScaleDown(now_));
+          }
+          break;
         case EventKind::kWake:
           // A wake that an earlier one replaced is stale: the cycle that replaced it set
           // the next one.
@@ -682,6 +718,7 @@ core::Result<ReplayResult> Replay::Run() {
   result_.end_time = now_;
   for (uint32_t j : running_ids_) RecordUsage(j);
   if (options_.record_usage) result_.pools = options_.pools;
+  result_.capacity = power_.capacity();
   if (!pending_.empty()) {
     snapshot_.now = core::FromSeconds(now_);
     core::Result<core::CycleResult> last = scheduler_.RunCycle(snapshot_, pending_, options_.seed);

@@ -33,7 +33,11 @@
 // `repair_time`, then runs again with a fresh up-time. A failure kills the jobs with a task on
 // the node at once (no grace period): like a preemption their work since the last checkpoint
 // is lost and they are requeued whole, but it is counted apart (failures, not preemptions).
-// Events at one instant: completions, ends of grace periods, failures, repairs, arrivals.
+// Events at one instant: completions, ends of grace periods, failures, repairs, boots done,
+// scale-down checks, arrivals.
+//
+// Autoscaled pools (`scaling`, node_power.h): a start on Node::off nodes boots them; the job
+// holds its resources from the start and begins its work when its last node has joined.
 //   kInfeasible      the job can never run on this cluster; it is dropped and reported.
 //
 // Fair-share history: with the `drf` order the replay keeps each queue's GPU usage, decayed
@@ -58,6 +62,7 @@
 #include "core/model/result.h"
 #include "core/plugins/score/fragmentation.h"
 #include "core/sched/profile.h"
+#include "sim/node_power.h"
 #include "sim/placement_sensitivity.h"
 #include "sim/trace.h"
 
@@ -103,6 +108,11 @@ struct ReplayOptions {
   // (a simulated job keeps its GPUs busy); a record's used time is its allocated time.
   bool record_usage = false;
   core::PoolTermsByName pools;
+  // Autoscaled pools (core/autoscale/pool_scaling.h): their nodes marked Node::off boot for
+  // boot_time when a cycle places a task there (the job's work begins once all its nodes
+  // are up; its queueing delay includes the wait) and are powered off by
+  // core::PlanScaleDown once idle.
+  core::PoolScalingByName scaling;
   // Called every few thousand events with (virtual seconds, jobs finished or dropped, jobs).
   std::function<void(int64_t, int64_t, int64_t)> progress;
 };
@@ -169,8 +179,9 @@ struct ReplayResult {
   // With record_usage: one per run and pool, in the order runs ended (virtual seconds; runs
   // still going when the replay ended end at end_time). A job's attempt counts its runs.
   std::vector<core::UsageRecord> usage;
-  core::PoolTermsByName pools;  // the terms the usage was recorded under (options.pools)
-  std::vector<TimePoint> series;  // every sample_interval from 0
+  core::PoolTermsByName pools;         // the terms the usage was recorded under (options.pools)
+  std::vector<PoolCapacity> capacity;  // each autoscaled pool's nodes over the replay
+  std::vector<TimePoint> series;       // every sample_interval from 0
   int64_t sample_interval = 1;
 };
 

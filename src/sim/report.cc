@@ -206,6 +206,7 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& s) {
       {"failure_lost_gpu_hours", s.failure_lost_gpu_hours},
       {"reservations", s.reservations},
       {"cycles", s.cycles},
+      {"capacity", CapacityJson(result)},
       {"series",
        {{"interval_s", result.sample_interval},
         {"columns",
@@ -213,6 +214,27 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& s) {
           "fragmented_gpus"}},
         {"rows", std::move(series)}}},
   };
+}
+
+nlohmann::json CapacityJson(const ReplayResult& result) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const PoolCapacity& c : result.capacity) {
+    const double on_hours = static_cast<double>(c.on_gpu_seconds) / 3600.0;
+    const double allocated_hours =
+        static_cast<double>(c.allocated_gpu_milli_seconds) / core::kMilliGpuSecondsPerGpuHour;
+    const double cost = on_hours * static_cast<double>(c.price_micro_per_gpu_hour) / 1e6;
+    out.push_back({{"pool", c.pool},
+                   {"min", c.min},
+                   {"max", c.max},
+                   {"boots", c.boots},
+                   {"powerOffs", c.power_offs},
+                   {"peakOnNodes", c.peak_on_nodes},
+                   {"onGpuHours", on_hours},
+                   {"allocatedGpuHours", allocated_hours},
+                   {"idleGpuHours", on_hours - allocated_hours},
+                   {"cost", cost}});
+  }
+  return out;
 }
 
 nlohmann::json FillJson(const FillResult& r) {

@@ -77,6 +77,9 @@ ReplaySummary Summarise(const ReplayResult& result);
 
 nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& summary);
 nlohmann::json FillJson(const FillResult& result);
+// Each autoscaled pool over the replay: boots, power-offs, peak nodes on, GPU-hours on,
+// allocated and idle, and what the hours on cost at the pool's price ([] without scaling).
+nlohmann::json CapacityJson(const ReplayResult& result);
 
 // id,name,queue,gpus,tasks,submit,first_start,end,jct,queueing_delay,duration,preemptions,
 // failures,lost_gpu_seconds,outcome,reason,slowdown (empty cells for unknown values).

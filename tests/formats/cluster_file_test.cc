@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "formats/test_files.h"
 
@@ -146,6 +148,33 @@ TEST(ClusterFileTest, PoolsCarryTheirTerms) {
   EXPECT_EQ(f.pools.at("onprem"), core::PoolTerms{});
 }
 
+TEST(ClusterFileTest, AnAutoscaledPoolHasAllItsNodesThoseBeyondCountOff) {
+  ClusterFile f = MustParse(R"(pools:
+  - {name: fixed, count: 1, gpus: 8, model: H100-80GB, cpu: 224, memory: 2Ti}
+  - {name: cloud, min: 1, max: 3, bootTime: 3m, idleTime: 20m, keepIdle: 1, gpus: 8,
+     model: H100-80GB, cpu: 224, memory: 2Ti, price: 2.49}
+  - {name: burst, count: 1, max: 2, gpus: 8, model: H100-80GB, cpu: 224, memory: 2Ti}
+)");
+  ASSERT_EQ(f.snapshot.nodes.size(), 6u);
+  std::vector<std::pair<std::string, bool>> off;
+  for (const core::Node& n : f.snapshot.nodes) off.emplace_back(n.name, n.off);
+  EXPECT_EQ(off, (std::vector<std::pair<std::string, bool>>{{"fixed-0", false},
+                                                            {"cloud-0", false},
+                                                            {"cloud-1", true},
+                                                            {"cloud-2", true},
+                                                            {"burst-0", false},
+                                                            {"burst-1", true}}));
+  EXPECT_EQ(f.snapshot.nodes[2].gpu_hour_price_micro, 2'490'000);
+  EXPECT_FALSE(f.scaling.contains("fixed"));
+  EXPECT_EQ(f.scaling.at("cloud"), (core::PoolScaling{.min = 1,
+                                                      .max = 3,
+                                                      .boot_time = core::Duration(180),
+                                                      .idle_time = core::Duration(1200),
+                                                      .keep_idle = 1}));
+  EXPECT_EQ(f.scaling.at("burst").min, 0);
+  EXPECT_EQ(f.scaling.at("burst").max, 2);
+}
+
 TEST(ClusterFileTest, GpuMemoryMayBeUnknownForAnonymisedModels) {
   ClusterFile f = MustParse(R"(pools:
   - {name: g2, count: 2, gpus: 8, model: G2, gpuMemory: unknown, cpu: 96, memory: 768Gi}
@@ -209,6 +238,19 @@ INSTANTIATE_TEST_SUITE_P(
                          "memory: 64Gi, spotNotice: 2m}\n",
                          {"cluster.yaml:2:86", "pools[0].spotNotice",
                           "spotNotice is for spot pools; add spot: true"}},
+        MalformedCluster{"AutoscaleMinAboveMax",
+                         "pools:\n  - {name: p, max: 2, min: 3, gpus: 1, model: H100-80GB, cpu: 8, "
+                         "memory: 64Gi}\n",
+                         {"cluster.yaml:2:28", "pools[0].min", "min 3 is more than max 2"}},
+        MalformedCluster{"AutoscaleCountAboveMax",
+                         "pools:\n  - {name: p, max: 2, count: 3, gpus: 1, model: H100-80GB, cpu: "
+                         "8, memory: 64Gi}\n",
+                         {"cluster.yaml:2:30", "pools[0].count", "count 3 is more than max 2"}},
+        MalformedCluster{"AutoscaleBootTimeWithoutMax",
+                         "pools:\n  - {name: p, count: 1, gpus: 1, model: H100-80GB, cpu: 8, "
+                         "memory: 64Gi, bootTime: 3m}\n",
+                         {"cluster.yaml:2:84", "pools[0].bootTime",
+                          "bootTime is for autoscaled pools; add max: (the most nodes)"}},
         MalformedCluster{"PoolDeclaredTwice",
                          "pools:\n  - {name: p, count: 0, gpus: 1, model: H100-80GB, cpu: 8, "
                          "memory: 64Gi}\n  - {name: p, count: 0, gpus: 1, model: H100-80GB, "

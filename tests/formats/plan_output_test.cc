@@ -79,6 +79,32 @@ TEST(PlanOutputTest, JsonNamesTheNodeAndGpusOfEveryStart) {
   EXPECT_EQ(j["summary"]["gpusAllocatedAfter"], 16.0);
 }
 
+TEST(PlanOutputTest, AStartOnAnAutoscaledPoolsOffNodeSaysItBoots) {
+  // One node on with 4 of 8 GPUs busy, and an autoscaled pool of two off nodes: the 4-GPU
+  // job packs onto the node that is on; the 8-GPU job boots the pool's first node.
+  Plan plan = MustPlan({.cluster = {"cluster.yaml", R"(now: 2026-01-01T00:00:00Z
+nodes:
+  - {name: a, gpus: 8, model: H100-80GB, cpu: 64, memory: 512Gi}
+pools:
+  - {name: cloud, max: 2, bootTime: 3m, gpus: 8, model: H100-80GB, cpu: 64, memory: 512Gi}
+running:
+  - {name: busy, startedAt: -1h, gpu: 4, placement: {node: a, gpus: 0-3}}
+)"},
+                        .jobs = {"jobs.yaml", R"(jobs:
+  - {name: big, gpu: 8, priority: 10}
+  - {name: half, gpu: 4, priority: 5}
+)"}});
+  ordered_json j = PlanToJson(plan);
+  ASSERT_EQ(j["starts"].size(), 2u) << j.dump(2);
+  const ordered_json& big = (*FindByJob(j["starts"], "big"))["tasks"][0];
+  EXPECT_EQ(big["node"], "cloud-0");
+  EXPECT_EQ(big["boots"], true);
+  const ordered_json& half = (*FindByJob(j["starts"], "half"))["tasks"][0];
+  EXPECT_EQ(half["node"], "a");
+  EXPECT_FALSE(half.contains("boots"));
+  EXPECT_NE(RenderPlanTable(plan).find("cloud-0 (boots)"), std::string::npos);
+}
+
 TEST(PlanOutputTest, JsonKeysComeInTheDocumentedOrder) {
   ordered_json j = PlanToJson(MustPlan(SmallRequest()));
   std::vector<std::string> keys;

@@ -167,6 +167,79 @@ TEST(ReplayTest, UsageRecordsEachRunInItsPoolWithEnergyAndCost) {
   EXPECT_TRUE(RunReplay(nodes, jobs, options)->usage.empty()) << "records only when asked";
 }
 
+TEST(ReplayTest, AutoscaledNodesBootForJobsAndArePoweredOffWhenIdle) {
+  // Two 4-GPU nodes of pool "cloud", both off; a node takes 120 s to boot and goes off after
+  // 600 idle seconds. J1 (t=0) boots node 0 and runs [120, 220); J2 (t=50) finds node 0 held
+  // and boots node 1, running [170, 270). Node 0 goes off at 820, node 1 at 870; J3 (t=1000)
+  // boots node 0 again and runs [1120, 1220).
+  std::vector<TraceJob> jobs = {Job(1, 0, 4, 100), Job(2, 50, 4, 100), Job(3, 1000, 4, 100)};
+  std::vector<core::Node> nodes = ParseNodeShorthand("2x4xT4").value();
+  for (core::Node& n : nodes) {
+    n.pool = "cloud";
+    n.off = true;
+  }
+  ReplayOptions options{.profile = Fifo("none")};
+  options.scaling["cloud"] = {.min = 0,
+                              .max = 2,
+                              .boot_time = core::Duration(120),
+                              .idle_time = core::Duration(600),
+                              .max_suspend_per_minute = 0};
+  options.pools["cloud"] = {.price_micro_per_gpu_hour = 3'600'000};
+  auto r = RunReplay(nodes, jobs, options);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->jobs[0].first_start, 120);
+  EXPECT_EQ(r->jobs[0].end, 220);
+  EXPECT_EQ(r->jobs[0].QueueingDelay(), 120) << "the boot is part of the wait";
+  EXPECT_EQ(r->jobs[1].first_start, 170);
+  EXPECT_EQ(r->jobs[1].end, 270);
+  EXPECT_EQ(r->jobs[2].first_start, 1120);
+  EXPECT_EQ(r->jobs[2].end, 1220);
+  ASSERT_EQ(r->capacity.size(), 1u);
+  const PoolCapacity& c = r->capacity[0];
+  EXPECT_EQ(c.pool, "cloud");
+  EXPECT_EQ(c.boots, 3);
+  EXPECT_EQ(c.power_offs, 2);
+  EXPECT_EQ(c.peak_on_nodes, 2);
+  // On (booting included): node 0 [0, 820) and [1000, 1220), node 1 [50, 870); 4 GPUs each.
+  EXPECT_EQ(c.on_gpu_seconds, 4 * (820 + 220 + 820));
+  // Held from placement: each job 220 s on 4 GPUs.
+  EXPECT_EQ(c.allocated_gpu_milli_seconds, 3 * 4000 * 220);
+  const nlohmann::json cap = CapacityJson(r.value());
+  EXPECT_NEAR(cap[0]["idleGpuHours"].get<double>(), (7440.0 - 3 * 880) / 3600.0, 1e-9);
+  EXPECT_NEAR(cap[0]["cost"].get<double>(), 7440.0 / 3600.0 * 3.6, 1e-9);
+
+  // The same trace on nodes that are always on: no waits, no capacity report.
+  auto fixed = RunReplay(ParseNodeShorthand("2x4xT4").value(), jobs, {.profile = Fifo("none")});
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_EQ(fixed->jobs[0].first_start, 0);
+  EXPECT_EQ(fixed->jobs[1].first_start, 50);
+  EXPECT_TRUE(fixed->capacity.empty());
+}
+
+TEST(ReplayTest, AMinimumOfNodesStaysOnAndBootingANodeBeatsPreempting) {
+  // min 1: node 0 is on from the start and never goes off; J1 runs there at once. J2 (high
+  // priority, t=10) preempts nothing: it boots node 1 and runs [70, 170).
+  std::vector<TraceJob> jobs = {Job(1, 0, 4, 1000), Job(2, 10, 4, 100, 10)};
+  std::vector<core::Node> nodes = ParseNodeShorthand("2x4xT4").value();
+  for (core::Node& n : nodes) n.pool = "cloud";
+  nodes[1].off = true;
+  core::Profile profile = Fifo("none");
+  profile.order = {.name = "priority"};
+  profile.preemption = {{.name = "priority"}};
+  ReplayOptions options{.profile = profile};
+  options.scaling["cloud"] = {
+      .min = 1, .max = 2, .boot_time = core::Duration(60), .idle_time = core::Duration(100)};
+  auto r = RunReplay(nodes, jobs, options);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->jobs[0].first_start, 0);
+  EXPECT_EQ(r->jobs[0].preemptions, 0) << "a node that boots beats a preemption";
+  EXPECT_EQ(r->jobs[1].first_start, 70);
+  EXPECT_EQ(r->jobs[1].end, 170);
+  EXPECT_EQ(r->capacity[0].boots, 1);
+  EXPECT_EQ(r->capacity[0].power_offs, 1) << "node 1, idle from 170, off at 270";
+  EXPECT_EQ(r->capacity[0].on_gpu_seconds, 4 * 1000 + 4 * (270 - 10));
+}
+
 TEST(ReplayTest, JobsTooBigForTheClusterAreRejectedOrLeftUnfinished) {
   // A task larger than any node is infeasible: rejected at once.
   std::vector<TraceJob> jobs = {Job(1, 0, 16, 10), Job(2, 0, 1, 10)};

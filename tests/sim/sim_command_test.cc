@@ -190,6 +190,35 @@ TEST(SimCommandTest, ClusterAndPolicyFiles) {
   EXPECT_EQ(j["policy"], "priority/best-fit/easy");
 }
 
+TEST(SimCommandTest, AnAutoscaledPoolBootsForTheTraceAndReportsItsCapacity) {
+  // One 4-GPU node, off, booting in 60 s: job 0 (t=0) boots it and runs [60, 160); jobs 1 and 2
+  // wait for it (the pool has no other node) and run from 160, the last until 210.
+  TempDir dir;
+  const std::string jobs = dir.Write("jobs.csv", kJobs);
+  const std::string cluster = dir.Write("cluster.yaml", R"(pools:
+  - {name: cloud, max: 1, bootTime: 1m, idleTime: 10m, gpus: 4, model: T4, cpu: 32,
+     memory: 128Gi, price: 3.60}
+)");
+  Output o = Gangway(dir, "sim run --cluster " + cluster + kFifo + " -o json --trace " + jobs);
+  ASSERT_EQ(o.code, 0) << o.err;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["jobs"]["completed"], 3);
+  EXPECT_EQ(j["end_s"], 210);
+  ASSERT_EQ(j["capacity"].size(), 1u) << j["capacity"];
+  const nlohmann::json& c = j["capacity"][0];
+  EXPECT_EQ(c["pool"], "cloud");
+  EXPECT_EQ(c["boots"], 1);
+  EXPECT_EQ(c["powerOffs"], 0);
+  EXPECT_NEAR(c["onGpuHours"].get<double>(), 4 * 210 / 3600.0, 1e-9);
+  EXPECT_NEAR(c["idleGpuHours"].get<double>(), (4 * 210 - (4 * 160 + 2 * 50 + 2 * 30)) / 3600.0,
+              1e-9);
+  EXPECT_NEAR(c["cost"].get<double>(), 4 * 210 / 3600.0 * 3.6, 1e-9);
+
+  o = Gangway(dir, "sim run --cluster " + cluster + kFifo + " --trace " + jobs);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("autoscaled pools:"), std::string::npos) << o.out;
+}
+
 TEST(SimCommandTest, GenerateWritesATraceAndClusterThatReplay) {
   TempDir dir;
   const std::string data = std::string(GANGWAY_SOURCE_DIR) + "/tests/data/traces/";

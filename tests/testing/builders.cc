@@ -82,6 +82,14 @@ MakeNode& MakeNode::Spot() {
   node_.spot = true;
   return *this;
 }
+MakeNode& MakeNode::Off() {
+  node_.off = true;
+  return *this;
+}
+MakeNode& MakeNode::Price(int64_t micro_per_gpu_hour) {
+  node_.gpu_hour_price_micro = micro_per_gpu_hour;
+  return *this;
+}
 MakeNode& MakeNode::Rack(const std::string& rack) {
   node_.location.rack = rack;
   return *this;

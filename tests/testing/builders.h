@@ -38,6 +38,8 @@ class MakeNode {
   MakeNode& Label(const std::string& key, const std::string& value);
   MakeNode& Pool(const std::string& pool);
   MakeNode& Spot();  // spot capacity
+  MakeNode& Off();   // an autoscaled pool's node that is powered off
+  MakeNode& Price(int64_t micro_per_gpu_hour);
   MakeNode& Rack(const std::string& rack);
   MakeNode& Leaf(const std::string& leaf);
   MakeNode& Spine(const std::string& spine);

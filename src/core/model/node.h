@@ -35,6 +35,13 @@ struct Node {
   // Spot capacity: the provider may take the node back at short notice (its pool's terms).
   // Only tasks whose SpotPolicy allows it land here.
   bool spot = false;
+  // Powered off (an autoscaled pool's capacity that is not up): placing a task here asks for
+  // the node to be booted, and the task starts once it has joined. A cycle places jobs on
+  // nodes that are on first, and boots off nodes only for what fits no node that is on.
+  bool off = false;
+  // What the node's pool charges per GPU-hour, in micro-units: among pools with off nodes
+  // that waste equally, a cycle boots the cheapest.
+  int64_t gpu_hour_price_micro = 0;
   bool cordoned = false;  // no new work; what runs stays
   bool healthy = true;    // unhealthy nodes take no new work
   int64_t cpu_milli = 0;

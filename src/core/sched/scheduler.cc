@@ -54,6 +54,13 @@ class Cycle {
   const std::string& DiagnoseNodes(const Job& job);
   std::string CountFittingNodes(const Job& job, const TaskGroup& hardest);
   const std::vector<FitFailure>& StaticFits(const TaskGroup& group);
+  // Places `job` through the placer on nodes that are on; if it fits none of them for lack of
+  // resources or topology and some pool has off nodes, on nodes that are on plus the off nodes
+  // of the one pool that wastes the fewest GPUs on the nodes it boots, then costs least, then
+  // comes first by name (autoscaling: a gang's new nodes all come from one pool). On failure
+  // `tx` holds what the last try left and the result is that of the try on nodes that are on.
+  PlaceResult PlaceOnOrBoot(Transaction& tx, const Job& job,
+                            const std::function<bool(NodeIndex)>& allowed);
   // When a job the cycle preempts for can start: the longest grace of its victims.
   Instant PreemptionStart(const Job& job) const;
   void Pend(PendingJob pending) {
@@ -93,6 +100,8 @@ class Cycle {
   // CheckStatic of a task request (by AppendGroupSignature) on every node: fixed for the
   // cycle, while diagnoses are recounted after every start.
   std::unordered_map<std::string, std::vector<FitFailure>> static_fits_;
+  // Pools with off nodes that could be booted (Node::off, schedulable), sorted by name.
+  std::vector<std::string_view> off_pools_;
   int considered_ = 0;
   size_t pending_size_;
   Reasons reasons_;
@@ -124,6 +133,14 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
                                        .running = running_,
                                        .reservations = reservations_,
                                        .rng = rng_});
+
+  for (size_t i = 0; i < snap_.nodes.size(); ++i) {
+    if (snap_.nodes[i].off && state_.Schedulable(NodeIndex(static_cast<uint32_t>(i)))) {
+      off_pools_.push_back(snap_.nodes[i].pool);
+    }
+  }
+  std::sort(off_pools_.begin(), off_pools_.end());
+  off_pools_.erase(std::unique(off_pools_.begin(), off_pools_.end()), off_pools_.end());
 
   CycleContext ctx{.snapshot = snap_, .queues = *queues_, .rng = rng_};
   std::vector<const Job*> jobs;
@@ -231,6 +248,59 @@ std::string Cycle::CountFittingNodes(const Job& job, const TaskGroup& hardest) {
   return msg;
 }
 
+PlaceResult Cycle::PlaceOnOrBoot(Transaction& tx, const Job& job,
+                                 const std::function<bool(NodeIndex)>& allowed) {
+  auto place = [&](std::function<bool(NodeIndex)> filter) {
+    return s_.placer_->Place(
+        {.tx = tx, .job = job, .scorer = *s_.scorer_, .allowed = std::move(filter), .rng = rng_});
+  };
+  if (off_pools_.empty()) return place(allowed);
+  const std::vector<Node>& nodes = snap_.nodes;
+  PlaceResult on =
+      place([&](NodeIndex n) { return !nodes[n.value()].off && (!allowed || allowed(n)); });
+  if (on.ok() || (on.code != PendingCode::kResources && on.code != PendingCode::kTopology)) {
+    return on;
+  }
+  tx.RollbackTo(0);
+  auto with_pool = [&](std::string_view pool) {
+    return [&nodes, &allowed, pool](NodeIndex n) {
+      const Node& node = nodes[n.value()];
+      return (!node.off || node.pool == pool) && (!allowed || allowed(n));
+    };
+  };
+  // Each pool's try: GPUs of the booted nodes the job leaves idle, and what they cost an hour.
+  struct Try {
+    int64_t waste = 0;
+    int64_t cost = 0;  // GPUs x micro-units per GPU-hour: far below 2^63 for any real price
+  };
+  std::optional<Try> best;
+  std::string_view best_pool;
+  for (std::string_view pool : off_pools_) {
+    PlaceResult r = place(with_pool(pool));
+    if (r.ok()) {
+      std::map<uint32_t, int64_t> milli_on;  // booted node -> GPU milli the job takes there
+      for (const TaskAllocation& t : r.tasks) {
+        if (!nodes[t.node.value()].off) continue;
+        int64_t& m = milli_on[t.node.value()];
+        for (const GpuAssignment& g : t.gpus) m += g.milli;
+      }
+      Try t;
+      for (const auto& [n, milli] : milli_on) {
+        const auto gpus = static_cast<int64_t>(nodes[n].gpus.size());
+        t.waste += gpus * kGpuMilli - milli;
+        t.cost += gpus * nodes[n].gpu_hour_price_micro;
+      }
+      if (!best || std::tie(t.waste, t.cost) < std::tie(best->waste, best->cost)) {
+        best = t;
+        best_pool = pool;
+      }
+    }
+    tx.RollbackTo(0);
+  }
+  if (!best) return on;
+  return place(with_pool(best_pool));
+}
+
 Instant Cycle::PreemptionStart(const Job& job) const {
   Duration grace{0};
   for (const PreemptDecision& p : result_.preemptions) {
@@ -317,20 +387,10 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
       for (TaskGroup& g : on_spot.groups) {
         if (g.request.spot == SpotPolicy::kPrefer) g.request.spot = SpotPolicy::kRequire;
       }
-      placed = s_.placer_->Place({.tx = tx,
-                                  .job = on_spot,
-                                  .scorer = *s_.scorer_,
-                                  .allowed = reservations_.AllowedFor(job),
-                                  .rng = rng_});
+      placed = PlaceOnOrBoot(tx, on_spot, reservations_.AllowedFor(job));
       if (!placed.ok()) tx.RollbackTo(0);
     }
-    if (!placed.ok()) {
-      placed = s_.placer_->Place({.tx = tx,
-                                  .job = job,
-                                  .scorer = *s_.scorer_,
-                                  .allowed = reservations_.AllowedFor(job),
-                                  .rng = rng_});
-    }
+    if (!placed.ok()) placed = PlaceOnOrBoot(tx, job, reservations_.AllowedFor(job));
     ResourceList exact;
     // Why the exact usage is refused; Never counts as not now here (see Admission::Admit).
     std::optional<std::string> quota;
@@ -347,11 +407,7 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
         tx.RollbackTo(0);
         Job trimmed = job;
         for (TaskGroup& g : trimmed.groups) g.replicas = g.min_replicas;
-        placed = s_.placer_->Place({.tx = tx,
-                                    .job = trimmed,
-                                    .scorer = *s_.scorer_,
-                                    .allowed = reservations_.AllowedFor(job),
-                                    .rng = rng_});
+        placed = PlaceOnOrBoot(tx, trimmed, reservations_.AllowedFor(job));
         quota.reset();
         if (placed.ok()) admit_exact();
       }
