@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -44,6 +45,8 @@ struct ServerFlags {
   std::string listen = "127.0.0.1:8080";
   std::string auth;
   std::string config;
+  std::string resume_program;
+  std::string suspend_program;
   std::string policy;
   std::string checkpoint_root;
   std::vector<std::string> mount_roots;
@@ -502,13 +505,30 @@ void RunServer(const ServerFlags& f) {
     opts.queues = config->snapshot.queues;
     opts.priority_classes = config->priority_classes;
     opts.priority_access = config->priority_access;
-    if (!config->snapshot.nodes.empty()) {
-      Fail(f.config +
-           ": nodes join through `gangway agent`; remove nodes: from the controller's "
-           "configuration, and give its pools count: 0 (agents join one with --pool)");
+    // Nodes join through `gangway agent`; only an autoscaled pool's nodes are known before:
+    // they are off until a job needs them.
+    for (const core::Node& n : config->snapshot.nodes) {
+      if (!config->scaling.contains(n.pool)) {
+        Fail(f.config + ": node " + n.name +
+             ": nodes join through `gangway agent`; remove nodes: from the controller's "
+             "configuration, and give its pools count: 0 (agents join one with --pool), or "
+             "max: for an autoscaled pool");
+      }
+      opts.autoscaled_nodes.push_back(n);
     }
     opts.pools = config->pools;
+    opts.scaling = config->scaling;
   }
+  for (const auto& [flag, program] : {std::pair{"--resume-program", &f.resume_program},
+                                      std::pair{"--suspend-program", &f.suspend_program}}) {
+    if (program->empty()) continue;
+    if (::access(program->c_str(), X_OK) != 0) {
+      Fail(std::string(flag) + " " + *program + ": not an executable file (" +
+           std::strerror(errno) + ")");
+    }
+  }
+  opts.resume_program = f.resume_program;
+  opts.suspend_program = f.suspend_program;
   controller::AuthConfig auth;
   std::filesystem::create_directories(f.data);
   // The database, the join token and client.json (the admin's token under `gangway up`) are
@@ -709,6 +729,13 @@ void AddServerCommand(CLI::App& app) {
                   "Users, tokens and roles, and the agents' join token (YAML); default: an "
                   "admin token and a join token generated under --data")
       ->type_name("FILE");
+  cmd->add_option("--resume-program", f->resume_program,
+                  "Run to boot nodes of an autoscaled pool, a JSON request on its stdin "
+                  "(docs/design/autoscaling.md)")
+      ->type_name("PATH");
+  cmd->add_option("--suspend-program", f->suspend_program,
+                  "Run to power off idle nodes of an autoscaled pool, a JSON request on its stdin")
+      ->type_name("PATH");
   cmd->add_option("--config", f->config, "Queues and priority classes (the cluster file format)")
       ->type_name("FILE");
   cmd->add_option("--policy", f->policy, "Scheduling policy file (gangway plan --list-policies)")

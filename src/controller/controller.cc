@@ -216,11 +216,13 @@ void Controller::Load() {
       }
     }
   }
+  AddAutoscaledNodesLocked();
 }
 
 void Controller::Start() {
   writer_ = std::thread([this] { WriterLoop(); });
   thread_ = std::thread([this] { Loop(); });
+  hook_thread_ = std::thread([this] { HookLoop(); });
 }
 
 void Controller::Stop() {
@@ -235,6 +237,12 @@ void Controller::Stop() {
     for (auto& [name, node] : nodes_) node.channel.Wake();
   }
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard hooks(hook_mu_);
+    hook_stopping_ = true;
+  }
+  hook_wake_.notify_all();
+  if (hook_thread_.joinable()) hook_thread_.join();
   {
     std::lock_guard lock(mu_);
     writer_stopping_ = true;  // after the last cycle: the writer drains what is queued
@@ -330,6 +338,7 @@ void Controller::Loop() {
     try {
       EnforceTimeLimitsLocked();
       CheckNodesLocked();
+      CheckAutoscaleLocked();
       ForgetFinishedJobsLocked();
       // Time alone changes decisions (minimum runtimes expire, reservations come due), so
       // pending work is planned again at least once a second.
@@ -400,7 +409,9 @@ void Controller::MaybeSampleLocked(std::unique_lock<std::mutex>& lock) {
 void Controller::CheckNodesLocked() {
   const auto now = clock_->SteadyNow();
   for (auto& [name, node] : nodes_) {
-    if (!node.record.lost && now - node.last_seen > options_.node_timeout) {
+    // An autoscaled node that is off or booting has no agent yet (CheckAutoscaleLocked).
+    if (!node.record.lost && node.record.power == NodeRecord::Power::kOn &&
+        now - node.last_seen > options_.node_timeout) {
       MarkNodeLostLocked(node);
     }
   }
@@ -490,6 +501,9 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
       if (e.record.lost) continue;
       core::Node n = e.record.node;
       n.cordoned = e.record.draining || e.record.cordoned;
+      // An off node is booted by a start on it, unless its pool is held back.
+      n.off = e.record.power == NodeRecord::Power::kOff;
+      if (n.off && !PoolMayBootLocked(n.pool)) n.cordoned = true;
       nodes.push_back(std::move(n));
     }
     driver_->SetNodes(nodes_version_, std::move(nodes), index_.active());
@@ -605,10 +619,12 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
     for (const std::string& n : node_names) where += (where.empty() ? "" : ", ") + n;
     EventLocked(job->id, "scheduled",
                 "attempt " + std::to_string(job->attempt) + " placed on " + where);
+    BootNodesOfStartLocked(*job);
     OpenUsageLocked(*job);
     SaveJobLocked(*job);
     for (TaskRecord& t : job->tasks) LaunchLocked(*job, t);
   }
+  FlushBootRequestsLocked();
   const auto micros = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(clock_->SteadyNow() - t0).count());
   metrics.cycles++;

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -41,6 +42,7 @@
 #include "controller/state_store.h"
 #include "controller/views.h"
 #include "core/accounting/usage.h"
+#include "core/autoscale/pool_scaling.h"
 #include "core/model/queue.h"
 #include "core/model/result.h"
 #include "core/sched/profile.h"
@@ -163,6 +165,20 @@ struct ControllerOptions {
   // Node pools' terms (price per GPU-hour, spot) by name, for costs and `gangway report`;
   // a node is in the pool its agent names (gangway agent --pool).
   core::PoolTermsByName pools;
+  // Autoscaled pools (a configuration's pools with max:; core/autoscale/pool_scaling.h) and
+  // every node they may have, as their templates make it. Such a node that no agent has
+  // registered is off: a cycle may place work on it, which runs `resume_program` for it; an
+  // idle one is powered off through `suspend_program` (controller_autoscale.cc).
+  core::PoolScalingByName scaling;
+  std::vector<core::Node> autoscaled_nodes;
+  // Programs run with one JSON request on stdin (Slurm's ResumeProgram and SuspendProgram):
+  // {"requestId", "action": "resume"|"suspend", "pool", "count", "nodes": [...], "jobs": [...],
+  // "deadline"}. A resume succeeds when the named nodes' agents register by the deadline; a
+  // program that exits non-zero fails at once. Empty: nodes are booted by hand.
+  std::string resume_program;
+  std::string suspend_program;
+  // Tests: runs a hook instead of spawning the program; returns its exit status.
+  std::function<int(const std::string& program, const std::string& request)> run_hook;
   std::map<std::string, int32_t> priority_classes;
   // Who may use which class (formats::PriorityClassAccess); a class not listed is open to all.
   // Only admins give a job a priority number above 0.
@@ -235,6 +251,10 @@ struct Metrics {
   // due then has been acted on.
   std::atomic<uint64_t> scheduler_passes{0};
   std::atomic<int64_t> polls_waiting{0};  // agents' commands polls waiting for news now
+  // Autoscaled pools: resume requests made, boots that failed, nodes powered off.
+  std::atomic<uint64_t> boot_requests{0};
+  std::atomic<uint64_t> boot_failures{0};
+  std::atomic<uint64_t> power_offs{0};
 };
 
 class Controller {
@@ -374,6 +394,9 @@ class Controller {
     // that report came, for MeasureUsageLocked.
     std::vector<int64_t> energy_millijoules;
     std::chrono::steady_clock::time_point sampled_at{};
+    // Not persisted: an autoscaled node that is on and holds no task has since then (unix
+    // seconds; 0 = busy or not known yet), for scale-down.
+    int64_t idle_since = 0;
   };
   static constexpr std::chrono::seconds kFollowWindow{15};
   // The logIntervalMs an agent is told in each answer: 0 (its own pace) while followed.
@@ -568,6 +591,45 @@ class Controller {
   uint64_t nodes_version_ = 1;
   uint64_t shrink_version_ = 1;
   std::thread thread_;
+
+  // --- autoscaled pools (controller_autoscale.cc) ---
+  // Adds the autoscaled nodes no store entry knows, off. In Load, under mu_.
+  void AddAutoscaledNodesLocked();
+  // Boots the off nodes a start placed `job` on (a resume request per pool gathers in
+  // boot_requests_ until FlushBootRequestsLocked) and says what the job waits for.
+  void BootNodesOfStartLocked(JobRecord& job);
+  void FlushBootRequestsLocked();
+  // Scheduling thread: boots that ran out of time fail (their jobs requeued, the pool held
+  // back for a boot timeout), back-offs end, and idle nodes are powered off
+  // (core::PlanScaleDown) through the suspend program.
+  void CheckAutoscaleLocked();
+  // A node's boot failed: off again, its jobs requeued as preempted, its pool not booted for
+  // a boot timeout so that the next cycle tries another.
+  void FailBootLocked(NodeEntry& node, const std::string& why);
+  // Whether a cycle may boot the pool's off nodes now (not backed off after a failed boot).
+  bool PoolMayBootLocked(std::string_view pool) const;
+  const core::PoolScaling* ScalingOf(std::string_view pool) const;
+  // Runs hooks one after the other, outside mu_ (hook_mu_ guards the queue; it is taken
+  // after mu_, never before).
+  struct HookCall {
+    std::string program;
+    nlohmann::json request;
+  };
+  void HookLoop();
+  int RunHook(const std::string& program, const std::string& request);
+  struct BootRequest {
+    std::vector<std::string> nodes;
+    std::set<uint64_t> jobs;
+  };
+  std::map<std::string, BootRequest, std::less<>> boot_requests_;              // by pool; mu_
+  std::map<std::string, int64_t, std::less<>> pool_backoff_until_;             // unix seconds; mu_
+  std::map<std::string, std::vector<core::Instant>, std::less<>> power_offs_;  // mu_
+  uint64_t next_hook_request_ = 1;                                             // mu_
+  std::mutex hook_mu_;
+  std::condition_variable hook_wake_;
+  std::deque<HookCall> hook_calls_;  // hook_mu_
+  bool hook_stopping_ = false;       // hook_mu_
+  std::thread hook_thread_;
 
  public:
   Metrics metrics;

@@ -183,6 +183,21 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
     }
     rec.draining = e.record.draining;
     rec.cordoned = e.record.cordoned;
+    // An autoscaled node's agent: the node is on (rec.power's default).
+    const bool was_booting = e.record.power == NodeRecord::Power::kBooting;
+    const bool was_off = e.record.power == NodeRecord::Power::kOff;
+    if (was_booting) {
+      const core::PoolScaling* s = ScalingOf(e.record.node.pool);
+      const int64_t asked_at = e.record.boot_deadline - (s ? s->BootTimeout().count() : 0);
+      EventLocked(0, "node-booted",
+                  "node " + rec.node.name + " of pool " + e.record.node.pool + " joined " +
+                      std::to_string(std::max<int64_t>(0, rec.registered_at - asked_at)) +
+                      " s after it was asked for");
+    } else if (was_off) {
+      EventLocked(0, "node-booted",
+                  "node " + rec.node.name + " of pool " + e.record.node.pool +
+                      " joined without being booted by gangway");
+    }
     // A node no cycle plans with (new, or lost) only adds capacity by registering. Agents
     // register again after a restart of theirs or of the controller's, all at once in the
     // latter case, mostly with the same inventory.
@@ -273,6 +288,12 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
   }
   NodeEntry& node = nit->second;
   node.last_seen = clock_->SteadyNow();
+  if (node.record.power == NodeRecord::Power::kBooting) {
+    // Booted again while its agent still ran (no suspend program powered it off).
+    node.record.power = NodeRecord::Power::kOn;
+    SaveNodeLocked(node.record, NodeChange::kGrows);
+    EventLocked(0, "node-booted", "node " + node.record.node.name + " reports again: it is on");
+  }
   // An agent sends reports from two threads (its heartbeat with its commands poll), so one
   // may overtake another. An older one still brings exits, output and starts, but what it
   // does not list is no evidence that a task is gone.
@@ -415,6 +436,10 @@ bool Controller::TakeTaskStatusLocked(NodeEntry& node, const protocol::TaskStatu
           job->state == JobState::kScheduled) {
         job->state = JobState::kRunning;
         job->started_at = Now();
+        if (job->boot_wait) {  // its nodes have joined: the wait is over
+          job->message.clear();
+          job->boot_wait = false;
+        }
         EventLocked(job->id, "running",
                     "all " + std::to_string(job->tasks.size()) + " tasks started");
       }

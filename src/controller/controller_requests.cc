@@ -645,10 +645,12 @@ std::string Controller::MetricsText() {
       f.pending_by_queue.emplace_back(q.name, index_.PendingInQueue(q.name));
     }
     for (const auto& [name, e] : nodes_) {
-      f.nodes_by_state[e.record.lost                              ? "lost"
-                       : (e.record.draining || e.record.cordoned) ? "cordoned"
-                                                                  : "ready"]++;
-      if (e.record.lost) continue;
+      f.nodes_by_state[e.record.power == NodeRecord::Power::kOff       ? "off"
+                       : e.record.power == NodeRecord::Power::kBooting ? "booting"
+                       : e.record.lost                                 ? "lost"
+                       : (e.record.draining || e.record.cordoned)      ? "cordoned"
+                                                                       : "ready"]++;
+      if (e.record.lost || e.record.power != NodeRecord::Power::kOn) continue;
       for (const auto& g : e.record.node.gpus) f.gpus[g.model].first += core::kGpuMilli;
     }
     for (const auto& [model, milli] : index_.allocated_by_model()) f.gpus[model].second += milli;
@@ -659,6 +661,9 @@ std::string Controller::MetricsText() {
   f.last_cycle_micros = metrics.last_cycle_micros.load();
   f.starts = metrics.starts.load();
   f.preemptions = metrics.preemptions.load();
+  f.boot_requests = metrics.boot_requests.load();
+  f.boot_failures = metrics.boot_failures.load();
+  f.power_offs = metrics.power_offs.load();
   f.submitted = metrics.submitted.load();
   f.reports = metrics.reports.load();
   f.polls_waiting = metrics.polls_waiting.load();

@@ -491,8 +491,8 @@ void HttpApi::Routes() {
           if (!limit) return;
           std::set<std::string> states;
           if (req.has_param("state")) {
-            static const std::set<std::string> kStates = {"ready", "cordoned", "draining",
-                                                          "drained", "lost"};
+            static const std::set<std::string> kStates = {
+                "ready", "cordoned", "draining", "drained", "lost", "off", "booting"};
             std::stringstream list(req.get_param_value("state"));
             for (std::string s; std::getline(list, s, ',');) {
               if (s.empty()) continue;
@@ -500,7 +500,7 @@ void HttpApi::Routes() {
                 SendError(res, {400, "bad_request",
                                 "state: '" + s +
                                     "' is not a node state (ready, cordoned, draining, drained, "
-                                    "lost)",
+                                    "lost, off, booting)",
                                 "state", json::array()});
                 return;
               }

@@ -254,7 +254,21 @@ json NodeDoc(const NodeRecord& n) {
           {"agentId", n.agent_id},
           {"tokenDigest", n.token_digest},
           {"registeredAt", n.registered_at},
-          {"lastReport", n.last_report}};
+          {"lastReport", n.last_report},
+          {"power", PowerName(n.power)},
+          {"bootDeadline", n.boot_deadline}};
+}
+
+std::string_view PowerName(NodeRecord::Power power) {
+  switch (power) {
+    case NodeRecord::Power::kOn:
+      return "on";
+    case NodeRecord::Power::kOff:
+      return "off";
+    case NodeRecord::Power::kBooting:
+      return "booting";
+  }
+  return "on";
 }
 
 std::optional<NodeRecord> NodeFromDoc(const json& doc) {
@@ -282,6 +296,13 @@ std::optional<NodeRecord> NodeFromDoc(const json& doc) {
     n.token_digest = doc.value("tokenDigest", std::string());
     n.registered_at = doc.at("registeredAt").get<int64_t>();
     n.last_report = doc.at("lastReport").get<int64_t>();
+    // Absent in nodes saved before autoscaling: on.
+    const std::string power = doc.value("power", std::string("on"));
+    n.power = power == "off"       ? NodeRecord::Power::kOff
+              : power == "booting" ? NodeRecord::Power::kBooting
+                                   : NodeRecord::Power::kOn;
+    n.node.off = n.power == NodeRecord::Power::kOff;
+    n.boot_deadline = doc.value("bootDeadline", int64_t{0});
     n.gpu_status.resize(n.node.gpus.size());
     return n;
   } catch (const json::exception&) {

@@ -89,6 +89,8 @@ struct JobRecord {
   int64_t finished_at = 0;
   std::optional<int> exit_code;
   std::string message;
+  // Not persisted: `message` says what nodes the job waits for to boot (cleared once it runs).
+  bool boot_wait = false;
   int master_port = 0;
   std::vector<TaskRecord> tasks;  // of the current attempt
   // What each attempt held, per pool (core/accounting/usage.h): opened when an attempt is
@@ -136,7 +138,14 @@ struct NodeRecord {
   int64_t registered_at = 0;
   int64_t last_report = 0;  // unix seconds
   std::vector<GpuStatus> gpu_status;
+  // A node of an autoscaled pool (core/autoscale/pool_scaling.h) is kOff until a cycle places
+  // work on it, kBooting from then (its resume hook has been run) until its agent registers,
+  // then kOn until it is powered off again. Every other node is kOn.
+  enum class Power : uint8_t { kOn, kOff, kBooting };
+  Power power = Power::kOn;
+  int64_t boot_deadline = 0;  // kBooting: unix seconds by which its agent must register
 };
+std::string_view PowerName(NodeRecord::Power power);
 
 // A GPU as stored and shown: index, model, memoryBytes, uuid, domain, migEnabled, healthy.
 nlohmann::json GpuDoc(const core::GpuDevice& gpu);

@@ -115,6 +115,8 @@ json JobView(const JobRecord& j, const std::vector<StoredEvent>* detail) {
 }
 
 std::string NodeState(const NodeRecord& n, bool busy) {
+  if (n.power == NodeRecord::Power::kOff) return "off";
+  if (n.power == NodeRecord::Power::kBooting) return "booting";
   if (n.lost) return "lost";
   if (n.draining) return busy ? "draining" : "drained";
   if (n.cordoned) return "cordoned";
@@ -278,7 +280,7 @@ std::string MetricsText(const MetricsFacts& f,
       << static_cast<double>(tot.first - tot.second) / 1000.0 << "\n";
   }
   o << "# HELP gangway_nodes Nodes by state.\n# TYPE gangway_nodes gauge\n";
-  for (const char* s : {"ready", "cordoned", "lost"}) {
+  for (const char* s : {"ready", "cordoned", "lost", "off", "booting"}) {
     auto it = f.nodes_by_state.find(s);
     o << "gangway_nodes{state=\"" << s << "\"} " << (it == f.nodes_by_state.end() ? 0 : it->second)
       << "\n";
@@ -311,7 +313,13 @@ std::string MetricsText(const MetricsFacts& f,
     << "gangway_agent_reports_total " << f.reports << "\n"
     << "# HELP gangway_agent_polls_waiting Agents' commands polls waiting for a command now.\n"
        "# TYPE gangway_agent_polls_waiting gauge\n"
-    << "gangway_agent_polls_waiting " << f.polls_waiting << "\n";
+    << "gangway_agent_polls_waiting " << f.polls_waiting << "\n"
+    << "# HELP gangway_autoscale_events_total Autoscaled pools: resume requests, boots that "
+       "failed, nodes powered off.\n"
+       "# TYPE gangway_autoscale_events_total counter\n"
+    << "gangway_autoscale_events_total{event=\"resume_request\"} " << f.boot_requests << "\n"
+    << "gangway_autoscale_events_total{event=\"boot_failure\"} " << f.boot_failures << "\n"
+    << "gangway_autoscale_events_total{event=\"power_off\"} " << f.power_offs << "\n";
   return o.str();
 }
 

@@ -61,6 +61,9 @@ struct MetricsFacts {
   uint64_t last_cycle_micros = 0;
   uint64_t starts = 0;
   uint64_t preemptions = 0;
+  uint64_t boot_requests = 0;  // autoscaled pools: resume requests, failed boots, power-offs
+  uint64_t boot_failures = 0;
+  uint64_t power_offs = 0;
   uint64_t submitted = 0;
   uint64_t reports = 0;
   int64_t polls_waiting = 0;
