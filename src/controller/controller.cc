@@ -488,6 +488,12 @@ void Controller::MarkNodeLostLocked(NodeEntry& node) {
       SettleLocked(job);
     }
   }
+  if (ScalingOf(node.record.node.pool) != nullptr) {
+    // An autoscaled pool's machine that is gone (a spot reclaim, a crash) is off: the pool may
+    // boot it again, and the suspend program cleans up what is left of it.
+    PowerOffLocked(node);
+    SuspendLocked(node.record.node.pool, {node.record.node.name}, "lost");
+  }
   dirty_ = true;
 }
 

@@ -606,6 +606,12 @@ class Controller {
   // A node's boot failed: off again, its jobs requeued as preempted, its pool not booted for
   // a boot timeout so that the next cycle tries another.
   void FailBootLocked(NodeEntry& node, const std::string& why);
+  // Marks the node off: its commands dropped, its credential revoked (its agent's next
+  // request is refused; the next boot's agent joins with the join token).
+  void PowerOffLocked(NodeEntry& node);
+  // Queues the suspend program for `names` of `pool` (nothing without one).
+  void SuspendLocked(const std::string& pool, const std::vector<std::string>& names,
+                     const std::string& reason);
   // Whether a cycle may boot the pool's off nodes now (not backed off after a failed boot).
   bool PoolMayBootLocked(std::string_view pool) const;
   const core::PoolScaling* ScalingOf(std::string_view pool) const;

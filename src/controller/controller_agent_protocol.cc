@@ -155,6 +155,15 @@ Outcome<json> Controller::Register(const json& body, const AgentCredential& who)
     std::unique_lock lock(mu_);
     NodeEntry& e = nodes_[rec.node.name];
     const bool known = e.record.registered_at != 0;
+    if (e.record.power != NodeRecord::Power::kOn && !e.record.agent_id.empty() &&
+        e.record.agent_id == message.agent_id) {
+      // The agent of the machine that was powered off, not yet gone: the node's next agent
+      // is the one its resume program starts.
+      return Error(409, "conflict",
+                   "node.name: node '" + rec.node.name + "' was powered off while agent " +
+                       message.agent_id + " ran it; that agent must stop",
+                   "node.name");
+    }
     if (owner) {
       // Checked again under the lock: another agent may have taken the lost node meanwhile.
       if (!SameToken(e.record.token_digest, TokenDigest(who.token))) {
@@ -288,12 +297,6 @@ Outcome<json> Controller::ReportThenPoll(std::string_view node_name, const json&
   }
   NodeEntry& node = nit->second;
   node.last_seen = clock_->SteadyNow();
-  if (node.record.power == NodeRecord::Power::kBooting) {
-    // Booted again while its agent still ran (no suspend program powered it off).
-    node.record.power = NodeRecord::Power::kOn;
-    SaveNodeLocked(node.record, NodeChange::kGrows);
-    EventLocked(0, "node-booted", "node " + node.record.node.name + " reports again: it is on");
-  }
   // An agent sends reports from two threads (its heartbeat with its commands poll), so one
   // may overtake another. An older one still brings exits, output and starts, but what it
   // does not list is no evidence that a task is gone.

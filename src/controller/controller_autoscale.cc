@@ -143,15 +143,46 @@ void Controller::FlushBootRequestsLocked() {
   boot_requests_.clear();
 }
 
-void Controller::FailBootLocked(NodeEntry& node, const std::string& why) {
+void Controller::PowerOffLocked(NodeEntry& node) {
   NodeRecord& r = node.record;
   r.power = Power::kOff;
   r.node.off = true;
+  r.lost = false;
   r.boot_deadline = 0;
   node.channel.Clear();
+  node.idle_since = 0;
+  // The machine's credential goes with it: a late request of its agent is refused, and the
+  // agent of the next boot joins with the join token. r.agent_id stays, so that the old agent
+  // cannot register the node again (Register).
+  {
+    std::unique_lock tokens(tokens_mu_);
+    node_by_digest_.erase(r.token_digest);
+    digest_by_node_[r.node.name] = "";
+  }
+  r.token_digest.clear();
+  SaveNodeLocked(r, NodeChange::kMayShrink);
+}
+
+void Controller::SuspendLocked(const std::string& pool, const std::vector<std::string>& names,
+                               const std::string& reason) {
+  if (options_.suspend_program.empty() || names.empty()) return;
+  std::lock_guard hooks(hook_mu_);
+  hook_calls_.push_back(
+      {.program = options_.suspend_program,
+       .request = {{"requestId", "suspend-" + std::to_string(next_hook_request_++)},
+                   {"action", "suspend"},
+                   {"pool", pool},
+                   {"count", names.size()},
+                   {"nodes", names},
+                   {"reason", reason}}});
+  hook_wake_.notify_one();
+}
+
+void Controller::FailBootLocked(NodeEntry& node, const std::string& why) {
+  NodeRecord& r = node.record;
+  PowerOffLocked(node);
   const core::PoolScaling* s = ScalingOf(r.node.pool);
   pool_backoff_until_[r.node.pool] = Now() + (s ? s->BootTimeout().count() : 600);
-  SaveNodeLocked(r, NodeChange::kMayShrink);
   EventLocked(0, "node-boot-failed",
               why + "; pool " + r.node.pool + " is not booted again before " +
                   FormatTime(pool_backoff_until_[r.node.pool]));
@@ -172,19 +203,8 @@ void Controller::FailBootLocked(NodeEntry& node, const std::string& why) {
       StopTasksLocked(job, JobState::kPending, 0, why + "; requeued");
     }
   }
-  if (!options_.suspend_program.empty()) {
-    // The provider may have half-made the machine: let the suspend program clean it up.
-    std::lock_guard hooks(hook_mu_);
-    hook_calls_.push_back(
-        {.program = options_.suspend_program,
-         .request = {{"requestId", "suspend-" + std::to_string(next_hook_request_++)},
-                     {"action", "suspend"},
-                     {"pool", r.node.pool},
-                     {"count", 1},
-                     {"nodes", json::array({r.node.name})},
-                     {"reason", "boot failed"}}});
-    hook_wake_.notify_one();
-  }
+  // The provider may have half-made the machine: let the suspend program clean it up.
+  SuspendLocked(r.node.pool, {r.node.name}, "boot failed");
   dirty_ = true;
 }
 
@@ -223,17 +243,15 @@ void Controller::CheckAutoscaleLocked() {
                        .idle_since = core::FromSeconds(e.idle_since)});
     entries.push_back(&e);
   }
+  // Without a suspend program nothing powers a node off: idle nodes stay on.
+  if (options_.suspend_program.empty()) return;
   const core::Instant at = core::FromSeconds(now);
   const core::ScaleDownPlan plan = core::PlanScaleDown(options_.scaling, powered, power_offs_, at);
   std::map<std::string, std::vector<std::string>> off_by_pool;
   for (core::NodeIndex i : plan.power_off) {
     NodeEntry& e = *entries[i.value()];
     NodeRecord& r = e.record;
-    r.power = Power::kOff;
-    r.node.off = true;
-    e.channel.Clear();
-    e.idle_since = 0;
-    SaveNodeLocked(r, NodeChange::kMayShrink);
+    PowerOffLocked(e);
     off_by_pool[r.node.pool].push_back(r.node.name);
     std::vector<core::Instant>& recent = power_offs_[r.node.pool];
     std::erase_if(recent, [&](core::Instant t) { return t <= at - core::Duration(60); });
@@ -241,24 +259,13 @@ void Controller::CheckAutoscaleLocked() {
     metrics.power_offs++;
   }
   for (auto& [pool, names] : off_by_pool) {
-    const std::string id = "suspend-" + std::to_string(next_hook_request_++);
     std::string list;
     for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
     const core::PoolScaling& s = *ScalingOf(pool);
     EventLocked(0, "nodes-powered-off",
                 "powered off " + std::to_string(names.size()) + " idle nodes of pool " + pool +
-                    " (" + list + ") after " + formats::FormatDuration(s.idle_time) + ", " + id);
-    if (!options_.suspend_program.empty()) {
-      std::lock_guard hooks(hook_mu_);
-      hook_calls_.push_back({.program = options_.suspend_program,
-                             .request = {{"requestId", id},
-                                         {"action", "suspend"},
-                                         {"pool", pool},
-                                         {"count", names.size()},
-                                         {"nodes", names},
-                                         {"reason", "idle"}}});
-      hook_wake_.notify_one();
-    }
+                    " (" + list + ") after " + formats::FormatDuration(s.idle_time) + " idle");
+    SuspendLocked(pool, names, "idle");
   }
 }
 

@@ -193,11 +193,42 @@ TEST_F(AutoscaleTest, AnIdleNodeIsPoweredOffAfterItsIdleTimeAndBootedAgainForThe
   EXPECT_EQ(Hooks()[1]["nodes"], json::array({"cloud-0"}));
   EXPECT_EQ(Hooks()[1]["reason"], "idle");
 
+  // The machine's agent, still there, can neither act for the node nor register it again.
+  EXPECT_NE(c().AuthorizeNode("cloud-0", node_tokens_["cloud-0"]),
+            Controller::NodeAccess::kAllowed);
+  const ApiError again =
+      Err(c().Register(RegisterBody("cloud-0", 4), {.token = "join", .join = true}));
+  EXPECT_EQ(again.status, 409);
+  EXPECT_NE(again.message.find("was powered off"), std::string::npos) << again.message;
+
   // The next job boots it again.
   Submit("name: second\ngpu: 2\ncommand: [train]\n");
   ASSERT_TRUE(Eventually([&] { return Hooks().size() == 3; }));
   EXPECT_EQ(Hooks()[2]["action"], "resume");
   EXPECT_EQ(NodeState("cloud-0"), "booting");
+}
+
+TEST_F(AutoscaleTest, ALostNodeOfAnAutoscaledPoolIsOffAndItsJobBootsItAgain) {
+  ControllerOptions o = Autoscaled({{"cloud", 0}}, 1);
+  o.node_timeout = std::chrono::seconds(30);
+  Start(std::move(o));
+  const uint64_t id = Submit("name: one\ngpu: 4\nrestartPolicy: on-failure\ncommand: [train]\n");
+  ASSERT_TRUE(Eventually([&] { return Hooks().size() == 1; }));
+  Join("cloud-0", "cloud");
+  const json launched = TakeCommands("cloud-0");
+  ASSERT_EQ(launched.size(), 1u);
+  Report("cloud-0", json::array({Running(launched[0]["task"]["taskId"])}));
+  ASSERT_TRUE(WaitState(id, "running"));
+
+  // The machine goes away (a spot reclaim): no report for the node timeout.
+  clock_->Advance(std::chrono::seconds(31));
+  ASSERT_TRUE(Eventually([&] { return Hooks().size() == 3; })) << Hooks().size();
+  EXPECT_EQ(Hooks()[1]["action"], "suspend");
+  EXPECT_EQ(Hooks()[1]["reason"], "lost");
+  EXPECT_EQ(Hooks()[2]["action"], "resume") << "the job, requeued, boots the node again";
+  EXPECT_EQ(Hooks()[2]["nodes"], json::array({"cloud-0"}));
+  EXPECT_EQ(NodeState("cloud-0"), "booting");
+  EXPECT_EQ(Job(id)["attempt"], 1);
 }
 
 }  // namespace
