@@ -7,8 +7,10 @@ namespace gangway::core {
 RunningJobs::RunningJobs(const Snapshot& snapshot, ClusterState& state, size_t max_starts,
                          Load load) {
   started_.reserve(max_starts);
+  // Room for the cycle's starts too: entries never move, so what holds one (a preemption
+  // search's cached candidates) stays valid through Add.
+  entries_.reserve(snapshot.running.size() + max_starts);
   if (load == kAllocated) {
-    entries_.reserve(snapshot.running.size());
     for (const RunningJob& r : snapshot.running) {
       entries_.push_back(
           {&r, r.terminating ? snapshot.now + r.job.checkpoint_grace : r.ExpectedEnd()});

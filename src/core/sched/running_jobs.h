@@ -60,6 +60,8 @@ class RunningJobs {
 
   // Records a job the cycle started at `now` on `tasks`, already allocated, whose usage the
   // caller added to `queue`. Returns its index. Precondition: fewer than max_starts calls.
+  // Entries never move: a reference to one stays valid for the object's life (storage for
+  // max_starts more is reserved up front).
   size_t Add(const Job& job, const std::vector<TaskAllocation>& tasks, Instant now,
              QueueIndex queue, ResourceList usage);
 
