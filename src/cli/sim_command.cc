@@ -72,6 +72,7 @@ struct SimFlags {
   std::string node_mtbf = "0";
   std::string placement_sensitivity;
   std::string repair_time = "1h";
+  std::string spot_mtbf = "0";
   std::string cycle_interval = "0";
   std::string tick = "0";
   std::string sample_interval = "0";
@@ -454,6 +455,7 @@ sim::ReplayOptions ReplaySettings(const SimFlags& f, const Cluster& cluster) {
     o.sensitivity = std::move(model).value();
   }
   o.repair_time = DurationFlag("repair-time", f.repair_time);
+  o.spot_mtbf = DurationFlag("spot-mtbf", f.spot_mtbf);
   o.min_cycle_interval = DurationFlag("cycle-interval", f.cycle_interval);
   o.tick = DurationFlag("tick", f.tick);
   o.sample_interval = DurationFlag("sample-interval", f.sample_interval);
@@ -659,6 +661,13 @@ void PrintReplays(const SimFlags& f, const std::vector<sim::ReplayRun>& runs, do
     cap.Print(std::cout);
   }
   for (const sim::ReplayRun& r : runs) {
+    if (r.summary.spot_interruptions == 0) continue;
+    std::cout << r.policy << " seed " << r.seed << ": " << r.summary.spot_interruptions
+              << " spot nodes taken back after their notice; " << r.summary.preemptions
+              << " preemptions in all, " << Fixed(r.summary.lost_gpu_hours, 1)
+              << " GPU-hours lost\n";
+  }
+  for (const sim::ReplayRun& r : runs) {
     if (r.summary.node_failures == 0) continue;
     std::cout << r.policy << " seed " << r.seed << ": " << r.summary.node_failures
               << " node failures killed " << r.summary.job_failures << " runs, "
@@ -804,7 +813,12 @@ void AddRunFlags(CLI::App* cmd, SimFlags& f) {
   cmd->add_option("--node-mtbf", f.node_mtbf,
                   "Mean up-time of a node between failures, e.g. 30d (0: no failures)")
       ->default_str("0");
-  cmd->add_option("--repair-time", f.repair_time, "How long a failed node stays down")
+  cmd->add_option("--spot-mtbf", f.spot_mtbf,
+                  "Mean time before the provider takes a spot node back, with its pool's "
+                  "spotNotice (0 = never)")
+      ->default_str("0");
+  cmd->add_option("--repair-time", f.repair_time,
+                  "How long a failed node stays down (and a spot node taken back)")
       ->default_str("1h");
   cmd->add_option("--cycle-interval", f.cycle_interval,
                   "Least virtual time between cycles; events in between are batched")

@@ -34,12 +34,15 @@ uint64_t Mix(uint64_t x) {
 // Heap events. Arrivals are not in the heap: they are read in submit order from the trace.
 enum class EventKind : uint8_t {
   kCompletion = 0,
-  kKill = 1,       // end of a preemption grace period
-  kFail = 2,       // a node fails (job = the node's index)
-  kRepair = 3,     // a failed node runs again (job = the node's index)
-  kBooted = 4,     // an autoscaled node has booted (job = the node's index)
-  kScaleDown = 5,  // idle autoscaled nodes may be powered off
-  kWake = 6,       // a deferred or periodic cycle
+  kKill = 1,         // end of a preemption grace period
+  kFail = 2,         // a node fails (job = the node's index)
+  kRepair = 3,       // a failed node runs again (job = the node's index)
+  kBooted = 4,       // an autoscaled node has booted (job = the node's index)
+  kScaleDown = 5,    // idle autoscaled nodes may be powered off
+  kSpotNotice = 6,   // the provider will take a spot node back (job = the node's index)
+  kSpotReclaim = 7,  // ... and now does
+  kSpotReturn = 8,   // ... and gives it back
+  kWake = 9,         // a deferred or periodic cycle
 };
 
 struct Event {
@@ -69,6 +72,7 @@ struct SimJob {
   const Slowdown* sensitivity = nullptr;  // of its job family; null = none
   uint32_t queue = 0;                     // its queue's index in the snapshot
   int32_t runs = 0;                       // runs ended so far (the next run's attempt)
+  bool checkpoints_on_stop = false;       // stopped by a spot notice: saves all its work
 };
 
 // Wall seconds to do `work` seconds of full-speed work at slowdown `slow`, and back.
@@ -113,8 +117,18 @@ class Replay {
   void Kill(uint32_t j, bool node_failed);
   void Fail(uint32_t node);
   void Repair(uint32_t node);
-  // Seconds node `node` stays up from its `k`-th start: exponential with mean node_mtbf.
-  int64_t UpTime(uint32_t node, uint64_t k) const;
+  // Seconds node `node` stays up from its `k`-th start: exponential with mean `mean`
+  // (node_mtbf), drawn with `salt` (one stream per kind of event).
+  int64_t UpTime(uint32_t node, uint64_t k) const {
+    return Draw(node, k, options_.node_mtbf.count(), 0x6661696cULL);
+  }
+  int64_t Draw(uint32_t node, uint64_t k, int64_t mean, uint64_t salt) const;
+  // Spot interruptions (ReplayOptions::spot_mtbf).
+  void ScheduleSpotNotice(uint32_t node);
+  void SpotNotice(uint32_t node);
+  void SpotReclaim(uint32_t node);
+  void SpotReturn(uint32_t node);
+  int64_t SpotNoticeSeconds(uint32_t node) const;
   void NodesChanged();
   // Rebuilds loaded_ from the idle state and the running jobs.
   void LoadRunning();
@@ -182,6 +196,7 @@ class Replay {
   std::vector<double> queue_decayed_;
   std::vector<int64_t> queue_milli_;
   std::vector<uint64_t> node_starts_;  // per node: times it came up (failure draws)
+  std::vector<uint64_t> spot_draws_;   // per node: spot interruptions drawn so far
   NodePower power_;                    // autoscaled pools' nodes
   int64_t scale_down_at_ = INT64_MAX;  // earliest kScaleDown in the heap
   void ScaleDownAt(int64_t t) {
@@ -260,6 +275,12 @@ void Replay::Setup() {
     workload_ = std::move(typical).value();
   }
   LoadRunning();  // after workload_: it marks every node's fragmentation stale
+  if (options_.spot_mtbf.count() > 0) {
+    spot_draws_.assign(snapshot_.nodes.size(), 0);
+    for (uint32_t node = 0; node < snapshot_.nodes.size(); ++node) {
+      if (snapshot_.nodes[node].spot) ScheduleSpotNotice(node);
+    }
+  }
   if (options_.node_mtbf.count() > 0) {
     node_starts_.assign(snapshot_.nodes.size(), 0);
     for (uint32_t node = 0; node < snapshot_.nodes.size(); ++node) {
@@ -268,12 +289,73 @@ void Replay::Setup() {
   }
 }
 
-int64_t Replay::UpTime(uint32_t node, uint64_t k) const {
+int64_t Replay::Draw(uint32_t node, uint64_t k, int64_t mean, uint64_t salt) const {
   // Inverse CDF on 53 random bits: the same draws on every platform (no std distribution).
-  const uint64_t bits = Mix(Mix(options_.seed ^ 0x6661696cULL) ^ Mix((uint64_t{node} << 32) | k));
+  const uint64_t bits = Mix(Mix(options_.seed ^ salt) ^ Mix((uint64_t{node} << 32) | k));
   const double u = static_cast<double>(bits >> 11) * 0x1.0p-53;  // [0, 1)
-  const double t = -static_cast<double>(options_.node_mtbf.count()) * std::log1p(-u);
+  const double t = -static_cast<double>(mean) * std::log1p(-u);
   return std::max<int64_t>(1, static_cast<int64_t>(std::llround(t)));
+}
+
+int64_t Replay::SpotNoticeSeconds(uint32_t node) const {
+  auto terms = options_.pools.find(snapshot_.nodes[node].pool);
+  const int64_t notice = terms == options_.pools.end() ? 0 : terms->second.spot_notice_seconds;
+  return notice > 0 ? notice : 120;
+}
+
+void Replay::ScheduleSpotNotice(uint32_t node) {
+  // The reclaim comes after the drawn time; its notice that much before (not before now).
+  const int64_t reclaim =
+      now_ + Draw(node, spot_draws_[node]++, options_.spot_mtbf.count(), 0x73706f74ULL);
+  Push(std::max(now_ + 1, reclaim - SpotNoticeSeconds(node)), EventKind::kSpotNotice, node);
+}
+
+void Replay::SpotNotice(uint32_t node) {
+  core::Node& n = snapshot_.nodes[node];
+  if (n.off || !n.healthy) {  // nothing to take back now: draw the next one
+    ScheduleSpotNotice(node);
+    return;
+  }
+  ++result_.spot_interruptions;
+  n.healthy = false;  // no new work from the notice on
+  ++down_nodes_;
+  const int64_t notice = SpotNoticeSeconds(node);
+  for (size_t i = 0; i < snapshot_.running.size(); ++i) {
+    core::RunningJob& r = snapshot_.running[i];
+    if (r.terminating) continue;
+    const bool here = std::any_of(r.tasks.begin(), r.tasks.end(),
+                                  [&](const auto& t) { return t.node.value() == node; });
+    if (!here) continue;
+    const uint32_t j = running_ids_[i];
+    r.terminating = true;
+    jobs_[j].checkpoints_on_stop = true;
+    Push(now_ + notice, EventKind::kKill, j, jobs_[j].generation);
+  }
+  NodesChanged();
+  Push(now_ + notice, EventKind::kSpotReclaim, node);
+}
+
+void Replay::SpotReclaim(uint32_t node) {
+  // A job still there (its kill comes first at this instant) loses what it did not save.
+  std::vector<uint32_t> left;
+  for (size_t i = 0; i < snapshot_.running.size(); ++i) {
+    for (const core::TaskAllocation& t : snapshot_.running[i].tasks) {
+      if (t.node.value() == node) {
+        left.push_back(running_ids_[i]);
+        break;
+      }
+    }
+  }
+  for (uint32_t j : left) Kill(j, /*node_failed=*/false);
+  if (!left.empty()) NodesChanged();
+  Push(now_ + options_.repair_time.count(), EventKind::kSpotReturn, node);
+}
+
+void Replay::SpotReturn(uint32_t node) {
+  snapshot_.nodes[node].healthy = true;
+  --down_nodes_;
+  NodesChanged();
+  ScheduleSpotNotice(node);
 }
 
 void Replay::NodesChanged() {
@@ -506,6 +588,7 @@ void Replay::Start(const core::StartDecision& d) {
   queue_milli_[s.queue] += milli;
   s.run_start = now_;
   s.work_start = ready;
+  s.checkpoints_on_stop = false;
   s.slow = s.sensitivity == nullptr
                ? 1.0
                : s.sensitivity->At(core::SpanOf(*snapshot_.idle_state, d.tasks).span);
@@ -543,9 +626,11 @@ void Replay::Kill(uint32_t j, bool node_failed) {
   RemoveRunning(j);
   const int64_t ran = std::max<int64_t>(0, now_ - s.work_start);
   const int64_t interval = options_.checkpoint_interval.count();
-  // Wall time up to the last checkpoint, and the work it did at this run's speed. The run has
-  // not finished, so that work is less than what remains.
-  const int64_t saved = interval > 0 ? ran / interval * interval : 0;
+  // Wall time up to the last checkpoint (or all of it, for a job that checkpointed on a spot
+  // notice), and the work it did at this run's speed. The run has not finished, so that work
+  // is less than what remains.
+  const int64_t saved = s.checkpoints_on_stop ? ran : interval > 0 ? ran / interval * interval : 0;
+  s.checkpoints_on_stop = false;
   s.remaining -= std::min(s.remaining, WorkDone(saved, s.slow));
   s.attained += milli * ran / core::kGpuMilli;
   JobRecord& r = result_.jobs[j];
@@ -676,6 +761,15 @@ core::Result<ReplayResult> Replay::Run() {
           break;
         case EventKind::kBooted:
           ScaleDownAt(power_.Booted(e.job, now_));
+          break;
+        case EventKind::kSpotNotice:
+          SpotNotice(e.job);
+          break;
+        case EventKind::kSpotReclaim:
+          SpotReclaim(e.job);
+          break;
+        case EventKind::kSpotReturn:
+          SpotReturn(e.job);
           break;
         case EventKind::kScaleDown:
           if (scale_down_at_ == t) {

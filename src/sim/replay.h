@@ -92,6 +92,14 @@ struct ReplayOptions {
   core::Duration node_mtbf{0};
   // How long a failed node stays down.
   core::Duration repair_time{3600};
+  // Spot interruptions: every spot node (Node::spot) that is on is taken back by the provider
+  // after an exponentially distributed time with mean `spot_mtbf`, with its pool's
+  // spot_notice_seconds of notice (`pools`; 120 s where the pool gives none). At the notice
+  // the node takes no new work and its jobs get their checkpoint signal with the notice as
+  // grace; a job checkpoints on its signal, so it loses no work if it ends within the notice
+  // (its requeue is counted as a preemption). The node is back `repair_time` after it was
+  // taken. 0 = no interruptions.
+  core::Duration spot_mtbf{0};
   // Fragmentation in the time series is measured against this workload (FGD's definition,
   // core/plugins/score/fragmentation.h); nullopt = the trace's typical pods (TypicalPods), or
   // no measure when the trace has none.
@@ -170,8 +178,9 @@ struct ReplayResult {
   int64_t end_time = 0;     // virtual time of the last event
   int64_t cycles = 0;
   int64_t preemptions = 0;
-  int64_t node_failures = 0;  // failures of nodes (each kills the jobs on the node)
-  int64_t job_failures = 0;   // runs of jobs killed by a node failure
+  int64_t node_failures = 0;       // failures of nodes (each kills the jobs on the node)
+  int64_t spot_interruptions = 0;  // spot nodes taken back (each after a notice)
+  int64_t job_failures = 0;        // runs of jobs killed by a node failure
   int64_t reservations = 0;
   int64_t allocated_gpu_milli_seconds = 0;  // integral of allocated GPUs over [0, end_time]
   int64_t useful_gpu_milli_seconds = 0;     // work of completed jobs (duration x GPUs)

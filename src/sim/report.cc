@@ -159,6 +159,7 @@ ReplaySummary Summarise(const ReplayResult& result) {
   s.lost_gpu_hours = static_cast<double>(lost) / 3600.0;
   s.failure_lost_gpu_hours = static_cast<double>(failure_lost) / 3600.0;
   s.node_failures = result.node_failures;
+  s.spot_interruptions = result.spot_interruptions;
   s.job_failures = result.job_failures;
   s.cycles = result.cycles;
   s.reservations = result.reservations;
@@ -202,6 +203,7 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& s) {
       {"preemptions", s.preemptions},
       {"lost_gpu_hours", s.lost_gpu_hours},
       {"node_failures", s.node_failures},
+      {"spot_interruptions", s.spot_interruptions},
       {"job_failures", s.job_failures},
       {"failure_lost_gpu_hours", s.failure_lost_gpu_hours},
       {"reservations", s.reservations},

@@ -68,6 +68,7 @@ struct ReplaySummary {
   int64_t preemptions = 0;
   double lost_gpu_hours = 0;  // preemptions and failures
   int64_t node_failures = 0;
+  int64_t spot_interruptions = 0;
   int64_t job_failures = 0;  // runs killed by a node failure
   double failure_lost_gpu_hours = 0;
   int64_t cycles = 0;

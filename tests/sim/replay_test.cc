@@ -240,6 +240,53 @@ TEST(ReplayTest, AMinimumOfNodesStaysOnAndBootingANodeBeatsPreempting) {
   EXPECT_EQ(r->capacity[0].on_gpu_seconds, 4 * 1000 + 4 * (270 - 10));
 }
 
+TEST(ReplayTest, SpotInterruptionsWithNoticeLoseNoWorkWhereFailuresDo) {
+  // A spot node (60 s notice) and an on-demand one, 4 GPUs each; 12 jobs of 4 GPUs x 2,000 s,
+  // one every 100 s; periodic checkpoints every 1,800 s only. Spot nodes are taken back every
+  // 1,500 s on average and come back 600 s later.
+  std::vector<TraceJob> jobs;
+  for (uint64_t i = 0; i < 12; ++i)
+    jobs.push_back(Job(i + 1, static_cast<int64_t>(i) * 100, 4, 2000));
+  std::vector<core::Node> nodes = ParseNodeShorthand("2x4xT4").value();
+  nodes[0].pool = "spot";
+  nodes[0].spot = true;
+  ReplayOptions options{.profile = Fifo("none"), .checkpoint_interval = core::Duration(1800)};
+  options.pools["spot"] = {.spot = true, .spot_notice_seconds = 60};
+  options.repair_time = core::Duration(600);
+  options.spot_mtbf = core::Duration(1500);
+  auto r = RunReplay(nodes, jobs, options);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_GT(r->spot_interruptions, 0);
+  int preempted = 0;
+  for (const JobRecord& j : r->jobs) {
+    EXPECT_EQ(j.outcome, JobOutcome::kCompleted) << j.name << ": " << j.reason;
+    EXPECT_EQ(j.lost_gpu_seconds, 0) << j.name << " checkpointed on its notice";
+    EXPECT_EQ(j.failures, 0);
+    preempted += j.preemptions;
+  }
+  EXPECT_GT(preempted, 0) << "some job ran on the spot node when it was taken";
+  EXPECT_EQ(r->preemptions, preempted);
+  const ReplaySummary s = Summarise(r.value());
+  EXPECT_EQ(s.spot_interruptions, r->spot_interruptions);
+  // The same, deterministic for the seed.
+  auto again = RunReplay(nodes, jobs, options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->spot_interruptions, r->spot_interruptions);
+  EXPECT_EQ(again->end_time, r->end_time);
+
+  // Node failures at the same rate come without notice: work since the last checkpoint is
+  // lost.
+  options.spot_mtbf = core::Duration(0);
+  options.node_mtbf = core::Duration(1500);
+  auto failing = RunReplay(nodes, jobs, options);
+  ASSERT_TRUE(failing.ok());
+  int64_t lost = 0;
+  for (const JobRecord& j : failing->jobs) lost += j.lost_gpu_seconds;
+  EXPECT_GT(failing->node_failures, 0);
+  EXPECT_GT(lost, 0);
+  EXPECT_EQ(failing->spot_interruptions, 0);
+}
+
 TEST(ReplayTest, JobsTooBigForTheClusterAreRejectedOrLeftUnfinished) {
   // A task larger than any node is infeasible: rejected at once.
   std::vector<TraceJob> jobs = {Job(1, 0, 16, 10), Job(2, 0, 1, 10)};
