@@ -1,9 +1,11 @@
 // gangway nodes, drain, undrain, cordon, uncordon, queues and whoami (cli/client_commands.h).
 
 #include <cmath>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <sstream>
 
 #include "cli/client_commands.h"
 #include "cli/client_common.h"
@@ -186,14 +188,25 @@ void RunQueues(const QueuesFlags& f) {
     return;
   }
   formats::Table table({"NAME", "PARENT", "GUARANTEE", "BORROW-LIMIT", "WEIGHT", "USAGE",
-                        "FAIR-SHARE", "PENDING", "RUNNING"});
+                        "FAIR-SHARE", "PENDING", "RUNNING", "BUDGET"});
+  // "12.5/100 a month": GPU-hours used of the budget in its current period.
+  auto budget = [](const json& q) -> std::string {
+    const json b = q.value("budget", json());
+    if (!b.is_object()) return "-";
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(1) << b.value("usedGpuHours", 0.0) << "/"
+        << std::setprecision(0) << b.value("gpuHours", 0.0) << " a "
+        << b.value("period", std::string("month"));
+    return out.str();
+  };
   for (const json& q : queues) {
     table.AddRow({Str(q, "name"), Str(q, "parent", "-"), Quota(q, "guarantee"),
                   Quota(q, "borrowLimit"), Num(q, "weight"), Quota(q, "usage"), Num(q, "fairShare"),
-                  Num(q, "pending"), Num(q, "running")});
+                  Num(q, "pending"), Num(q, "running"), budget(q)});
   }
   table.Print(std::cout);
-  std::cout << "GUARANTEE, BORROW-LIMIT and USAGE are in GPUs.\n";
+  std::cout << "GUARANTEE, BORROW-LIMIT and USAGE are in GPUs; BUDGET in GPU-hours used of the "
+               "budget this period.\n";
 }
 
 // ---- whoami -----------------------------------------------------------------------------------

@@ -518,6 +518,18 @@ void RunServer(const ServerFlags& f) {
     }
     opts.pools = config->pools;
     opts.scaling = config->scaling;
+    // A budget counts the GPU time of the period's jobs, finished ones included: they must
+    // not be forgotten before the period ends.
+    for (const core::QueueSpec& q : opts.queues) {
+      if (!q.budget || opts.job_retention.count() == 0) continue;
+      const core::Duration period = core::LongestPeriod(q.budget->period);
+      if (opts.job_retention < period) {
+        Fail(f.config + ": queue " + q.name + ": a budget per " +
+             std::string(core::BudgetPeriodName(q.budget->period)) + " needs --job-retention " +
+             std::to_string(period.count() / 86400) + "d or more (it is " + f.job_retention +
+             "): jobs forgotten before the period ends would not count");
+      }
+    }
   }
   for (const auto& [flag, program] : {std::pair{"--resume-program", &f.resume_program},
                                       std::pair{"--suspend-program", &f.suspend_program}}) {

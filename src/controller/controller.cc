@@ -515,7 +515,7 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
     driver_->SetNodes(nodes_version_, std::move(nodes), index_.active());
   }
   const std::vector<uint64_t> missing = driver_->Refresh(
-      core::FromSeconds(Now()), options_.queues,
+      core::FromSeconds(Now()), QueuesForCycleLocked(),
       [this](uint64_t id) -> const JobRecord* { return FindJob(id); },
       [this](uint64_t id) { return index_.waiting().contains(id); });
   for (uint64_t id : missing) index_.DropWaiting(id);

@@ -568,6 +568,13 @@ class Controller {
     int64_t cost_micro = 0;
   };
   std::map<std::pair<std::string, std::string>, UsageTotals> usage_totals_;
+  // The queues a cycle plans with: options_.queues, with each budget's use in its current
+  // period (core/accounting/budget.h) worked out from the jobs' usage records at most every
+  // kBudgetRefresh (controller_usage.cc). Scheduling thread, under mu_.
+  const std::vector<core::QueueSpec>& QueuesForCycleLocked();
+  static constexpr int64_t kBudgetRefreshSeconds = 10;
+  std::vector<core::QueueSpec> budget_queues_;
+  int64_t budget_computed_at_ = 0;
   std::vector<EstimateRecord> placed_estimates_;
   int64_t next_sample_ = 0;  // unix seconds; scheduling thread only
   int64_t last_sample_ = 0;

@@ -543,8 +543,21 @@ json Controller::ListQueues() {
     return s;
   };
   json out = json::array();
+  // Budgets' use as the last cycle counted it (every kBudgetRefreshSeconds).
+  std::map<std::string_view, int64_t> budget_used;
+  for (const core::QueueSpec& q : budget_queues_) {
+    if (q.budget) budget_used[q.name] = q.budget_used_milli_gpu_seconds;
+  }
   for (const auto& q : options_.queues) {
     const double fair = share_of(q.name);
+    json budget = nullptr;
+    if (q.budget) {
+      budget = {{"gpuHours", static_cast<double>(q.budget->milli_gpu_seconds) /
+                                 core::kMilliGpuSecondsPerGpuHour},
+                {"period", core::BudgetPeriodName(q.budget->period)},
+                {"usedGpuHours",
+                 static_cast<double>(budget_used[q.name]) / core::kMilliGpuSecondsPerGpuHour}};
+    }
     out.push_back(
         {{"name", q.name},
          {"parent", q.parent.empty() ? json(nullptr) : json(q.parent)},
@@ -557,7 +570,8 @@ json Controller::ListQueues() {
          {"fairShare", fair},
          {"fairShareGpuMilli", static_cast<int64_t>(fair * static_cast<double>(total))},
          {"pending", index_.PendingInQueue(q.name)},
-         {"running", index_.RunningInQueue(q.name)}});
+         {"running", index_.RunningInQueue(q.name)},
+         {"budget", budget}});
   }
   return {{"queues", out}};
 }

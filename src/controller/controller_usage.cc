@@ -166,4 +166,49 @@ Outcome<json> Controller::UsageReport(const Caller& caller, core::ReportBy by,
                                   FormatTime(since), FormatTime(until));
 }
 
+const std::vector<core::QueueSpec>& Controller::QueuesForCycleLocked() {
+  const bool any = std::any_of(options_.queues.begin(), options_.queues.end(),
+                               [](const core::QueueSpec& q) { return q.budget.has_value(); });
+  if (!any) return options_.queues;
+  const int64_t now = Now();
+  if (!budget_queues_.empty() && now - budget_computed_at_ < kBudgetRefreshSeconds) {
+    return budget_queues_;
+  }
+  budget_queues_ = options_.queues;
+  budget_computed_at_ = now;
+  std::map<std::string_view, size_t> index;
+  for (size_t i = 0; i < budget_queues_.size(); ++i) index.emplace(budget_queues_[i].name, i);
+  // For each queue, the budgeted queues on its way up (itself included), with their periods'
+  // starts.
+  std::map<std::string_view, std::vector<std::pair<size_t, int64_t>>> budgeted_above;
+  for (const core::QueueSpec& leaf : budget_queues_) {
+    std::vector<std::pair<size_t, int64_t>>& above = budgeted_above[leaf.name];
+    std::string_view name = leaf.name;
+    for (size_t depth = 0; depth <= budget_queues_.size(); ++depth) {
+      auto it = index.find(name);
+      if (it == index.end()) break;
+      core::QueueSpec& q = budget_queues_[it->second];
+      if (q.budget) {
+        above.emplace_back(it->second, core::ToSeconds(core::PeriodStart(q.budget->period,
+                                                                         core::FromSeconds(now))));
+      }
+      if (q.parent.empty()) break;
+      name = q.parent;
+    }
+  }
+  for (const auto& [id, job] : jobs_) {
+    auto above = budgeted_above.find(job.live.job.queue);
+    if (above == budgeted_above.end() || above->second.empty()) continue;
+    for (const core::UsageRecord& u : job.usage) {
+      const int64_t end = u.end == 0 ? now : u.end;
+      for (const auto& [q, since] : above->second) {
+        const int64_t from = std::max(u.start, since);
+        if (end > from)
+          budget_queues_[q].budget_used_milli_gpu_seconds += u.gpu_milli * (end - from);
+      }
+    }
+  }
+  return budget_queues_;
+}
+
 }  // namespace gangway::controller

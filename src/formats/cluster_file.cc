@@ -721,6 +721,36 @@ void ClusterParser::ReadQueue(const Field& f) {
       }
     }
   }
+  if (auto bf = m.Take("budget")) {
+    // budget: {gpuHours: 10000, period: month}
+    MapReader b(ctx_, *bf);
+    if (b.is_map()) {
+      core::GpuBudget budget;
+      if (auto h = b.Take("gpuHours")) {
+        if (auto text = ReadScalar(ctx_, *h)) {
+          Expected<int64_t> milli = ParseMilli(*text);
+          if (!milli.ok() || *milli <= 0) {
+            ctx_.Error(*h, "'" + *text + "' is not a number of GPU-hours above 0 such as 10000");
+          } else {
+            budget.milli_gpu_seconds = *milli * 3600;  // thousandths of a GPU-hour x 3600 s
+          }
+        }
+      } else {
+        ctx_.Error(*bf, "a budget needs gpuHours, e.g. {gpuHours: 10000, period: month}");
+      }
+      if (auto p = b.Take("period")) {
+        if (auto text = ReadScalar(ctx_, *p)) {
+          if (auto period = core::ParseBudgetPeriod(*text)) {
+            budget.period = *period;
+          } else {
+            ctx_.Error(*p, "'" + *text + "' is not a budget period (day, week or month)");
+          }
+        }
+      }
+      b.Finish();
+      q.budget = budget;
+    }
+  }
   if (auto u = m.Take("usage")) {
     for (const Field& sample : ReadList(ctx_, *u)) {
       MapReader s(ctx_, sample);

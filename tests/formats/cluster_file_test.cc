@@ -175,6 +175,23 @@ TEST(ClusterFileTest, AnAutoscaledPoolHasAllItsNodesThoseBeyondCountOff) {
   EXPECT_EQ(f.scaling.at("burst").max, 2);
 }
 
+TEST(ClusterFileTest, QueuesMayHaveAGpuHourBudgetPerPeriod) {
+  ClusterFile f = MustParse(R"(nodes:
+  - {name: n0, gpus: 8, model: H100-80GB, cpu: 64, memory: 512Gi}
+queues:
+  - {name: org, budget: {gpuHours: 10000, period: month}}
+  - {name: nlp, parent: org, budget: {gpuHours: 2.5, period: day}}
+  - {name: ops}
+)");
+  ASSERT_EQ(f.snapshot.queues.size(), 3u);
+  EXPECT_EQ(f.snapshot.queues[0].budget,
+            (core::GpuBudget{.milli_gpu_seconds = 10000 * core::kMilliGpuSecondsPerGpuHour,
+                             .period = core::BudgetPeriod::kMonth}));
+  EXPECT_EQ(f.snapshot.queues[1].budget->milli_gpu_seconds, 2500 * 3600);
+  EXPECT_EQ(f.snapshot.queues[1].budget->period, core::BudgetPeriod::kDay);
+  EXPECT_FALSE(f.snapshot.queues[2].budget.has_value());
+}
+
 TEST(ClusterFileTest, GpuMemoryMayBeUnknownForAnonymisedModels) {
   ClusterFile f = MustParse(R"(pools:
   - {name: g2, count: 2, gpus: 8, model: G2, gpuMemory: unknown, cpu: 96, memory: 768Gi}
@@ -251,6 +268,10 @@ INSTANTIATE_TEST_SUITE_P(
                          "memory: 64Gi, bootTime: 3m}\n",
                          {"cluster.yaml:2:84", "pools[0].bootTime",
                           "bootTime is for autoscaled pools; add max: (the most nodes)"}},
+        MalformedCluster{"BudgetPeriodUnknown",
+                         kNodes + "queues:\n  - {name: q, budget: {gpuHours: 100, period: year}}\n",
+                         {"cluster.yaml:5:47", "queues[0].budget.period",
+                          "'year' is not a budget period (day, week or month)"}},
         MalformedCluster{"PoolDeclaredTwice",
                          "pools:\n  - {name: p, count: 0, gpus: 1, model: H100-80GB, cpu: 8, "
                          "memory: 64Gi}\n  - {name: p, count: 0, gpus: 1, model: H100-80GB, "

@@ -178,5 +178,26 @@ TEST_F(AutoscaleSystemTest, ABootThatNeverJoinsTimesOutAndTheJobRunsOnTheNextPoo
   EXPECT_EQ(NodeState("cheap-0"), "off");
 }
 
+TEST_F(SystemTest, AServerRefusesABudgetLongerThanItKeepsFinishedJobs) {
+  // A month's budget counts the month's finished jobs: a 7-day retention would forget some.
+  const std::string config =
+      Write("config.yaml", "queues:\n  - {name: nlp, budget: {gpuHours: 100, period: month}}\n");
+  const Completed refused =
+      RunToCompletion({.args = {GANGWAY_BINARY, "server", "--data", data_.string(), "--listen",
+                                "127.0.0.1:0", "--config", config},
+                       .cwd = dir_,
+                       .stdout_path = dir_ / "refused.out",
+                       .stderr_path = dir_ / "refused.err"},
+                      seconds(20));
+  EXPECT_EQ(refused.exit_code, 2) << Show(refused);
+  EXPECT_THAT(refused.err, ::testing::HasSubstr(
+                               "queue nlp: a budget per month needs --job-retention 31d or more"));
+  // With a long enough retention it starts, and the queue shows its budget.
+  ASSERT_NO_FATAL_FAILURE(StartServer({"--config", config, "--job-retention", "31d"}));
+  const Completed queues = Cli({"queues", "-o", "json"});
+  ASSERT_EQ(queues.exit_code, 0) << Show(queues);
+  EXPECT_THAT(queues.out, ::testing::HasSubstr("\"period\": \"month\"")) << queues.out;
+}
+
 }  // namespace
 }  // namespace gangway::testing::live

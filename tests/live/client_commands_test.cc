@@ -899,17 +899,19 @@ TEST_F(ClientCommandsTest, QueuesShowQuotaUsageAndFairShareInGpus) {
                   {"usage", {{"gpuMilli", 250}}},
                   {"fairShare", 0.5},
                   {"pending", 1},
-                  {"running", 0}}}}});
+                  {"running", 0},
+                  {"budget", {{"gpuHours", 100}, {"period", "month"}, {"usedGpuHours", 12.5}}}}}}});
   Outcome o = Run({"queues"});
   ASSERT_EQ(o.exit_code, 0) << Show(o);
   EXPECT_EQ(o.out,
             "NAME       PARENT     GUARANTEE   BORROW-LIMIT   WEIGHT   USAGE   FAIR-SHARE   "
-            "PENDING   RUNNING\n"
+            "PENDING   RUNNING   BUDGET\n"
             "research   -          56          -              1        12.5    0.625        3  "
-            "       2\n"
+            "       2         -\n"
             "nlp        research   40          16             2        0.25    0.5          1  "
-            "       0\n"
-            "GUARANTEE, BORROW-LIMIT and USAGE are in GPUs.\n");
+            "       0         12.5/100 a month\n"
+            "GUARANTEE, BORROW-LIMIT and USAGE are in GPUs; BUDGET in GPU-hours used of the "
+            "budget this period.\n");
 }
 
 // ---- up

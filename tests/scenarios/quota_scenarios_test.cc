@@ -37,6 +37,35 @@ std::vector<Scenario> QuotaScenarios() {
                                .code = kQuota,
                                .message = "queue a is at its limit of 8 GPUs"}}}},
 
+      // GPU-hour budgets: org used its 10,000 this month, so nlp (under it) waits whatever
+      // is free; vision, under it too but with its own budget left, waits as well (the
+      // nearest spent budget on the way up counts); ops, outside org, runs.
+      {.name = "a_spent_budget_holds_the_queues_under_it",
+       .cluster = Cluster()
+                      .Queue(MakeQueue("org").Budget(10000, core::BudgetPeriod::kMonth, 10000))
+                      .Queue(MakeQueue("nlp", "org"))
+                      .Queue(MakeQueue("vision", "org").Budget(500, core::BudgetPeriod::kWeek, 20))
+                      .Queue(MakeQueue("ops"))
+                      .Build(),
+       .pending = {MakeJob(1).Gpus(4).Queue("nlp").Obj(), MakeJob(2).Gpus(4).Queue("vision").Obj(),
+                   MakeJob(3).Gpus(4).Queue("ops").Obj()},
+       .profile = MakeProfile("fifo", "best-fit", "greedy", {}),
+       .expect =
+           {.starts = {{.job = 3}},
+            .pending = {{.job = 1,
+                         .code = kQuota,
+                         .message = "queue org used 10,000 of its 10,000 GPU-hours this month"},
+                        {.job = 2,
+                         .code = kQuota,
+                         .message = "queue org used 10,000 of its 10,000 GPU-hours this month"}}}},
+
+      // A budget not yet used up holds nothing back.
+      {.name = "a_budget_with_hours_left_holds_nothing",
+       .cluster = Cluster().Queue(MakeQueue("a").Budget(100, core::BudgetPeriod::kDay, 99)).Build(),
+       .pending = {MakeJob(1).Gpus(8).Queue("a").Obj()},
+       .profile = Fifo(),
+       .expect = {.starts = {{.job = 1}}}},
+
       // Guarantee 4 + borrow limit 4: a may use 8 of b's idle guarantee, not 9.
       {.name = "borrowing_up_to_borrow_limit",
        .cluster = Cluster()

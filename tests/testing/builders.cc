@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "core/accounting/usage.h"
 #include "core/model/mig.h"
 #include "core/plugins/builtin.h"
 #include "core/sched/scheduler.h"
@@ -269,6 +270,12 @@ MakeQueue& MakeQueue::BorrowLimit(const std::string& resource, int64_t amount) {
 }
 MakeQueue& MakeQueue::LendLimit(const std::string& resource, int64_t amount) {
   q_.lend_limit.Set(resource, ToCoreAmount(resource, amount));
+  return *this;
+}
+MakeQueue& MakeQueue::Budget(int64_t gpu_hours, core::BudgetPeriod period, int64_t used_gpu_hours) {
+  q_.budget = core::GpuBudget{.milli_gpu_seconds = gpu_hours * core::kMilliGpuSecondsPerGpuHour,
+                              .period = period};
+  q_.budget_used_milli_gpu_seconds = used_gpu_hours * core::kMilliGpuSecondsPerGpuHour;
   return *this;
 }
 MakeQueue& MakeQueue::Weight(double w) {

@@ -101,6 +101,8 @@ class MakeQueue {
   MakeQueue& BorrowLimit(const std::string& resource, int64_t amount);
   MakeQueue& LendLimit(const std::string& resource, int64_t amount);
   MakeQueue& Weight(double w);
+  // A budget of `gpu_hours` per `period`, of which `used_gpu_hours` are used.
+  MakeQueue& Budget(int64_t gpu_hours, core::BudgetPeriod period, int64_t used_gpu_hours);
   MakeQueue& History(int64_t at_seconds, const std::string& resource, int64_t amount);
   core::QueueSpec Obj() const { return q_; }
 

@@ -17,6 +17,9 @@ class FakeClock final : public util::Clock {
   FakeClock()
       : wall_start_(std::chrono::system_clock::now()),
         steady_start_(std::chrono::steady_clock::now()) {}
+  // Wall time starting at `wall_start` (for tests of calendar periods).
+  explicit FakeClock(std::chrono::system_clock::time_point wall_start)
+      : wall_start_(wall_start), steady_start_(std::chrono::steady_clock::now()) {}
 
   std::chrono::system_clock::time_point WallNow() const override {
     return wall_start_ + std::chrono::duration_cast<std::chrono::system_clock::duration>(

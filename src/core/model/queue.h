@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/accounting/budget.h"
 #include "core/model/quantity.h"
 #include "core/model/resource_list.h"
 
@@ -42,6 +43,11 @@ struct QueueSpec {
   // The longest time limit a job of this queue may ask for, and the limit of one that asks for
   // none (Slurm's partition MaxTime). None: jobs may run as long as they like.
   std::optional<Duration> max_time_limit;
+  // GPU time per period (core/accounting/budget.h); while it is used up, in this queue or an
+  // ancestor, the queue's jobs wait. `budget_used_milli_gpu_seconds`: allocated GPU time in
+  // the current period, supplied by the caller.
+  std::optional<GpuBudget> budget;
+  int64_t budget_used_milli_gpu_seconds = 0;
 };
 
 }  // namespace gangway::core

@@ -102,6 +102,10 @@ class Cycle {
   std::unordered_map<std::string, std::vector<FitFailure>> static_fits_;
   // Pools with off nodes that could be booted (Node::off, schedulable), sorted by name.
   std::vector<std::string_view> off_pools_;
+  // Queues whose GPU budget is used up, in themselves or an ancestor: the sentence their jobs
+  // wait with, by queue name (empty without budgets).
+  std::unordered_map<std::string, std::string> over_budget_;
+  void FindQueuesOverBudget();
   int considered_ = 0;
   size_t pending_size_;
   Reasons reasons_;
@@ -140,6 +144,7 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
     }
   }
   std::sort(off_pools_.begin(), off_pools_.end());
+  FindQueuesOverBudget();
   off_pools_.erase(std::unique(off_pools_.begin(), off_pools_.end()), off_pools_.end());
 
   CycleContext ctx{.snapshot = snap_, .queues = *queues_, .rng = rng_};
@@ -248,6 +253,30 @@ std::string Cycle::CountFittingNodes(const Job& job, const TaskGroup& hardest) {
   return msg;
 }
 
+void Cycle::FindQueuesOverBudget() {
+  std::unordered_map<std::string_view, const QueueSpec*> by_name;
+  bool any = false;
+  for (const QueueSpec& q : snap_.queues) {
+    by_name.emplace(q.name, &q);
+    any = any || q.budget.has_value();
+  }
+  if (!any) return;
+  for (const QueueSpec& leaf : snap_.queues) {
+    // The nearest queue on the way up whose budget is spent (bounded: a malformed tree with a
+    // cycle is refused by QueueTree::Build before any job is considered).
+    const QueueSpec* q = &leaf;
+    for (size_t depth = 0; q != nullptr && depth <= snap_.queues.size(); ++depth) {
+      if (q->budget && q->budget_used_milli_gpu_seconds >= q->budget->milli_gpu_seconds) {
+        over_budget_.emplace(
+            leaf.name, BudgetSpentMessage(q->name, q->budget_used_milli_gpu_seconds, *q->budget));
+        break;
+      }
+      auto parent = by_name.find(q->parent);
+      q = q->parent.empty() || parent == by_name.end() ? nullptr : parent->second;
+    }
+  }
+}
+
 PlaceResult Cycle::PlaceOnOrBoot(Transaction& tx, const Job& job,
                                  const std::function<bool(NodeIndex)>& allowed) {
   auto place = [&](std::function<bool(NodeIndex)> filter) {
@@ -337,6 +366,12 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
   if (snap_.feasible_jobs == nullptr || !snap_.feasible_jobs->contains(job.id)) {
     if (auto bad = feasibility_.Check(job)) return pend(std::move(*bad));
     if (snap_.feasible_jobs != nullptr) snap_.feasible_jobs->insert(job.id);
+  }
+  // A queue that used its GPU budget for the period: its jobs wait for the next one.
+  if (!over_budget_.empty()) {
+    if (auto it = over_budget_.find(job.queue); it != over_budget_.end()) {
+      return pend({PendingCode::kQuota, it->second});
+    }
   }
 
   // Admission of the job's request: never, not now (perhaps reclaim by preemption), or go on.
