@@ -123,16 +123,12 @@ void Controller::FlushBootRequestsLocked() {
                     {"bootSeconds", s ? s->boot_time.count() : 0}};
     std::string names;
     for (const std::string& n : req.nodes) names += (names.empty() ? "" : ", ") + n;
-    EventLocked(
-        0, "nodes-booting",
-        "asked for " + std::to_string(req.nodes.size()) + " nodes of pool " + pool + " (" + names +
-            ") for job" + (req.jobs.size() == 1 ? " " : "s ") +
-            [&] {
-              std::string j;
-              for (uint64_t x : req.jobs) j += (j.empty() ? "" : ", ") + std::to_string(x);
-              return j;
-            }() +
-            ", " + id + "; they must join by " + FormatTime(deadline));
+    std::string job_ids;
+    for (uint64_t x : req.jobs) job_ids += (job_ids.empty() ? "" : ", ") + std::to_string(x);
+    EventLocked(0, "nodes-booting",
+                "asked for " + std::to_string(req.nodes.size()) + " nodes of pool " + pool + " (" +
+                    names + ") for job" + (req.jobs.size() == 1 ? " " : "s ") + job_ids + ", " +
+                    id + "; they must join by " + FormatTime(deadline));
     metrics.boot_requests++;
     if (!options_.resume_program.empty()) {
       std::lock_guard hooks(hook_mu_);
