@@ -198,6 +198,24 @@ class Replay {
   std::vector<uint64_t> node_starts_;  // per node: times it came up (failure draws)
   std::vector<uint64_t> spot_draws_;   // per node: spot interruptions drawn so far
   NodePower power_;                    // autoscaled pools' nodes
+  // GPU-hour budgets (QueueSpec::budget): per budgeted snapshot queue, the queues under it
+  // (itself included), what they were allocated in the current period (milli-GPU-seconds),
+  // and when the next period starts. Periods are UTC calendar periods with virtual second 0
+  // at 1970-01-01T00:00Z.
+  struct BudgetState {
+    size_t queue = 0;
+    std::vector<uint32_t> covers;
+    int64_t used = 0;
+    int64_t next = 0;
+  };
+  std::vector<BudgetState> budgets_;
+  // The last cycle held pending jobs for a spent budget: the replay is not over while they
+  // wait for the next period.
+  bool budget_blocked_ = false;
+  void SetUpBudgets();
+  // Before a cycle: the budgets' use into the snapshot's queues; whether a pending job waits
+  // for a spent one, and if so a wake at the earliest next period of a spent budget.
+  void ApplyBudgets();
   int64_t scale_down_at_ = INT64_MAX;  // earliest kScaleDown in the heap
   void ScaleDownAt(int64_t t) {
     if (t == INT64_MAX || t >= scale_down_at_) return;
@@ -261,6 +279,7 @@ void Replay::Setup() {
       static_cast<double>(std::max<int64_t>(1, options_.profile.fair_share_half_life.count()));
   queue_decayed_.assign(snapshot_.queues.size(), 0.0);
   queue_milli_.assign(snapshot_.queues.size(), 0);
+  SetUpBudgets();
   tick_ = options_.tick.count();
   result_.policy = options_.profile.order.name + "/" + options_.profile.scorer.name + "/" +
                    options_.profile.backfill.name;
@@ -409,7 +428,53 @@ void Replay::Repair(uint32_t node) {
 
 bool Replay::Quiescent() const {
   return next_arrival_ == arrivals_.size() && snapshot_.running.empty() &&
-         (pending_.empty() || (down_nodes_ == 0 && !dirty_));
+         (pending_.empty() || (down_nodes_ == 0 && !dirty_ && !budget_blocked_));
+}
+
+void Replay::SetUpBudgets() {
+  std::map<std::string_view, size_t> index;
+  for (size_t q = 0; q < snapshot_.queues.size(); ++q) index.emplace(snapshot_.queues[q].name, q);
+  for (size_t b = 0; b < snapshot_.queues.size(); ++b) {
+    const core::QueueSpec& spec = snapshot_.queues[b];
+    if (!spec.budget) continue;
+    BudgetState state{.queue = b};
+    for (size_t q = 0; q < snapshot_.queues.size(); ++q) {
+      // Whether b is q or one of its ancestors (bounded walk: the core refuses cycles).
+      size_t at = q;
+      for (size_t depth = 0; depth <= snapshot_.queues.size(); ++depth) {
+        if (at == b) {
+          state.covers.push_back(static_cast<uint32_t>(q));
+          break;
+        }
+        auto parent = index.find(snapshot_.queues[at].parent);
+        if (snapshot_.queues[at].parent.empty() || parent == index.end()) break;
+        at = parent->second;
+      }
+    }
+    state.next = core::ToSeconds(core::NextPeriodStart(spec.budget->period, core::FromSeconds(0)));
+    budgets_.push_back(std::move(state));
+  }
+}
+
+void Replay::ApplyBudgets() {
+  budget_blocked_ = false;
+  int64_t wake = INT64_MAX;
+  for (const BudgetState& b : budgets_) {
+    core::QueueSpec& spec = snapshot_.queues[b.queue];
+    spec.budget_used_milli_gpu_seconds = b.used;
+    if (b.used < spec.budget->milli_gpu_seconds) continue;
+    for (uint32_t j : pending_ids_) {
+      if (std::find(b.covers.begin(), b.covers.end(), jobs_[j].queue) != b.covers.end()) {
+        budget_blocked_ = true;
+        wake = std::min(wake, b.next);
+        break;
+      }
+    }
+  }
+  if (wake != INT64_MAX && wake_at_ > wake) {
+    wake_at_ = wake;
+    Push(wake, EventKind::kWake);
+  }
 }
 
 bool Replay::Periodic() const {
@@ -457,6 +522,19 @@ void Replay::Advance(int64_t t) {
   }
   result_.allocated_gpu_milli_seconds += allocated_milli_ * (t - now_);
   power_.Advance(t - now_);
+  for (BudgetState& b : budgets_) {
+    int64_t milli = 0;
+    for (uint32_t q : b.covers) milli += queue_milli_[q];
+    if (t >= b.next) {
+      // A new period began within (now_, t]: only what falls after its start counts.
+      const core::BudgetPeriod period = snapshot_.queues[b.queue].budget->period;
+      const int64_t start = core::ToSeconds(core::PeriodStart(period, core::FromSeconds(t)));
+      b.used = milli * (t - start);
+      b.next = core::ToSeconds(core::NextPeriodStart(period, core::FromSeconds(t)));
+    } else {
+      b.used += milli * (t - now_);
+    }
+  }
   if (track_history_) {
     // Over [now_, t) each queue used queue_milli_ at a constant rate u: the decayed integral
     // grows by u * h / ln 2 * (1 - 2^(-dt/h)) while the older usage decays by 2^(-dt/h).
@@ -677,6 +755,7 @@ void Replay::Cycle() {
       }
     }
   }
+  if (!budgets_.empty()) ApplyBudgets();
   const uint64_t seed = Mix(options_.seed ^ Mix(static_cast<uint64_t>(result_.cycles)));
   ++result_.cycles;
   last_cycle_ = now_;

@@ -40,6 +40,11 @@
 // holds its resources from the start and begins its work when its last node has joined.
 //   kInfeasible      the job can never run on this cluster; it is dropped and reported.
 //
+// GPU-hour budgets (a queue's QueueSpec::budget, e.g. from a cluster file): the replay counts
+// each budgeted queue's allocated GPU time in the current period (UTC calendar periods, virtual
+// second 0 being 1970-01-01T00:00Z) and hands it to every cycle, which holds the jobs of a
+// queue whose budget is spent; a cycle runs again when the next period begins.
+//
 // Fair-share history: with the `drf` order the replay keeps each queue's GPU usage, decayed
 // with the profile's fair_share_half_life, and hands it to every cycle as the queue's usage
 // history (as the controller does from its records), so a queue that used much lately

@@ -287,6 +287,35 @@ TEST(ReplayTest, SpotInterruptionsWithNoticeLoseNoWorkWhereFailuresDo) {
   EXPECT_EQ(failing->spot_interruptions, 0);
 }
 
+TEST(ReplayTest, AQueueThatSpentItsDailyBudgetWaitsForTheNextDay) {
+  // Queue a may use 1 GPU-hour a day. J1 (a) runs [0, 3600) on 2 GPUs and has spent it by
+  // t=1800, when J2 (a) arrives: J2 waits for the next day (t=86400). J3 (b, no budget) at
+  // t=1900 runs at once.
+  std::vector<TraceJob> jobs = {Job(1, 0, 2, 3600), Job(2, 1800, 2, 600), Job(3, 1900, 1, 100)};
+  jobs[0].queue = "a";
+  jobs[1].queue = "a";
+  jobs[2].queue = "b";
+  ReplayOptions options{.profile = Fifo("none")};
+  options.queues = {
+      {.name = "a",
+       .budget = core::GpuBudget{.milli_gpu_seconds = core::kMilliGpuSecondsPerGpuHour,
+                                 .period = core::BudgetPeriod::kDay}},
+      {.name = "b"}};
+  auto r = Replay(jobs, options);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->jobs[0].first_start, 0);
+  EXPECT_EQ(r->jobs[1].first_start, 86400) << r->jobs[1].reason;
+  EXPECT_EQ(r->jobs[1].end, 86400 + 600);
+  EXPECT_EQ(r->jobs[2].first_start, 1900);
+  for (const JobRecord& j : r->jobs) EXPECT_EQ(j.outcome, JobOutcome::kCompleted) << j.name;
+
+  // A budget of 2 GPU-hours: J2 starts when it arrives.
+  options.queues[0].budget->milli_gpu_seconds = 2 * core::kMilliGpuSecondsPerGpuHour;
+  auto roomy = Replay(jobs, options);
+  ASSERT_TRUE(roomy.ok());
+  EXPECT_EQ(roomy->jobs[1].first_start, 1800);
+}
+
 TEST(ReplayTest, JobsTooBigForTheClusterAreRejectedOrLeftUnfinished) {
   // A task larger than any node is infeasible: rejected at once.
   std::vector<TraceJob> jobs = {Job(1, 0, 16, 10), Job(2, 0, 1, 10)};
