@@ -125,10 +125,14 @@ void Controller::FlushBootRequestsLocked() {
     for (const std::string& n : req.nodes) names += (names.empty() ? "" : ", ") + n;
     std::string job_ids;
     for (uint64_t x : req.jobs) job_ids += (job_ids.empty() ? "" : ", ") + std::to_string(x);
+    const std::string why =
+        req.jobs.empty()
+            ? "to keep the pool's minimum of " + std::to_string(s ? s->min : 0) + " nodes on"
+            : "for job" + std::string(req.jobs.size() == 1 ? " " : "s ") + job_ids;
+    request["reason"] = req.jobs.empty() ? "min" : "jobs";
     EventLocked(0, "nodes-booting",
                 "asked for " + std::to_string(req.nodes.size()) + " nodes of pool " + pool + " (" +
-                    names + ") for job" + (req.jobs.size() == 1 ? " " : "s ") + job_ids + ", " +
-                    id + "; they must join by " + FormatTime(deadline));
+                    names + ") " + why + ", " + id + "; they must join by " + FormatTime(deadline));
     metrics.boot_requests++;
     if (!options_.resume_program.empty()) {
       std::lock_guard hooks(hook_mu_);
@@ -217,6 +221,29 @@ void Controller::CheckAutoscaleLocked() {
       ++it;
     }
   }
+  // Pools below their minimum boot the first off nodes (by name) to reach it.
+  std::map<std::string_view, int> on_in_pool;
+  for (const auto& [name, e] : nodes_) {
+    if (ScalingOf(e.record.node.pool) && e.record.power != Power::kOff && !e.record.lost) {
+      ++on_in_pool[e.record.node.pool];
+    }
+  }
+  for (auto& [name, e] : nodes_) {
+    NodeRecord& r = e.record;
+    const core::PoolScaling* s = ScalingOf(r.node.pool);
+    if (s == nullptr || r.power != Power::kOff || on_in_pool[r.node.pool] >= s->min ||
+        !PoolMayBootLocked(r.node.pool)) {
+      continue;
+    }
+    ++on_in_pool[r.node.pool];
+    r.power = Power::kBooting;
+    r.node.off = false;
+    r.boot_deadline = now + s->BootTimeout().count();
+    e.last_seen = clock_->SteadyNow();
+    SaveNodeLocked(r, NodeChange::kGrows);
+    boot_requests_[r.node.pool].nodes.push_back(name);
+  }
+  FlushBootRequestsLocked();
   std::vector<core::PoweredNode> powered;
   std::vector<NodeEntry*> entries;
   for (auto& [name, e] : nodes_) {

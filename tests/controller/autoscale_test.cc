@@ -208,6 +208,23 @@ TEST_F(AutoscaleTest, AnIdleNodeIsPoweredOffAfterItsIdleTimeAndBootedAgainForThe
   EXPECT_EQ(NodeState("cloud-0"), "booting");
 }
 
+TEST_F(AutoscaleTest, APoolBootsItsMinimumAtStartAndKeepsItOnWhenIdle) {
+  ControllerOptions o = Autoscaled({{"cloud", 0}}, 3);
+  o.scaling["cloud"].min = 1;
+  Start(std::move(o));
+  ASSERT_TRUE(Eventually([&] { return Hooks().size() == 1; }));
+  EXPECT_EQ(Hooks()[0]["action"], "resume");
+  EXPECT_EQ(Hooks()[0]["nodes"], json::array({"cloud-0"}));
+  EXPECT_EQ(Hooks()[0]["reason"], "min");
+  EXPECT_EQ(Hooks()[0]["jobs"], json::array());
+  Join("cloud-0", "cloud");
+  EXPECT_EQ(NodeState("cloud-0"), "ready");
+  clock_->Advance(std::chrono::seconds(400));  // idle past its idle time
+  ASSERT_TRUE(SchedulerSettled());
+  EXPECT_EQ(NodeState("cloud-0"), "ready") << "the pool's minimum stays on";
+  EXPECT_EQ(Hooks().size(), 1u);
+}
+
 TEST_F(AutoscaleTest, ALostNodeOfAnAutoscaledPoolIsOffAndItsJobBootsItAgain) {
   ControllerOptions o = Autoscaled({{"cloud", 0}}, 1);
   o.node_timeout = std::chrono::seconds(30);
