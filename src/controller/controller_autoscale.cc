@@ -49,6 +49,16 @@ bool Controller::PoolMayBootLocked(std::string_view pool) const {
 }
 
 void Controller::AddAutoscaledNodesLocked() {
+  // Nodes saved off or booting whose pool this configuration no longer scales: no machine
+  // stands behind them, so they are lost (an agent that registers one brings it back).
+  for (auto& [name, e] : nodes_) {
+    if (e.record.power == Power::kOn || ScalingOf(e.record.node.pool) != nullptr) continue;
+    e.record.power = Power::kOn;
+    e.record.node.off = false;
+    e.record.boot_deadline = 0;
+    e.record.lost = true;
+    SaveNodeLocked(e.record, NodeChange::kMayShrink);
+  }
   for (const core::Node& t : options_.autoscaled_nodes) {
     auto [it, added] = nodes_.try_emplace(t.name);
     if (!added) continue;  // registered before, or saved off

@@ -225,6 +225,19 @@ TEST_F(AutoscaleTest, APoolBootsItsMinimumAtStartAndKeepsItOnWhenIdle) {
   EXPECT_EQ(Hooks().size(), 1u);
 }
 
+TEST_F(AutoscaleTest, AfterARestartOffNodesStayOffAndThoseOfAPoolNoLongerScaledAreLost) {
+  Start(Autoscaled({{"cloud", 0}, {"gone", 0}}, 1));
+  EXPECT_EQ(NodeState("cloud-0"), "off");
+  EXPECT_EQ(NodeState("gone-0"), "off");
+  ControllerOptions o = Autoscaled({{"cloud", 0}}, 1);
+  Restart(std::move(o));
+  EXPECT_EQ(NodeState("cloud-0"), "off");
+  EXPECT_EQ(NodeState("gone-0"), "lost") << "no longer in an autoscaled pool: no machine";
+  Submit("name: one\ngpu: 4\ncommand: [train]\n");
+  ASSERT_TRUE(Eventually([&] { return Hooks().size() == 1; }));
+  EXPECT_EQ(Hooks()[0]["nodes"], json::array({"cloud-0"})) << "never the lost one";
+}
+
 TEST_F(AutoscaleTest, ALostNodeOfAnAutoscaledPoolIsOffAndItsJobBootsItAgain) {
   ControllerOptions o = Autoscaled({{"cloud", 0}}, 1);
   o.node_timeout = std::chrono::seconds(30);
