@@ -605,6 +605,8 @@ class Controller {
   // Boots the off nodes a start placed `job` on (a resume request per pool gathers in
   // boot_requests_ until FlushBootRequestsLocked) and says what the job waits for.
   void BootNodesOfStartLocked(JobRecord& job);
+  // Marks an off node booting, with its deadline, and adds it to its pool's resume request.
+  void MarkBootingLocked(NodeEntry& node);
   void FlushBootRequestsLocked();
   // Scheduling thread: boots that ran out of time fail (their jobs requeued, the pool held
   // back for a boot timeout), back-offs end, and idle nodes are powered off

@@ -72,6 +72,17 @@ void Controller::AddAutoscaledNodesLocked() {
   }
 }
 
+void Controller::MarkBootingLocked(NodeEntry& node) {
+  NodeRecord& r = node.record;
+  const core::PoolScaling* s = ScalingOf(r.node.pool);
+  r.power = Power::kBooting;
+  r.node.off = false;
+  r.boot_deadline = Now() + (s ? s->BootTimeout().count() : 600);
+  node.last_seen = clock_->SteadyNow();
+  SaveNodeLocked(r, NodeChange::kGrows);
+  boot_requests_[r.node.pool].nodes.push_back(r.node.name);
+}
+
 void Controller::BootNodesOfStartLocked(JobRecord& job) {
   // The nodes of this start that must boot, by pool.
   std::map<std::string, std::set<std::string>> booting;
@@ -79,17 +90,7 @@ void Controller::BootNodesOfStartLocked(JobRecord& job) {
     auto it = nodes_.find(t.node);
     if (it == nodes_.end()) continue;
     NodeRecord& r = it->second.record;
-    if (r.power == Power::kOff) {
-      const core::PoolScaling* s = ScalingOf(r.node.pool);
-      r.power = Power::kBooting;
-      r.node.off = false;
-      r.boot_deadline = Now() + (s ? s->BootTimeout().count() : 600);
-      it->second.last_seen = clock_->SteadyNow();
-      SaveNodeLocked(r, NodeChange::kGrows);
-      BootRequest& req = boot_requests_[r.node.pool];
-      req.nodes.push_back(r.node.name);
-      req.jobs.insert(job.id);
-    }
+    if (r.power == Power::kOff) MarkBootingLocked(it->second);
     if (r.power == Power::kBooting) {
       booting[r.node.pool].insert(r.node.name);
       boot_requests_[r.node.pool].jobs.insert(job.id);
@@ -246,12 +247,7 @@ void Controller::CheckAutoscaleLocked() {
       continue;
     }
     ++on_in_pool[r.node.pool];
-    r.power = Power::kBooting;
-    r.node.off = false;
-    r.boot_deadline = now + s->BootTimeout().count();
-    e.last_seen = clock_->SteadyNow();
-    SaveNodeLocked(r, NodeChange::kGrows);
-    boot_requests_[r.node.pool].nodes.push_back(name);
+    MarkBootingLocked(e);
   }
   FlushBootRequestsLocked();
   std::vector<core::PoweredNode> powered;

@@ -58,7 +58,7 @@ class Cycle {
   // resources or topology and some pool has off nodes, on nodes that are on plus the off nodes
   // of the one pool that wastes the fewest GPUs on the nodes it boots, then costs least, then
   // comes first by name (autoscaling: a gang's new nodes all come from one pool). On failure
-  // `tx` holds what the last try left and the result is that of the try on nodes that are on.
+  // the result is that of the try on nodes that are on, and the caller rolls `tx` back.
   PlaceResult PlaceOnOrBoot(Transaction& tx, const Job& job,
                             const std::function<bool(NodeIndex)>& allowed);
   // When a job the cycle preempts for can start: the longest grace of its victims.
@@ -144,8 +144,8 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
     }
   }
   std::sort(off_pools_.begin(), off_pools_.end());
-  FindQueuesOverBudget();
   off_pools_.erase(std::unique(off_pools_.begin(), off_pools_.end()), off_pools_.end());
+  FindQueuesOverBudget();
 
   CycleContext ctx{.snapshot = snap_, .queues = *queues_, .rng = rng_};
   std::vector<const Job*> jobs;
