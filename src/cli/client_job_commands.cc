@@ -202,10 +202,15 @@ void RunJobs(const JobsFlags& f) {
   formats::Table table(header);
   for (const json& job : jobs) {
     auto submitted = client::ParseRfc3339(Str(job, "submittedAt"));
+    // A service's tasks are its replicas: how many of the wanted ones run.
+    const auto svc = job.find("service");
+    const std::string tasks = svc != job.end() && svc->is_object() && svc->contains("running")
+                                  ? Num(*svc, "running") + "/" + Num(*svc, "replicas")
+                                  : Num(job, "tasks");
     std::vector<std::string> row = {
         JobId(job),        Str(job, "name"),
         Str(job, "user"),  Str(job, "queue"),
-        Str(job, "state"), Num(job, "tasks"),
+        Str(job, "state"), tasks,
         Num(job, "gpus"),  submitted ? client::FormatAge(*submitted, now) : "-"};
     if (wide) {
       row.push_back(Num(job, "priority"));
@@ -330,9 +335,35 @@ void RunDescribe(const DescribeFlags& f) {
       add("Estimated start", "unknown (no running job's time limit frees enough resources)");
     }
   }
+  if (const auto of = job.find("replicaOf"); of != job.end() && of->is_object()) {
+    add("Replica", Num(*of, "replica") + " of service job/" + Num(*of, "service") +
+                       " (generation " + Num(*of, "generation") + ")");
+    if (const auto ep = job.find("endpoint"); ep != job.end() && ep->is_object()) {
+      add("Endpoint", Str(*ep, "host") + ":" + Num(*ep, "port") + " on " + Str(*ep, "node"));
+    }
+  }
   // The two-column table has an empty header line; print it without.
   std::string text = fields.ToString();
   std::cout << text.substr(text.find('\n') + 1);
+
+  if (const auto svc = job.find("service"); svc != job.end() && svc->is_object()) {
+    std::cout << "\nReplicas: " << Num(*svc, "running") << " of " << Num(*svc, "replicas")
+              << " running (generation " << Num(*svc, "generation") << ")\n";
+    formats::Table t({"REPLICA", "JOB", "STATE", "RESTARTS", "GEN", "ENDPOINT", "MESSAGE"},
+                     {.indent = 2});
+    if (const auto list = svc->find("replicaList"); list != svc->end() && list->is_array()) {
+      for (const json& r : *list) {
+        std::string where = "-";
+        if (const auto ep = r.find("endpoint"); ep != r.end() && ep->is_object()) {
+          where = Str(*ep, "host") + ":" + Num(*ep, "port");
+        }
+        t.AddRow({Num(r, "replica"), "job/" + Num(r, "job"), Str(r, "state", "-"),
+                  Num(r, "restarts", "0"), Num(r, "generation"), where, Str(r, "message")});
+      }
+    }
+    t.Print(std::cout);
+    return;  // a service's tasks and events are its replicas'
+  }
 
   const json& tasks = TaskList(job);
   std::cout << "\nTasks:\n";
@@ -402,6 +433,34 @@ void RunCancel(const CancelFlags& f) {
   }
   if (f.output == "json") PrintJson(json{{"jobs", cancelled}});
   if (exit_code != kExitOk) throw CLI::RuntimeError(exit_code);
+}
+
+// ---- scale, restart (services) ------------------------------------------------------------------
+
+struct ScaleFlags {
+  ConnectionFlags conn;
+  std::string job;
+  int replicas = 0;
+  bool restart = false;  // a rolling restart instead
+  std::string output = "table";
+};
+
+void RunScale(const ScaleFlags& f) {
+  ApiClient api = Connect(f.conn);
+  const uint64_t id = ResolveJob(api, f.job);
+  json answer = Check(f.restart ? api.RestartService(id) : api.ScaleService(id, f.replicas));
+  if (f.output == "json") {
+    PrintJson(answer);
+    return;
+  }
+  const json& job = JobOf(answer);
+  const json svc = job.value("service", json::object());
+  if (f.restart) {
+    std::cout << "job/" << id << " restarting its replicas one at a time (generation "
+              << Num(svc, "generation") << ")\n";
+  } else {
+    std::cout << "job/" << id << " scaled to " << Num(svc, "replicas") << " replicas\n";
+  }
 }
 
 // ---- whatif -----------------------------------------------------------------------------------
@@ -542,6 +601,32 @@ void AddJobCommands(CLI::App& app) {
     AddOutputFlag(cmd, f->output);
     cmd->footer("-o json prints {\"jobs\": [Job, ...]} with the jobs that were cancelled.");
     cmd->callback([f] { RunCancel(*f); });
+  }
+  {
+    auto f = std::make_shared<ScaleFlags>();
+    CLI::App* cmd = app.add_subcommand(
+        "scale",
+        "Set how many replicas a service keeps running (new ones are placed, the "
+        "highest-numbered beyond the count are cancelled)");
+    cmd->add_option("JOB", f->job, "The service: job id, job/ID, or name")->required();
+    cmd->add_option("REPLICAS", f->replicas, "Replicas to keep running (0 and up)")
+        ->required()
+        ->check(CLI::NonNegativeNumber);
+    AddConnectionFlags(cmd, f->conn);
+    AddOutputFlag(cmd, f->output);
+    cmd->callback([f] { RunScale(*f); });
+  }
+  {
+    auto f = std::make_shared<ScaleFlags>();
+    f->restart = true;
+    CLI::App* cmd = app.add_subcommand(
+        "restart",
+        "Rolling restart of a service: each replica is stopped and started again, one at a "
+        "time, once all the others run");
+    cmd->add_option("JOB", f->job, "The service: job id, job/ID, or name")->required();
+    AddConnectionFlags(cmd, f->conn);
+    AddOutputFlag(cmd, f->output);
+    cmd->callback([f] { RunScale(*f); });
   }
   {
     auto f = std::make_shared<WhatIfFlags>();

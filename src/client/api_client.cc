@@ -379,6 +379,15 @@ ApiResult<nlohmann::json> ApiClient::CancelJob(uint64_t id) const {
   return SendJson("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", "{}");
 }
 
+ApiResult<nlohmann::json> ApiClient::ScaleService(uint64_t id, int replicas) const {
+  return SendJson("POST", "/v1/jobs/" + std::to_string(id) + "/scale",
+                  nlohmann::json{{"replicas", replicas}}.dump());
+}
+
+ApiResult<nlohmann::json> ApiClient::RestartService(uint64_t id) const {
+  return SendJson("POST", "/v1/jobs/" + std::to_string(id) + "/restart", "{}");
+}
+
 ApiResult<nlohmann::json> ApiClient::WhatIf(uint64_t id) const {
   return SendJson("POST", "/v1/whatif", nlohmann::json{{"job", id}}.dump());
 }

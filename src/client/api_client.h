@@ -95,6 +95,9 @@ class ApiClient {
   ApiResult<nlohmann::json> ListJobs(const JobQuery& query) const;
   ApiResult<nlohmann::json> GetJob(uint64_t id) const;
   ApiResult<nlohmann::json> CancelJob(uint64_t id) const;
+  // POST /v1/jobs/{id}/scale and /restart: a service's replica count, its rolling restart.
+  ApiResult<nlohmann::json> ScaleService(uint64_t id, int replicas) const;
+  ApiResult<nlohmann::json> RestartService(uint64_t id) const;
   // POST /v1/whatif: what would let a pending job start now or sooner.
   ApiResult<nlohmann::json> WhatIf(uint64_t id) const;
   // GET /v1/jobs/{id}/logs. `limit` 0: the controller's default.

@@ -180,6 +180,7 @@ void Controller::Load() {
       SaveJobLocked(job);
     }
     IndexLocked(job);
+    if (job.service && !Finished(job.state)) services_.insert(job.id);
     jobs_.emplace(job.id, std::move(job));
   }
   std::vector<std::string> damage = store_->damage();
@@ -337,6 +338,7 @@ void Controller::Loop() {
     }
     try {
       EnforceTimeLimitsLocked();
+      CheckServicesLocked();
       CheckNodesLocked();
       CheckAutoscaleLocked();
       ForgetFinishedJobsLocked();
@@ -676,6 +678,12 @@ void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
   env["GANGWAY_TASK_INDEX"] = std::to_string(task.index);
   env["GANGWAY_TASK_GROUP"] = job.live.job.groups[static_cast<size_t>(task.group)].name;
   env["GANGWAY_ATTEMPT"] = std::to_string(job.attempt);
+  if (job.replica_of) {
+    // The port the replica serves on, free on its node among the jobs there (as MASTER_PORT).
+    env["GANGWAY_PORT"] = std::to_string(job.master_port);
+    env["GANGWAY_REPLICA"] = std::to_string(job.replica_of->replica);
+    env["GANGWAY_SERVICE_ID"] = std::to_string(job.replica_of->service);
+  }
   const std::string ckpt = (options_.checkpoint_root / std::to_string(job.id)).string();
   env["GANGWAY_CHECKPOINT_DIR"] = ckpt;
   // Where the agent writes the unix time by which a stopped task is killed, before it sends
@@ -746,17 +754,27 @@ void Controller::StopTasksLocked(JobRecord& job, JobState after, int grace_secon
 }
 
 void Controller::RequeueOrFailLocked(JobRecord& job, bool allow_restart, const std::string& why) {
-  const bool may_restart = allow_restart && job.restarts < job.live.run.restart_limit;
+  const bool always = job.live.run.restart_policy == RestartPolicy::kAlways;
+  const bool may_restart = always || (allow_restart && job.restarts < job.live.run.restart_limit);
   JobState after = may_restart ? JobState::kPending : JobState::kFailed;
   if (may_restart) job.restarts++;
   job.message = why;
   job.after_stop = after;
-  EventLocked(
-      job.id, may_restart ? "restarting" : "failing",
-      why + (may_restart ? "; the job will restart (restart " + std::to_string(job.restarts) +
-                               " of " + std::to_string(job.live.run.restart_limit) + ")"
-             : allow_restart ? "; no restarts left"
-                             : ""));
+  if (always) {
+    const int backoff = ReplicaBackoffSeconds(job.restarts);
+    job.hold_until = Now() + backoff;
+    job.message += "; restarting after a back-off of " + std::to_string(backoff) + " s";
+    EventLocked(job.id, "restarting",
+                why + "; the replica restarts in " + std::to_string(backoff) + " s (restart " +
+                    std::to_string(job.restarts) + ")");
+  } else {
+    EventLocked(
+        job.id, may_restart ? "restarting" : "failing",
+        why + (may_restart ? "; the job will restart (restart " + std::to_string(job.restarts) +
+                                 " of " + std::to_string(job.live.run.restart_limit) + ")"
+               : allow_restart ? "; no restarts left"
+                               : ""));
+  }
   for (TaskRecord& t : job.tasks) {
     if (t.state == TaskState::kScheduled || t.state == TaskState::kRunning) {
       t.state = TaskState::kStopping;
@@ -770,6 +788,19 @@ void Controller::RequeueOrFailLocked(JobRecord& job, bool allow_restart, const s
 void Controller::TaskEndedLocked(JobRecord& job, TaskRecord& task) {
   if (job.after_stop) {
     SettleLocked(job);
+    return;
+  }
+  if (job.live.run.restart_policy == RestartPolicy::kAlways) {
+    // A service replica runs until it is stopped: any exit restarts it. One that ran for
+    // ten minutes starts its back-off over, as a kubelet does.
+    if (task.started_at != 0 && task.finished_at - task.started_at >= 600) job.restarts = 0;
+    job.exit_code = task.exit_code ? *task.exit_code : 128 + task.signal;
+    RequeueOrFailLocked(
+        job, true,
+        "replica " + std::to_string(job.replica_of ? job.replica_of->replica : 0) + " on " +
+            task.node +
+            (task.signal ? " was killed by signal " + std::to_string(task.signal)
+                         : " exited with code " + std::to_string(task.exit_code.value_or(-1))));
     return;
   }
   if (task.exit_code.value_or(-1) != 0) {

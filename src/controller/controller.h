@@ -28,6 +28,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "controller/agent_channel.h"
@@ -61,6 +62,11 @@ struct ApiError {
   std::string field;
   nlohmann::json details = nlohmann::json::array();
 };
+
+// An error answer without details.
+inline ApiError Error(int status, std::string code, std::string message, std::string field = "") {
+  return {status, std::move(code), std::move(message), std::move(field), nlohmann::json::array()};
+}
 
 // Describe for core::Result: "field: message".
 std::string Describe(const ApiError& error);
@@ -277,7 +283,15 @@ class Controller {
   // for the following page. Each page holds the lock only for its own jobs.
   Outcome<nlohmann::json> ListJobs(const Caller& caller, const JobListQuery& query);
   Outcome<nlohmann::json> GetJob(const Caller& caller, uint64_t id);
+  // Cancelling a service cancels its replicas; a replica alone is not cancelled (409: scale
+  // its service instead).
   Outcome<nlohmann::json> Cancel(const Caller& caller, uint64_t id);
+  // Services (controller_services.cc). Scale: the service keeps `replicas` replicas (0 and
+  // up): new slots get new replica jobs, the highest slots beyond the count are cancelled.
+  // RollingRestart: every replica is stopped and started again, one at a time, each once all
+  // the others run (at most one unavailable). Both 400 for a job that is not a service.
+  Outcome<nlohmann::json> Scale(const Caller& caller, uint64_t id, int replicas);
+  Outcome<nlohmann::json> RollingRestart(const Caller& caller, uint64_t id);
   using LogChunk = controller::LogChunk;
   // GET /v1/jobs/{id}/logs: LocateLog, then ReadLogChunk.
   Outcome<LogChunk> Logs(const Caller& caller, uint64_t id, int task, int64_t offset,
@@ -459,7 +473,20 @@ class Controller {
   // Queues the removal of a finished job's GANGWAY_CHECKPOINT_DIR if it stayed empty (most
   // jobs never checkpoint; one directory per job would otherwise pile up).
   void RemoveEmptyCheckpointDirLocked(const JobRecord& job);
+  // Stops the job's tasks at once and requeues it (restarts + 1) or fails it. A service
+  // replica always restarts, after a back-off (hold_until, ReplicaBackoffSeconds).
   void RequeueOrFailLocked(JobRecord& job, bool allow_restart, const std::string& why);
+  // Cancels a job (its tasks get their grace) with `why` as its message.
+  void CancelLocked(JobRecord& job, const std::string& why);
+  // Services (controller_services.cc). Start: a just-submitted service record becomes
+  // running with its replica jobs. AddReplica: a new pending job for `slot`, or nullopt when
+  // no job id could be reserved. Check (scheduling thread): replicas whose back-off is over
+  // are placeable again, and rolling restarts take their next step.
+  bool StartServiceLocked(JobRecord& service);
+  std::optional<uint64_t> AddReplicaLocked(JobRecord& service, int slot);
+  void CheckServicesLocked();
+  // A service's replicas with where they serve, for GetJob; a replica's service and endpoint.
+  nlohmann::json ServiceDetailLocked(const JobRecord& job) const;
   void LaunchLocked(JobRecord& job, TaskRecord& task);
   void SendStopLocked(const JobRecord& job, const TaskRecord& task, int grace_seconds,
                       const std::string& reason);
@@ -645,6 +672,8 @@ class Controller {
   std::deque<HookCall> hook_calls_;  // hook_mu_
   bool hook_stopping_ = false;       // hook_mu_
   std::thread hook_thread_;
+  // Services not finished (JobRecord::service): those CheckServicesLocked looks at; mu_.
+  std::set<uint64_t> services_;
 
  public:
   Metrics metrics;

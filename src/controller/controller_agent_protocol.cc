@@ -18,10 +18,6 @@ using nlohmann::json;
 
 constexpr size_t kMaxLogChunk = 256 * 1024;
 constexpr size_t kMaxCommandBatch = 1000;
-ApiError Error(int status, std::string code, std::string message, std::string field = "") {
-  return {status, std::move(code), std::move(message), std::move(field), json::array()};
-}
-
 bool ValidName(std::string_view s) {
   if (s.empty() || s.size() > 128) return false;
   if (!std::isalnum(static_cast<unsigned char>(s[0]))) return false;

@@ -17,10 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-ApiError Error(int status, std::string code, std::string message, std::string field = "") {
-  return {status, std::move(code), std::move(message), std::move(field), json::array()};
-}
-
 }  // namespace
 
 std::vector<Controller::InLine> Controller::QueueLineLocked(std::string_view queue) const {

@@ -23,10 +23,6 @@ namespace {
 
 using nlohmann::json;
 
-ApiError Error(int status, std::string code, std::string message, std::string field = "") {
-  return {status, std::move(code), std::move(message), std::move(field), json::array()};
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- views
@@ -226,9 +222,17 @@ Outcome<json> Controller::Submit(const Caller& caller, std::string_view body,
     job.waiting_since = clock_->SteadyNow();
     // In jobs_ before anything indexes it: the indexes never name a job that is not there.
     auto [it, inserted] = jobs_.emplace(job.id, std::move(job));
-    SaveJobLocked(it->second);
     EventLocked(it->first, "submitted",
                 "by " + it->second.live.job.user + " to queue " + it->second.live.job.queue);
+    if (it->second.live.run.service) {
+      if (!StartServiceLocked(it->second)) {
+        return Error(507, "insufficient_storage",
+                     "cannot record job ids in " + options_.data_dir.string() +
+                         " (is the disk full?); the service was cancelled");
+      }
+    } else {
+      SaveJobLocked(it->second);
+    }
     view = JobView(it->second);
     dirty_ = true;
     wake_.notify_one();
@@ -262,6 +266,12 @@ json JobsPage(const std::map<uint64_t, JobRecord>& jobs, const Caller& caller,
     if (!CanSee(caller, j)) continue;
     if (!q.all_users && q.user.empty() && !caller.admin && j.live.job.user != caller.user) continue;
     out.push_back(JobView(j));
+    if (j.service) {
+      AddReplicaCounts(out.back(), j, [&](uint64_t r) -> const JobRecord* {
+        auto found = jobs.find(r);
+        return found == jobs.end() ? nullptr : &found->second;
+      });
+    }
     last = j.id;
   }
   json answer = {{"jobs", std::move(out)}};
@@ -286,6 +296,7 @@ Outcome<json> Controller::GetJob(const Caller& caller, uint64_t id) {
   // The newest: a job restarted many times has more events than a view should carry.
   const std::vector<StoredEvent> events = store_->LastEvents(0, j->id, kEventsInJobView);
   json view = JobView(*j, &events);
+  if (j->service || j->replica_of) view.update(ServiceDetailLocked(*j));
   // What it held and cost over all its attempts so far (formats/usage_report.h's row).
   if (!j->usage.empty()) {
     const int64_t now = Now();
@@ -320,24 +331,50 @@ Outcome<json> Controller::Cancel(const Caller& caller, uint64_t id) {
           409, "conflict",
           "job " + std::to_string(id) + " is already " + std::string(JobStateName(j->state)));
     }
+    if (j->replica_of) {
+      const std::string svc = std::to_string(j->replica_of->service);
+      return Error(409, "conflict",
+                   "job " + std::to_string(id) + " is replica " +
+                       std::to_string(j->replica_of->replica) + " of service " + svc +
+                       ", which keeps it running; cancel the service (gangway cancel " + svc +
+                       ") or scale it (gangway scale " + svc + " N)");
+    }
     const std::string why = "cancelled by " + caller.user;
-    if (!j->HoldsResources()) {
+    if (j->service) {
+      for (uint64_t r : j->service->replica_jobs) {
+        JobRecord* replica = FindJob(r);
+        if (replica && !Finished(replica->state) && replica->after_stop != JobState::kCancelled) {
+          CancelLocked(*replica, "its service was " + why);
+        }
+      }
+      services_.erase(j->id);
       j->state = JobState::kCancelled;
-      j->after_stop.reset();
       j->finished_at = Now();
       j->message = why;
       EventLocked(j->id, "cancelled", why);
       SaveJobLocked(*j);
     } else {
-      j->message = why;
-      StopTasksLocked(*j, JobState::kCancelled,
-                      static_cast<int>(j->live.job.checkpoint_grace.count()), why);
+      CancelLocked(*j, why);
     }
     view = JobView(*j);
     dirty_ = true;
   }
   wake_.notify_one();
   return json{{"job", view}};
+}
+
+void Controller::CancelLocked(JobRecord& job, const std::string& why) {
+  job.message = why;
+  if (!job.HoldsResources()) {
+    job.state = JobState::kCancelled;
+    job.after_stop.reset();
+    job.finished_at = Now();
+    EventLocked(job.id, "cancelled", why);
+    SaveJobLocked(job);
+  } else {
+    StopTasksLocked(job, JobState::kCancelled,
+                    static_cast<int>(job.live.job.checkpoint_grace.count()), why);
+  }
 }
 
 Outcome<LogSource> LocateLog(const Caller& caller, const JobRecord& j, int task) {

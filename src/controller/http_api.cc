@@ -470,6 +470,33 @@ void HttpApi::Routes() {
         [this, caller](const Request& req, Response& res, const Identity& id) {
           if (auto job = JobId(req, res)) Answer(res, controller_.Cancel(caller(id), *job));
         });
+  route("POST", R"(/v1/jobs/(\d+)/scale)", "scale", Who::kUser,
+        [this, caller](const Request& req, Response& res, const Identity& id) {
+          auto job = JobId(req, res);
+          if (!job) return;
+          const json body = json::parse(req.body, nullptr, false);
+          if (!body.is_object() || !body.contains("replicas") ||
+              !body["replicas"].is_number_integer()) {
+            SendError(res, {400, "bad_request",
+                            "replicas: send {\"replicas\": N}, N a whole number of replicas",
+                            "replicas", json::array()});
+            return;
+          }
+          const int64_t n = body["replicas"].get<int64_t>();
+          if (n < 0 || n > INT32_MAX) {
+            SendError(res, {400, "bad_request",
+                            "replicas: " + std::to_string(n) + " is not a number of replicas",
+                            "replicas", json::array()});
+            return;
+          }
+          Answer(res, controller_.Scale(caller(id), *job, static_cast<int>(n)));
+        });
+  route("POST", R"(/v1/jobs/(\d+)/restart)", "rolling_restart", Who::kUser,
+        [this, caller](const Request& req, Response& res, const Identity& id) {
+          if (auto job = JobId(req, res)) {
+            Answer(res, controller_.RollingRestart(caller(id), *job));
+          }
+        });
   route("GET", R"(/v1/jobs/(\d+)/logs)", "logs", Who::kUser,
         [this, caller](const Request& req, Response& res, const Identity& id) {
           auto job = JobId(req, res);

@@ -98,9 +98,10 @@ JobIndex::Change JobIndex::Index(const JobRecord& job, const GpusOf& gpus_of) {
     for (const std::string& node : on) active_by_node_[node].insert(job.id);
     c.nodes = std::move(on);
   }
-  if (job.state == JobState::kPending && !job.after_stop) {
+  if (job.state == JobState::kPending && !job.after_stop && job.hold_until == 0) {
     change.waiting = waiting_.insert(job.id).second;
   } else {
+    if (job.state == JobState::kPending && !job.after_stop) holds_.emplace(job.hold_until, job.id);
     change.waiting = waiting_.erase(job.id) > 0;
   }
   // A cancelled job is finished before its tasks have stopped; it counts from when they have.
@@ -133,6 +134,13 @@ std::optional<std::pair<int64_t, uint64_t>> JobIndex::TakeDueDeadline(int64_t no
   if (deadlines_.empty() || deadlines_.begin()->first >= now) return std::nullopt;
   const auto due = *deadlines_.begin();
   deadlines_.erase(deadlines_.begin());
+  return due;
+}
+
+std::optional<std::pair<int64_t, uint64_t>> JobIndex::TakeDueHold(int64_t now) {
+  if (holds_.empty() || holds_.begin()->first > now) return std::nullopt;
+  const auto due = *holds_.begin();
+  holds_.erase(holds_.begin());
   return due;
 }
 

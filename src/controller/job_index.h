@@ -13,10 +13,10 @@
 //
 // Invariants: every counter equals the sum over the indexed jobs of what each was counted
 // as at its last Index; a job is in active() exactly when it held resources then, in
-// waiting() exactly when it was pending and not being stopped, and listed under every node
-// one of its tasks was on. Counters that reach zero are erased (a map holds only non-zero
-// entries). The due lists (TakeDueDeadline, TakeForgettable) may hold stale entries; callers
-// check the job again.
+// waiting() exactly when it was pending, not being stopped and not held in back-off, and listed
+// under every node one of its tasks was on. Counters that reach zero are erased (a map holds only
+// non-zero entries). The due lists (TakeDueDeadline, TakeDueHold, TakeForgettable) may hold stale
+// entries; callers check the job again.
 //
 // Thread safety: none of its own; the controller's mu_ guards it.
 
@@ -75,6 +75,9 @@ class JobIndex {
   // The id of a job whose deadline (DeadlineOf at its Index) is before `now`, taken off the
   // list; nullopt when none is.
   std::optional<std::pair<int64_t, uint64_t>> TakeDueDeadline(int64_t now);
+  // The same for pending jobs held in back-off (JobRecord::hold_until) until `now` or
+  // before: (hold_until, id).
+  std::optional<std::pair<int64_t, uint64_t>> TakeDueHold(int64_t now);
   // The same for finished jobs that finished before `before`: (finished_at, id).
   std::optional<std::pair<int64_t, uint64_t>> TakeForgettable(int64_t before);
 
@@ -106,6 +109,7 @@ class JobIndex {
   Counts active_by_queue_;
   std::set<std::pair<int64_t, uint64_t>> finished_;   // (finished_at, id)
   std::set<std::pair<int64_t, uint64_t>> deadlines_;  // (deadline, id) of running jobs
+  std::set<std::pair<int64_t, uint64_t>> holds_;      // (hold_until, id) of held jobs
 };
 
 }  // namespace gangway::controller

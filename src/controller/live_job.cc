@@ -202,6 +202,17 @@ void ReadContainer(Context& ctx, const Field& field, RunSpec& run) {
 }
 
 void ReadRunFields(Context& ctx, MapReader& m, RunSpec& run, bool& has_command) {
+  if (auto f = m.Take("kind")) {
+    if (auto s = formats::ReadScalar(ctx, *f)) {
+      if (*s == "service") {
+        run.service = true;
+        run.restart_policy = RestartPolicy::kAlways;
+      } else if (*s != "batch") {
+        ctx.Error(*f, "'" + formats::Quote(*s) + "' is not a job kind; use batch or service" +
+                          formats::DidYouMean(*s, {"batch", "service"}));
+      }
+    }
+  }
   if (auto f = m.Take("command")) {
     if (f->node.IsScalar()) {
       if (auto s = formats::ReadScalar(ctx, *f)) {
@@ -254,14 +265,22 @@ void ReadRunFields(Context& ctx, MapReader& m, RunSpec& run, bool& has_command) 
   if (auto f = m.Take("workdir")) ReadWorkdir(ctx, *f, run.workdir);
   if (auto f = m.Take("restartPolicy")) {
     if (auto s = formats::ReadScalar(ctx, *f)) {
-      if (*s == "never" || *s == "Never") {
+      const bool always = *s == "always" || *s == "Always";
+      if (run.service && !always) {
+        ctx.Error(*f, "a service's replicas always restart; restartPolicy: " + formats::Quote(*s) +
+                          " is for batch jobs (leave it out)");
+      } else if (always && !run.service) {
+        ctx.Error(*f,
+                  "restartPolicy: always is for services (kind: service); a batch job restarts "
+                  "with on-failure");
+      } else if (*s == "never" || *s == "Never") {
         run.restart_policy = RestartPolicy::kNever;
       } else if (*s == "on-failure" || *s == "OnFailure") {
         run.restart_policy = RestartPolicy::kOnFailure;
-      } else {
+      } else if (!always) {
         ctx.Error(*f, "'" + formats::Quote(*s) +
-                          "' is not a restart policy; use never or on-failure" +
-                          formats::DidYouMean(*s, {"never", "on-failure"}));
+                          "' is not a restart policy; use never or on-failure (always: services)" +
+                          formats::DidYouMean(*s, {"never", "on-failure", "always"}));
       }
     }
   }
@@ -281,10 +300,44 @@ void ReadRunFields(Context& ctx, MapReader& m, RunSpec& run, bool& has_command) 
   }
 }
 
+// What a service may not say, read from the job as parsed: its replicas are independent (one
+// group of a fixed count, no gang, no topology across them) and it runs until cancelled.
+void CheckService(Context& ctx, const Field& doc, const core::Job& job) {
+  auto at = [&](const char* key) {
+    const YAML::Node n = doc.node[key];
+    return n ? n.Mark() : doc.mark;
+  };
+  if (job.groups.size() != 1) {
+    ctx.Error(at("tasks"), "tasks",
+              "a service has one kind of replica; give its fields at the top level (or one "
+              "entry under tasks), and run other roles as their own services");
+    return;
+  }
+  const core::TaskGroup& g = job.groups.front();
+  const std::string where = doc.node["tasks"] ? "tasks[0].replicas" : "replicas";
+  if (g.min_replicas != g.replicas) {
+    ctx.Error(at("replicas"), where,
+              "a service keeps a fixed number of replicas; give a count such as 3 and change it "
+              "with `gangway scale`");
+  }
+  if (job.time_limit) {
+    ctx.Error(at("timeLimit"), "timeLimit",
+              "a service runs until it is cancelled or scaled to 0; timeLimit is for batch jobs");
+  }
+}
+
 }  // namespace
 
 std::string_view RestartPolicyName(RestartPolicy p) {
-  return p == RestartPolicy::kOnFailure ? "on-failure" : "never";
+  switch (p) {
+    case RestartPolicy::kOnFailure:
+      return "on-failure";
+    case RestartPolicy::kAlways:
+      return "always";
+    case RestartPolicy::kNever:
+      break;
+  }
+  return "never";
 }
 
 int SignalNumber(std::string_view name) {
@@ -322,9 +375,22 @@ formats::ParseResult<LiveJob> ParseLiveJob(std::string_view text, const LiveJobO
   if (job && !has_command && !ctx.failed()) {
     ctx.Error(*doc, "the job has no command; add command: [program, args...]");
   }
+  if (job && out.run.service && !ctx.failed()) CheckService(ctx, *doc, *job);
   if (!job || ctx.failed()) return ctx.TakeErrors();
   out.job = std::move(*job);
   return out;
+}
+
+int ReplicaBackoffSeconds(int restarts) {
+  return restarts <= 1 ? 1 : std::min(300, 1 << std::min(restarts - 1, 9));
+}
+
+void MakeReplica(LiveJob& job, int replica) {
+  core::TaskGroup& group = job.job.groups.front();
+  group.replicas = 1;
+  group.min_replicas = 1;
+  job.job.yields_only_to_priority = true;
+  job.job.name += "-" + std::to_string(replica);
 }
 
 }  // namespace gangway::controller

@@ -17,7 +17,9 @@
 
 namespace gangway::controller {
 
-enum class RestartPolicy : uint8_t { kNever, kOnFailure };
+// kAlways is a service's (and only a service's): a replica that exits, with any code, is
+// started again after a back-off.
+enum class RestartPolicy : uint8_t { kNever, kOnFailure, kAlways };
 
 // Where a job's tasks run when it names an image (docs/job-spec.md, "container"): one podman
 // container per task on the node.
@@ -32,6 +34,9 @@ struct ContainerSpec {
 };
 
 struct RunSpec {
+  // `kind: service`: the job keeps its one group's replicas running until it is cancelled;
+  // each replica is scheduled, restarted and preempted on its own (docs/job-spec.md).
+  bool service = false;
   std::vector<std::string> command;  // argv; a string command becomes /bin/sh -c
   std::map<std::string, std::string> env;
   std::string workdir;
@@ -59,6 +64,15 @@ struct LiveJobOptions {
 formats::ParseResult<LiveJob> ParseLiveJob(std::string_view text, const LiveJobOptions& options);
 
 std::string_view RestartPolicyName(RestartPolicy p);
+
+// Turns a parsed service into one of its replicas, as the scheduler sees each: one task,
+// preempted only by a higher priority (core::Job::yields_only_to_priority), named
+// "<service>-<replica>".
+void MakeReplica(LiveJob& job, int replica);
+
+// How long a replica that exited for the `restarts`-th time in a row waits before it is
+// placed again: 1 s, doubling, at most 5 min.
+int ReplicaBackoffSeconds(int restarts);
 
 // Signals a job may ask for as its checkpoint signal, by name.
 int SignalNumber(std::string_view name);  // 0 if unknown

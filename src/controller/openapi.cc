@@ -70,6 +70,13 @@ json Build() {
       {"/v1/jobs/{id}/cancel",
        {{"post", Op("Cancel a job; running tasks get their checkpoint grace", "jobs", {id}, false,
                     "200", "JobEnvelope")}}},
+      {"/v1/jobs/{id}/scale",
+       {{"post", Op("Set how many replicas a service keeps running: body {\"replicas\": N}", "jobs",
+                    {id}, false, "200", "JobEnvelope")}}},
+      {"/v1/jobs/{id}/restart",
+       {{"post", Op("Rolling restart of a service: one replica at a time, each once the others "
+                    "run",
+                    "jobs", {id}, false, "200", "JobEnvelope")}}},
       {"/v1/jobs/{id}/logs",
        {{"get", Op("A task's output from an offset (text/plain); headers X-Gangway-Next-Offset, "
                    "X-Gangway-Log-Complete and X-Gangway-Log-Size (the bytes held now)",
@@ -203,7 +210,8 @@ json Build() {
           {"gpu", {{"oneOf", {{{"type", "number"}}, {{"type", "string"}}}}}},
           {"replicas", {{"type", "integer"}}},
           {"env", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
-          {"restartPolicy", {{"type", "string"}, {"enum", {"never", "on-failure"}}}},
+          {"kind", {{"type", "string"}, {"enum", {"batch", "service"}}}},
+          {"restartPolicy", {{"type", "string"}, {"enum", {"never", "on-failure", "always"}}}},
           {"restartLimit", {{"type", "integer"}}},
           {"checkpointSignal", {{"type", "string"}}}}}}},
       {"Job",

@@ -136,6 +136,17 @@ json JobDoc(const JobRecord& j) {
               {"masterPort", j.master_port},
               {"tasks", tasks}};
   if (j.unix_user) doc["unixUser"] = protocol::ToJson(*j.unix_user);
+  if (j.service) {
+    doc["service"] = {{"replicas", j.service->replicas},
+                      {"generation", j.service->generation},
+                      {"replicaJobs", j.service->replica_jobs}};
+  }
+  if (j.replica_of) {
+    doc["replicaOf"] = {{"service", j.replica_of->service},
+                        {"replica", j.replica_of->replica},
+                        {"generation", j.replica_of->generation}};
+  }
+  if (j.hold_until != 0) doc["holdUntil"] = j.hold_until;
   if (!j.usage.empty()) {
     json usage = json::array();
     for (const core::UsageRecord& u : j.usage) {
@@ -182,6 +193,18 @@ std::optional<JobRecord> JobFromDoc(const json& doc) {
                                        .gid = u->at("gid").get<uint32_t>(),
                                        .groups = u->at("groups").get<std::vector<uint32_t>>()};
     }
+    if (const auto svc = doc.find("service"); svc != doc.end()) {
+      j.service =
+          JobRecord::Service{.replicas = svc->at("replicas").get<int>(),
+                             .generation = svc->at("generation").get<int>(),
+                             .replica_jobs = svc->at("replicaJobs").get<std::vector<uint64_t>>()};
+    }
+    if (const auto of = doc.find("replicaOf"); of != doc.end()) {
+      j.replica_of = JobRecord::ReplicaOf{.service = of->at("service").get<uint64_t>(),
+                                          .replica = of->at("replica").get<int>(),
+                                          .generation = of->at("generation").get<int>()};
+    }
+    j.hold_until = doc.value("holdUntil", int64_t{0});
     for (const json& t : doc.at("tasks")) {
       TaskRecord r;
       r.index = t.at("index").get<int>();
@@ -333,6 +356,12 @@ LoadedJob ReadJobBack(const std::string& doc,
   if (parsed.ok()) {
     job.live = std::move(parsed.value());
     job.live.job.user = user;
+    // A service's count is the last scale's; a replica is the one task of its slot.
+    if (job.service && job.live.run.service) {
+      job.live.job.groups.front().replicas = job.service->replicas;
+      job.live.job.groups.front().min_replicas = job.service->replicas;
+    }
+    if (job.replica_of && job.live.run.service) MakeReplica(job.live, job.replica_of->replica);
   } else if (!Finished(job.state)) {
     out.unreadable = parsed.ErrorText();
   }

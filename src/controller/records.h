@@ -91,7 +91,25 @@ struct JobRecord {
   std::string message;
   // Not persisted: `message` says what nodes the job waits for to boot (cleared once it runs).
   bool boot_wait = false;
-  int master_port = 0;
+  int master_port = 0;  // a service replica's port (GANGWAY_PORT) as well
+  // A service (kind: service, live.run.service) is a record that holds no tasks and is never
+  // placed: running until cancelled, then cancelled once its replicas have stopped. Each of
+  // its replicas is a job of its own (`replica_of` set), placed, restarted and preempted on
+  // its own.
+  struct Service {
+    int replicas = 0;                    // wanted; also live.job's one group's count
+    int generation = 0;                  // a rolling restart increments it
+    std::vector<uint64_t> replica_jobs;  // by replica slot: the job that runs it
+  };
+  std::optional<Service> service;
+  struct ReplicaOf {
+    uint64_t service = 0;
+    int replica = 0;     // slot, 0..replicas-1
+    int generation = 0;  // the service's generation it was last started for
+  };
+  std::optional<ReplicaOf> replica_of;
+  // A requeued replica in back-off: not placed before this (unix seconds); 0 = placeable.
+  int64_t hold_until = 0;
   std::vector<TaskRecord> tasks;  // of the current attempt
   // What each attempt held, per pool (core/accounting/usage.h): opened when an attempt is
   // placed, closed (end set) when its last task releases its GPUs; used GPU time and energy

@@ -70,7 +70,19 @@ json JobView(const JobRecord& j, const std::vector<StoredEvent>* detail) {
                                        {"gid", j.unix_user->gid},
                                        {"groups", j.unix_user->groups}})
                                : json(nullptr)}};
-  if (j.pending && j.state == JobState::kPending) {
+  out["kind"] = j.live.run.service ? "service" : "batch";
+  if (j.service) {
+    out["service"] = {{"replicas", j.service->replicas}, {"generation", j.service->generation}};
+  }
+  if (j.replica_of) {
+    out["replicaOf"] = {{"service", j.replica_of->service},
+                        {"replica", j.replica_of->replica},
+                        {"generation", j.replica_of->generation}};
+  }
+  if (j.state == JobState::kPending && j.hold_until != 0 && !j.after_stop) {
+    out["pending"] = {
+        {"code", "BackOff"}, {"message", j.message}, {"estimatedStart", FormatTime(j.hold_until)}};
+  } else if (j.pending && j.state == JobState::kPending) {
     out["pending"] = {
         {"code", core::PendingCodeName(j.pending->code)},
         {"message", j.pending->message},
@@ -112,6 +124,17 @@ json JobView(const JobRecord& j, const std::vector<StoredEvent>* detail) {
     out["spec"] = j.spec_text;
   }
   return out;
+}
+
+void AddReplicaCounts(json& view, const JobRecord& service,
+                      const std::function<const JobRecord*(uint64_t)>& find) {
+  if (!service.service) return;
+  int running = 0;
+  for (uint64_t id : service.service->replica_jobs) {
+    const JobRecord* r = find(id);
+    if (r && r->state == JobState::kRunning && !r->after_stop) ++running;
+  }
+  view["service"]["running"] = running;
 }
 
 std::string NodeState(const NodeRecord& n, bool busy) {

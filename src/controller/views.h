@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -25,6 +26,10 @@ namespace gangway::controller {
 // A job as GET /v1/jobs shows it; with `events` (its newest), as GET /v1/jobs/{id} does, with
 // its events and spec.
 nlohmann::json JobView(const JobRecord& job, const std::vector<StoredEvent>* events = nullptr);
+// Adds to a service's view how many of its replicas run ("service": {"running": n}) and
+// how many are ready to serve (running, not stopping); `find` gives a job by id or nullptr.
+void AddReplicaCounts(nlohmann::json& view, const JobRecord& service,
+                      const std::function<const JobRecord*(uint64_t)>& find);
 
 // A node's facts as copied under the lock: who uses which GPU.
 struct GpuUse {

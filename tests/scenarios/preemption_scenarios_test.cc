@@ -188,6 +188,36 @@ std::vector<Scenario> PreemptionScenarios() {
                                   {.job = 102, .for_job = 1, .reason = "reclaims"}},
                   .pending = {{.job = 1, .code = kPreempting, .message = "preempting 2 jobs"}}}},
 
+      // The same borrowing, but b's jobs 101 and 102 are service replicas: reclaim passes
+      // them over (job 100 is too young to yield), and only a higher priority may take them.
+      {.name = "service_replicas_yield_only_to_higher_priority",
+       .cluster = SnapshotBuilder()
+                      .Now(kNow)
+                      .Nodes(2, MakeNode("n").Gpus(8))
+                      .Queue(MakeQueue("a").Guarantee("gpu", 8))
+                      .Queue(MakeQueue("b").Guarantee("gpu", 8))
+                      .Running(MakeJob(100).Gpus(8).Queue("b"), {0}, kNow - 10)
+                      .Running(MakeJob(101).Gpus(4).Queue("b").ServiceReplica(), {1}, 200)
+                      .Running(MakeJob(102).Gpus(4).Queue("b").ServiceReplica(), {1}, 300)
+                      .Build(),
+       .pending = {MakeJob(1).Gpus(8).Queue("a").Obj()},
+       .profile = Preempt({"priority", "reclaim"}),
+       .expect = {.pending = {{.job = 1, .code = kResources}}}},
+      {.name = "service_replica_yields_to_higher_priority",
+       .cluster = SnapshotBuilder()
+                      .Now(kNow)
+                      .Nodes(2, MakeNode("n").Gpus(8))
+                      .Queue(MakeQueue("a").Guarantee("gpu", 8))
+                      .Queue(MakeQueue("b").Guarantee("gpu", 8))
+                      .Running(MakeJob(100).Gpus(8).Queue("b"), {0}, kNow - 10)
+                      .Running(MakeJob(101).Gpus(4).Queue("b").ServiceReplica(), {1}, 200)
+                      .Running(MakeJob(102).Gpus(4).Queue("b").ServiceReplica(), {1}, 300)
+                      .Build(),
+       .pending = {MakeJob(2).Gpus(4).Queue("b").Priority(5).Obj()},
+       .profile = Preempt({"priority", "reclaim"}),
+       .expect = {.preemptions = {{.job = 102, .for_job = 2, .reason = "priority 5"}},
+                  .pending = {{.job = 2, .code = kPreempting}}}},
+
       // Guarantees held by parents: team-b (under org-b, guarantee 8) runs 16 GPUs; team-a
       // (under idle org-a, guarantee 8) reclaims one 8-GPU job, the most recently started.
       {.name = "reclaim_through_parent_guarantees",
@@ -236,6 +266,14 @@ std::vector<Scenario> PreemptionScenarios() {
        .profile = Preempt({"order"}, "las"),
        .expect = {.preemptions = {{.job = 100, .for_job = 1, .reason = "las order"}},
                   .pending = {{.job = 1, .code = kPreempting}}}},
+
+      // A service replica is not demoted by the order: the pending job waits.
+      {.name = "order_preemption_passes_over_service_replicas",
+       .cluster = TwoHalves(MakeJob(100).Gpus(4).Attained(50000).ServiceReplica(),
+                            MakeJob(101).Gpus(4).Attained(1000).ServiceReplica()),
+       .pending = {MakeJob(1).Gpus(4).Attained(0).Obj()},
+       .profile = Preempt({"order"}, "las"),
+       .expect = {.pending = {{.job = 1, .code = kResources}}}},
 
       // Job 100 is already stopping (preempted in an earlier cycle) and frees enough: wait for
       // it rather than preempt job 101 as well.

@@ -228,6 +228,11 @@ MakeJob& MakeJob::NotPreemptible() {
   job_.preemptible = false;
   return *this;
 }
+
+MakeJob& MakeJob::ServiceReplica() {
+  job_.yields_only_to_priority = true;
+  return *this;
+}
 MakeJob& MakeJob::Grace(int64_t seconds) {
   job_.checkpoint_grace = Duration(seconds);
   return *this;

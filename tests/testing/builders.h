@@ -81,6 +81,7 @@ class MakeJob {
   MakeJob& Prefer(core::TopologyLevel level);
   MakeJob& TimeLimit(int64_t seconds);
   MakeJob& NotPreemptible();
+  MakeJob& ServiceReplica();  // yields only to a higher priority
   MakeJob& Grace(int64_t seconds);
   MakeJob& Attained(int64_t gpu_seconds);
   MakeJob& Progress(int64_t seconds);

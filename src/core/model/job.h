@@ -83,6 +83,9 @@ struct Job {
   TopologyConstraint topology;
   std::optional<Duration> time_limit;  // used by backfill; none = runs until it ends
   bool preemptible = true;
+  // A service replica: only a job of strictly higher priority may preempt it (never quota
+  // reclaim, fair share or a queue order among equals), whatever the profile's policies say.
+  bool yields_only_to_priority = false;
   Duration checkpoint_grace{30};
   // Supplied by the caller for policies that use them:
   int64_t attained_service_gpu_seconds = 0;    // 2D-LAS (Tiresias)

@@ -249,6 +249,8 @@ std::optional<Outcome> PreemptionSearch::FindVictims(const Job& job, QueueIndex 
     for (size_t i : *ranked_) {
       if (stopping_flag_[i]) continue;  // a victim already
       const RunningJobs::Entry& r = in_.running[i];
+      // The preemptor's priority is part of the key, so the list stays this key's.
+      if (r.job->job.yields_only_to_priority && r.job->job.priority >= job.priority) continue;
       for (const Preemption* policy : policies) {
         if (policy->Allows(ctx, in_.order, job, *r.job)) {
           uncached.push_back({&r, i, policy});
