@@ -69,6 +69,8 @@ struct SimFlags {
   double time_limit_factor = 1.0;
   double load = 1.0;
   double elastic = 0;
+  std::string grow_after;  // empty: the profile's elastic.growAfter
+  std::string resize_overhead = "60s";
   std::string node_mtbf = "0";
   std::string placement_sensitivity;
   std::string repair_time = "1h";
@@ -336,6 +338,7 @@ core::Profile LoadProfile(const SimFlags& f, const std::string& policy) {
   if (!f.admission.empty()) profile.admission = {.name = f.admission};
   if (!f.placer.empty()) profile.placer = {.name = f.placer};
   if (!f.backfill.empty()) profile.backfill = {.name = f.backfill};
+  if (!f.grow_after.empty()) profile.elastic_grow_after = DurationFlag("grow-after", f.grow_after);
   if (!f.preemption.empty()) {
     profile.preemption.clear();
     if (f.preemption != "none") {
@@ -447,6 +450,7 @@ sim::ReplayOptions ReplaySettings(const SimFlags& f, const Cluster& cluster) {
   o.time_limit_factor = f.time_limit_factor;
   o.load = f.load;
   o.elastic = f.elastic;
+  o.resize_overhead = DurationFlag("resize-overhead", f.resize_overhead);
   o.node_mtbf = DurationFlag("node-mtbf", f.node_mtbf);
   if (!f.placement_sensitivity.empty()) {
     auto model = sim::ParsePlacementSensitivity(ReadWholeFile(f.placement_sensitivity),
@@ -668,6 +672,11 @@ void PrintReplays(const SimFlags& f, const std::vector<sim::ReplayRun>& runs, do
               << " GPU-hours lost\n";
   }
   for (const sim::ReplayRun& r : runs) {
+    if (r.summary.resizes == 0) continue;
+    std::cout << r.policy << " seed " << r.seed << ": elastic jobs grew " << r.summary.resizes
+              << " times while running\n";
+  }
+  for (const sim::ReplayRun& r : runs) {
     if (r.summary.node_failures == 0) continue;
     std::cout << r.policy << " seed " << r.seed << ": " << r.summary.node_failures
               << " node failures killed " << r.summary.job_failures << " runs, "
@@ -807,6 +816,12 @@ void AddRunFlags(CLI::App* cmd, SimFlags& f) {
                   "Gangs may start with this fraction of their tasks and run longer (0: rigid)")
       ->check(CLI::Range(0.0, 1.0))
       ->default_str("0");
+  cmd->add_option("--grow-after", f.grow_after,
+                  "Elastic jobs grow into free capacity after keeping their size this long, "
+                  "e.g. 10m (0: never; default: the profile's elastic.growAfter)");
+  cmd->add_option("--resize-overhead", f.resize_overhead,
+                  "What a resize costs an elastic job: its checkpoint and relaunch")
+      ->default_str("60s");
   cmd->add_option("--placement-sensitivity", f.placement_sensitivity,
                   "Slow down jobs whose GPUs span farther topology levels (YAML file)")
       ->type_name("FILE");

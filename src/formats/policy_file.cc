@@ -120,6 +120,18 @@ ParseResult<core::Profile> ParsePolicyFile(std::string_view text, std::string_vi
     }
     fs.Finish();
   }
+  if (auto f = m.Take("elastic")) {
+    MapReader el(ctx, *f);
+    if (auto g = el.Take("growAfter")) {
+      if (auto v = ReadDuration(ctx, *g)) profile.elastic_grow_after = *v;
+    }
+    if (auto r = el.Take("maxResizesPerHour")) {
+      if (auto v = ReadInt(ctx, *r, 1, 3600)) {
+        profile.elastic_max_resizes_per_hour = static_cast<int>(*v);
+      }
+    }
+    el.Finish();
+  }
   if (auto f = m.Take("maxJobsPerCycle")) {
     if (auto v = ReadInt(ctx, *f, 0, 100000000)) profile.max_jobs_per_cycle = static_cast<int>(*v);
   }

@@ -137,6 +137,9 @@ class Replay {
   bool Quiescent() const;
   void Cycle();
   void Start(const core::StartDecision& d);
+  // A running elastic job grows: its work so far is saved (it checkpoints on the signal), its
+  // run's usage is recorded, and it works again after resize_overhead at the new size.
+  void Grow(const core::ResizeDecision& d);
   void RemovePending(uint32_t j);
   void RemoveRunning(uint32_t j);
   // With record_usage: job j's current run, from its start to now, as a record per pool.
@@ -180,6 +183,7 @@ class Replay {
   bool dirty_ = false;           // something happened since the last cycle
   int64_t done_ = 0;             // jobs completed or rejected
   int64_t tick_ = 0;
+  bool grows_ = false;  // the profile grows elastic jobs (elastic.growAfter)
   int64_t next_sample_ = 0;
   int down_nodes_ = 0;
   std::optional<core::TargetWorkload> workload_;  // for Fragmented()
@@ -273,6 +277,7 @@ void Replay::Setup() {
     jobs_[i].remaining = r.duration;
     jobs_[i].sensitivity = options_.sensitivity.For(t.job_type);
   }
+  grows_ = scheduler_.profile().elastic_grow_after.count() > 0;
   track_history_ =
       options_.profile.order.name == "drf" && options_.profile.fair_share_history_weight > 0;
   history_half_life_ =
@@ -685,6 +690,46 @@ void Replay::Start(const core::StartDecision& d) {
   Push(ready + RunTime(s.remaining, s.slow), EventKind::kCompletion, j, s.generation);
 }
 
+void Replay::Grow(const core::ResizeDecision& d) {
+  const auto j = static_cast<uint32_t>(d.job.value - 1);
+  SimJob& s = jobs_[j];
+  if (s.running_pos == kNone) return;
+  core::RunningJob& run = snapshot_.running[static_cast<size_t>(s.running_pos)];
+  if (run.terminating || d.tasks.size() <= run.tasks.size()) return;
+  const int64_t ran = std::max<int64_t>(0, now_ - s.work_start);
+  s.remaining -= std::min(s.remaining, WorkDone(ran, s.slow));
+  s.attained += s.held_milli * ran / core::kGpuMilli;
+  RecordUsage(j);
+  ++s.runs;
+  int64_t added = 0;
+  for (size_t i = run.tasks.size(); i < d.tasks.size(); ++i) {
+    const core::TaskAllocation& t = d.tasks[i];
+    loaded_->Allocate(t);
+    FragmentationChanged(t.node);
+    if (power_.enabled()) power_.Place(t.node.value(), TaskMilli(t), now_);
+    added += TaskMilli(t);
+  }
+  run.tasks = d.tasks;
+  run.resized_at = core::FromSeconds(now_);
+  s.held_milli += added;
+  allocated_milli_ += added;
+  queue_milli_[s.queue] += added;
+  s.run_start = now_;
+  s.work_start = now_ + options_.resize_overhead.count();
+  s.slow = s.sensitivity == nullptr
+               ? 1.0
+               : s.sensitivity->At(core::SpanOf(*snapshot_.idle_state, d.tasks).span);
+  const int full_tasks = result_.jobs[j].tasks;
+  const auto tasks = static_cast<int>(d.tasks.size());
+  if (tasks < full_tasks) s.slow *= static_cast<double>(full_tasks) / static_cast<double>(tasks);
+  ++s.generation;
+  JobRecord& r = result_.jobs[j];
+  r.slowdown = s.slow;
+  ++r.resizes;
+  ++result_.resizes;
+  Push(s.work_start + RunTime(s.remaining, s.slow), EventKind::kCompletion, j, s.generation);
+}
+
 void Replay::Complete(uint32_t j) {
   SimJob& s = jobs_[j];
   RemoveRunning(j);
@@ -766,6 +811,7 @@ void Replay::Cycle() {
       scheduler_.RunCycle(snapshot_, pending_, seed, core::Reasons::kNone);
   if (!cycle.ok()) return;  // only a malformed queue tree fails, and Setup builds a flat one
   for (const core::StartDecision& d : cycle->starts) Start(d);
+  for (const core::ResizeDecision& d : cycle->resizes) Grow(d);
   for (const core::PreemptDecision& p : cycle->preemptions) {
     const auto j = static_cast<uint32_t>(p.job.value - 1);
     SimJob& s = jobs_[j];
@@ -797,6 +843,10 @@ void Replay::Cycle() {
     for (const core::ReserveDecision& r : cycle->reservations) {
       if (r.start != core::kNever) at = std::min(at, std::max(now_ + 1, core::ToSeconds(r.start)));
     }
+  }
+  if (grows_) {
+    const core::Instant grow = scheduler_.NextGrowth(snapshot_);
+    if (grow != core::kNever) at = std::min(at, std::max(now_ + 1, core::ToSeconds(grow)));
   }
   if (at != INT64_MAX && wake_at_ > at) {
     wake_at_ = at;
@@ -870,7 +920,8 @@ core::Result<ReplayResult> Replay::Run() {
       Arrive(arrivals_[next_arrival_++]);
       ++handled;
     }
-    if (dirty_ && !pending_.empty()) {
+    // Growth (elastic.growAfter) is decided by cycles too, also with nothing pending.
+    if (dirty_ && (!pending_.empty() || (grows_ && !snapshot_.running.empty()))) {
       const int64_t earliest =
           last_cycle_ == INT64_MIN ? t : last_cycle_ + options_.min_cycle_interval.count();
       if (t >= earliest) {

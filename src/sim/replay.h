@@ -91,6 +91,10 @@ struct ReplayOptions {
   // them, and then runs tasks / started tasks times longer (work scales linearly with GPUs);
   // it keeps its size until it stops. 0 = rigid gangs.
   double elastic = 0;
+  // What a resize of a running elastic job costs (the profile's elastic.growAfter decides
+  // when jobs grow): every task stops at its checkpoint signal, saving its work, and the
+  // job works again this long after, at its new size.
+  core::Duration resize_overhead{60};
   // Empty = every placement runs at full speed.
   PlacementSensitivity sensitivity;
   // Mean up-time of a node between failures; 0 = nodes never fail.
@@ -151,6 +155,7 @@ struct JobRecord {
   std::optional<int64_t> end;
   int preemptions = 0;
   int failures = 0;                      // runs ended by a node failure
+  int resizes = 0;                       // times it grew while running
   int64_t lost_gpu_seconds = 0;          // GPU-seconds of work lost to preemptions and failures
   int64_t failure_lost_gpu_seconds = 0;  // the part of it lost to node failures
   // Run time of its last run over its full-size, full-speed run time: placement sensitivity
@@ -187,6 +192,7 @@ struct ReplayResult {
   int64_t spot_interruptions = 0;  // spot nodes taken back (each after a notice)
   int64_t job_failures = 0;        // runs of jobs killed by a node failure
   int64_t reservations = 0;
+  int64_t resizes = 0;                      // elastic jobs grown while running
   int64_t allocated_gpu_milli_seconds = 0;  // integral of allocated GPUs over [0, end_time]
   int64_t useful_gpu_milli_seconds = 0;     // work of completed jobs (duration x GPUs)
   std::vector<JobRecord> jobs;              // in trace order

@@ -156,6 +156,7 @@ ReplaySummary Summarise(const ReplayResult& result) {
     s.avg_fragmentation_ratio_pct = ratio / static_cast<double>(result.series.size());
   }
   s.preemptions = result.preemptions;
+  s.resizes = result.resizes;
   s.lost_gpu_hours = static_cast<double>(lost) / 3600.0;
   s.failure_lost_gpu_hours = static_cast<double>(failure_lost) / 3600.0;
   s.node_failures = result.node_failures;
@@ -201,6 +202,7 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& s) {
       {"avg_fragmentation_ratio_pct", s.avg_fragmentation_ratio_pct},
       {"worst_queue", s.worst_queue},
       {"preemptions", s.preemptions},
+      {"resizes", s.resizes},
       {"lost_gpu_hours", s.lost_gpu_hours},
       {"node_failures", s.node_failures},
       {"spot_interruptions", s.spot_interruptions},

@@ -66,6 +66,7 @@ struct ReplaySummary {
   double worst_queue_delay = 0;  // the largest of the queues' mean queueing delay, s
   std::string worst_queue;       // the queue with that delay
   int64_t preemptions = 0;
+  int64_t resizes = 0;        // elastic jobs grown while running
   double lost_gpu_hours = 0;  // preemptions and failures
   int64_t node_failures = 0;
   int64_t spot_interruptions = 0;

@@ -41,6 +41,7 @@ preemption: none
 minRuntime: 10m
 fairShare: {halfLife: 1d, historyWeight: 0.5}
 maxJobsPerCycle: 500
+elastic: {growAfter: 15m, maxResizesPerHour: 4}
 )",
                            "policy.yaml", registry);
   ASSERT_TRUE(r.ok()) << r.ErrorText();
@@ -52,6 +53,8 @@ maxJobsPerCycle: 500
   EXPECT_EQ(r->fair_share_half_life, core::Duration(86400));
   EXPECT_EQ(r->fair_share_history_weight, 0.5);
   EXPECT_EQ(r->max_jobs_per_cycle, 500);
+  EXPECT_EQ(r->elastic_grow_after, core::Duration(900));
+  EXPECT_EQ(r->elastic_max_resizes_per_hour, 4);
 }
 
 TEST(PolicyFileTest, AnEmptyFileIsTheDefaultProfile) {
@@ -95,6 +98,9 @@ INSTANTIATE_TEST_SUITE_P(
             "UnknownKey",
             "preemptions: [priority]\n",
             {"policy.yaml:1:1", "preemptions", "unknown field (did you mean preemption?)"}},
+        MalformedPolicy{"NoResizes",
+                        "elastic: {growAfter: 10m, maxResizesPerHour: 0}\n",
+                        {"policy.yaml:1:46", "elastic.maxResizesPerHour", "must be at least 1"}},
         MalformedPolicy{"BadDuration",
                         "minRuntime: five minutes\n",
                         {"policy.yaml:1:13", "minRuntime", "not a duration"}}),

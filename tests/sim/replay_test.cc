@@ -502,6 +502,42 @@ TEST(ReplayTest, ElasticGangsStartSmallerAndRunLonger) {
   EXPECT_FALSE(RunReplay(nodes, jobs, {.profile = Fifo("greedy"), .elastic = 1.5}).ok());
 }
 
+TEST(ReplayTest, ElasticJobsGrowIntoCapacityThatFreesUp) {
+  // B (8 GPUs as 2 tasks of 4, 100 s of work) starts at t=1 on the node A leaves free, with one
+  // task at half speed. A ends at t=60; B, running since t=1 (past growAfter 30 s), grows to 2
+  // tasks: 59 s at half speed did 29 s of work, its checkpoint keeps it, and after the 10 s
+  // resize overhead the other 71 s take 71 s at full size: it ends at t=141, not t=201.
+  const auto nodes = ParseNodeShorthand("2x4xT4").value();
+  std::vector<TraceJob> jobs = {Job(1, 0, 4, 60), Job(2, 1, 8, 100)};
+  core::Profile grow = Fifo("greedy");
+  grow.elastic_grow_after = core::Duration(30);
+  auto fixed = RunReplay(nodes, jobs, {.profile = Fifo("greedy"), .elastic = 0.5});
+  ASSERT_TRUE(fixed.ok()) << fixed.error().message();
+  EXPECT_EQ(fixed->jobs[1].Jct(), 200);
+  EXPECT_EQ(fixed->resizes, 0);
+  auto grown = RunReplay(nodes, jobs,
+                         {.profile = grow,
+                          .elastic = 0.5,
+                          .resize_overhead = core::Duration(10),
+                          .record_usage = true});
+  ASSERT_TRUE(grown.ok()) << grown.error().message();
+  EXPECT_EQ(grown->jobs[1].first_start, 1);
+  EXPECT_EQ(grown->jobs[1].end, 141);
+  EXPECT_EQ(grown->jobs[1].resizes, 1);
+  EXPECT_EQ(grown->resizes, 1);
+  EXPECT_DOUBLE_EQ(grown->jobs[1].slowdown, 1.0);
+  // Its usage: 4 GPUs from 1 to 60, then 8 GPUs from 60 to 141.
+  int64_t milli_seconds = 0;
+  for (const core::UsageRecord& u : grown->usage) {
+    if (u.job == 2) milli_seconds += u.gpu_milli * (u.end - u.start);
+  }
+  EXPECT_EQ(milli_seconds, 4000 * 59 + 8000 * 81);
+  // A job that is not elastic never grows.
+  auto rigid = RunReplay(nodes, jobs, {.profile = grow});
+  ASSERT_TRUE(rigid.ok());
+  EXPECT_EQ(rigid->resizes, 0);
+}
+
 TEST(ReplayTest, DrfRemembersWhichQueueUsedTheCluster) {
   // Queue a holds the whole node for 1000 s; a2 (queue a) and b1 (queue b) wait for it. When
   // it frees, both queues use nothing: only a's decayed usage puts b first.

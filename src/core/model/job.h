@@ -128,6 +128,7 @@ struct RunningJob {
   Job job;
   std::vector<TaskAllocation> tasks;
   Instant started_at{};      // when its current run began (preemption's minimum runtime)
+  Instant resized_at{};      // when its size last changed while running; epoch = never
   bool terminating = false;  // preempted or cancelled, still inside its grace period
 
   // Estimated end: started_at + time_limit, or kNever.

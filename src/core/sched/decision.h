@@ -57,8 +57,19 @@ struct PendingJob {
   std::optional<Instant> estimated_start;  // set when backfill computed one
 };
 
+// A running elastic job grows (Profile::elastic_grow_after): `tasks` is its whole allocation
+// at the new size, its current tasks first and unchanged, then the new ones (replicas
+// numbered on from its current count). The caller relaunches every task in a new generation.
+struct ResizeDecision {
+  JobId job;
+  int from_tasks = 0;
+  std::vector<TaskAllocation> tasks;
+  std::string reason;  // "grows from 2 to 4 tasks into free capacity"
+};
+
 struct CycleResult {
   std::vector<StartDecision> starts;
+  std::vector<ResizeDecision> resizes;
   std::vector<PreemptDecision> preemptions;
   std::vector<ReserveDecision> reservations;
   std::vector<PendingJob> pending;  // every job not started, in queue order

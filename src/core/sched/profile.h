@@ -33,6 +33,12 @@ struct Profile {
   double fair_share_history_weight = 1.0;
   // Stop considering jobs after this many in one cycle (0 = all); the rest get kNotConsidered.
   int max_jobs_per_cycle = 0;
+  // Elastic growth: a running job below its maximum size that has kept its size this long
+  // grows into free capacity when no pending job waits for capacity (0 = jobs never grow).
+  // At most max_resizes_per_hour resizes an hour: a job grows again no sooner than
+  // 1 h / max_resizes_per_hour after its last change of size.
+  Duration elastic_grow_after{0};
+  int elastic_max_resizes_per_hour = 2;
 };
 
 }  // namespace gangway::core

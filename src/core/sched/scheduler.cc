@@ -45,6 +45,10 @@ class Cycle {
 
  private:
   void Consider(const Job& job, const CycleContext& ctx);
+  // Elastic growth (Profile::elastic_grow_after), once every pending job was considered and
+  // none waits for capacity: each running job that may grow (Scheduler::GrowthEligible) is
+  // placed its missing tasks on free nodes that are on, admitted by its queue, oldest first.
+  void Grow(const CycleContext& ctx);
   // Starts `job` on `tasks`, placed through `tx` and admitted with `usage`.
   void Start(const Job& job, QueueIndex q, Transaction& tx, std::vector<TaskAllocation> tasks,
              ResourceList usage);
@@ -64,6 +68,10 @@ class Cycle {
   // When a job the cycle preempts for can start: the longest grace of its victims.
   Instant PreemptionStart(const Job& job) const;
   void Pend(PendingJob pending) {
+    // Codes of jobs that free capacity would help (quota and infeasible ones it would not).
+    if (pending.code != PendingCode::kInfeasible && pending.code != PendingCode::kQuota) {
+      capacity_wanted_ = true;
+    }
     if (reasons_ == Reasons::kNone && pending.code != PendingCode::kInfeasible) return;
     result_.pending.push_back(std::move(pending));
   }
@@ -89,6 +97,7 @@ class Cycle {
   std::optional<PreemptionSearch> preemption_;
   CycleResult result_;
   const Job* blocked_by_ = nullptr;  // strict order: the first job blocked for resources
+  bool capacity_wanted_ = false;     // a pending job waits for capacity (Pend)
   std::string blocked_message_;      // the sentence of the jobs behind it
   std::string sig_;                  // reused key buffer: the job's signature in Consider
   std::unordered_map<std::string, Outcome> failed_;  // placement failures by signature
@@ -173,7 +182,57 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
       break;
     }
   }
+  if (s_.profile_.elastic_grow_after.count() > 0 && !capacity_wanted_ && blocked_by_ == nullptr) {
+    Grow(ctx);
+  }
   return std::move(result_);
+}
+
+void Cycle::Grow(const CycleContext& ctx) {
+  std::vector<const RunningJob*> growing;
+  for (const RunningJob& r : snap_.running) {
+    if (s_.GrowthEligible(r) <= snap_.now) growing.push_back(&r);
+  }
+  std::sort(growing.begin(), growing.end(), [](const RunningJob* a, const RunningJob* b) {
+    return std::tie(a->started_at, a->job.id) < std::tie(b->started_at, b->job.id);
+  });
+  const std::vector<Node>& nodes = snap_.nodes;
+  for (const RunningJob* r : growing) {
+    const int have = static_cast<int>(r->tasks.size());
+    QueueIndex q;
+    if (!snap_.queues.empty()) q = queues_->Find(r->job.queue);
+    // As many of its missing tasks as fit and its queue admits: all of them, else one fewer.
+    for (int add = r->job.MaxTasks() - have; add > 0; --add) {
+      Job extra = r->job;
+      extra.groups.front().replicas = add;
+      extra.groups.front().min_replicas = add;
+      Transaction tx(state_);
+      PlaceResult placed =
+          s_.placer_->Place({.tx = tx,
+                             .job = extra,
+                             .scorer = *s_.scorer_,
+                             .allowed = [&](NodeIndex n) { return !nodes[n.value()].off; },
+                             .rng = rng_});
+      if (!placed.ok()) continue;
+      ResourceList usage = AllocationUsage(state_, placed.tasks);
+      if (q.valid() && !s_.admission_->AdmitsEverything() &&
+          !s_.admission_->Admit(ctx, q, usage).admitted()) {
+        tx.RollbackTo(0);
+        continue;
+      }
+      tx.Commit();
+      if (q.valid()) queues_->AddUsage(q, usage);
+      ResizeDecision d{.job = r->job.id, .from_tasks = have, .tasks = r->tasks};
+      for (TaskAllocation& t : placed.tasks) {
+        t.replica += have;
+        d.tasks.push_back(std::move(t));
+      }
+      d.reason = "grows from " + std::to_string(have) + " to " + std::to_string(d.tasks.size()) +
+                 " tasks into free capacity";
+      result_.resizes.push_back(std::move(d));
+      break;
+    }
+  }
 }
 
 void Cycle::FinishBehindBlock(JobCursor& cursor) {
@@ -518,6 +577,29 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     pending.message += "; reserved capacity is held for a higher-ranked job";
   }
   Pend(std::move(pending));
+}
+
+Instant Scheduler::GrowthEligible(const RunningJob& r) const {
+  if (profile_.elastic_grow_after.count() <= 0 || r.terminating) return kNever;
+  const Job& job = r.job;
+  // One group of whole-GPU or fractional tasks without a required topology or a per-node
+  // cap: its new tasks are placed on their own without breaking what binds the old ones.
+  if (job.groups.size() != 1 || job.groups.front().max_per_node > 0 || job.topology.required ||
+      static_cast<int>(r.tasks.size()) >= job.MaxTasks()) {
+    return kNever;
+  }
+  if (r.resized_at <= r.started_at) return SaturatingAdd(r.started_at, profile_.elastic_grow_after);
+  const Duration spacing =
+      std::max(profile_.elastic_grow_after,
+               Duration(3600 / std::max(1, profile_.elastic_max_resizes_per_hour)));
+  return SaturatingAdd(r.resized_at, spacing);
+}
+
+Instant Scheduler::NextGrowth(const Snapshot& snapshot) const {
+  Instant next = kNever;
+  if (profile_.elastic_grow_after.count() <= 0) return next;
+  for (const RunningJob& r : snapshot.running) next = std::min(next, GrowthEligible(r));
+  return next;
 }
 
 Instant Scheduler::NextTimeDependentChange(const Snapshot& snapshot,

@@ -74,6 +74,15 @@ class Scheduler {
   // ranks victims) and shrinking remaining times of running jobs (SRTF victims only get
   // fewer). Callers that run cycles on events (the simulator) also run one at this instant.
   Instant NextTimeDependentChange(const Snapshot& snapshot, std::span<const Job> pending) const;
+  // When the first running elastic job may next grow (Profile::elastic_grow_after), or kNever
+  // (growth off, or no job can grow). Callers that run cycles on events run one then, also
+  // with no job pending.
+  Instant NextGrowth(const Snapshot& snapshot) const;
+  // When running job `r` may grow: kNever when growth is off or it cannot grow (at its
+  // maximum, several groups, a required topology or a per-node cap), else once it has run
+  // elastic_grow_after since it started, and since its last resize in this run that or
+  // 1 h / elastic_max_resizes_per_hour, whichever is longer.
+  Instant GrowthEligible(const RunningJob& r) const;
 
   const Profile& profile() const { return profile_; }
 
