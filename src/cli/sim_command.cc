@@ -673,8 +673,9 @@ void PrintReplays(const SimFlags& f, const std::vector<sim::ReplayRun>& runs, do
   }
   for (const sim::ReplayRun& r : runs) {
     if (r.summary.resizes == 0) continue;
-    std::cout << r.policy << " seed " << r.seed << ": elastic jobs grew " << r.summary.resizes
-              << " times while running\n";
+    std::cout << r.policy << " seed " << r.seed << ": elastic jobs grew "
+              << r.summary.resizes - r.summary.shrinks << " times while running and shrank "
+              << r.summary.shrinks << " times for other jobs\n";
   }
   for (const sim::ReplayRun& r : runs) {
     if (r.summary.node_failures == 0) continue;

@@ -137,9 +137,10 @@ class Replay {
   bool Quiescent() const;
   void Cycle();
   void Start(const core::StartDecision& d);
-  // A running elastic job grows: its work so far is saved (it checkpoints on the signal), its
-  // run's usage is recorded, and it works again after resize_overhead at the new size.
-  void Grow(const core::ResizeDecision& d);
+  // A running elastic job grows or shrinks: its work so far is saved (it checkpoints on the
+  // signal), its run's usage is recorded, and it works again after resize_overhead at the new
+  // size. A shrink frees its tasks at once (not after the grace a live cluster gives them).
+  void Resize(const core::ResizeDecision& d);
   void RemovePending(uint32_t j);
   void RemoveRunning(uint32_t j);
   // With record_usage: job j's current run, from its start to now, as a record per pool.
@@ -690,12 +691,12 @@ void Replay::Start(const core::StartDecision& d) {
   Push(ready + RunTime(s.remaining, s.slow), EventKind::kCompletion, j, s.generation);
 }
 
-void Replay::Grow(const core::ResizeDecision& d) {
+void Replay::Resize(const core::ResizeDecision& d) {
   const auto j = static_cast<uint32_t>(d.job.value - 1);
   SimJob& s = jobs_[j];
   if (s.running_pos == kNone) return;
   core::RunningJob& run = snapshot_.running[static_cast<size_t>(s.running_pos)];
-  if (run.terminating || d.tasks.size() <= run.tasks.size()) return;
+  if (run.terminating || d.tasks.empty() || d.tasks.size() == run.tasks.size()) return;
   const int64_t ran = std::max<int64_t>(0, now_ - s.work_start);
   s.remaining -= std::min(s.remaining, WorkDone(ran, s.slow));
   s.attained += s.held_milli * ran / core::kGpuMilli;
@@ -708,6 +709,21 @@ void Replay::Grow(const core::ResizeDecision& d) {
     FragmentationChanged(t.node);
     if (power_.enabled()) power_.Place(t.node.value(), TaskMilli(t), now_);
     added += TaskMilli(t);
+  }
+  for (size_t i = d.tasks.size(); i < run.tasks.size(); ++i) {
+    const core::TaskAllocation& t = run.tasks[i];
+    loaded_->Release(t);
+    FragmentationChanged(t.node);
+    if (power_.enabled()) ScaleDownAt(power_.Release(t.node.value(), TaskMilli(t), now_));
+    added -= TaskMilli(t);
+  }
+  if (added < 0) {
+    // Freed for the job it shrank for: the next cycle starts it.
+    dirty_ = true;
+    if (wake_at_ > now_ + 1) {
+      wake_at_ = now_ + 1;
+      Push(now_ + 1, EventKind::kWake);
+    }
   }
   run.tasks = d.tasks;
   run.resized_at = core::FromSeconds(now_);
@@ -727,6 +743,10 @@ void Replay::Grow(const core::ResizeDecision& d) {
   r.slowdown = s.slow;
   ++r.resizes;
   ++result_.resizes;
+  if (added < 0) {
+    ++r.shrinks;
+    ++result_.shrinks;
+  }
   Push(s.work_start + RunTime(s.remaining, s.slow), EventKind::kCompletion, j, s.generation);
 }
 
@@ -811,7 +831,7 @@ void Replay::Cycle() {
       scheduler_.RunCycle(snapshot_, pending_, seed, core::Reasons::kNone);
   if (!cycle.ok()) return;  // only a malformed queue tree fails, and Setup builds a flat one
   for (const core::StartDecision& d : cycle->starts) Start(d);
-  for (const core::ResizeDecision& d : cycle->resizes) Grow(d);
+  for (const core::ResizeDecision& d : cycle->resizes) Resize(d);
   for (const core::PreemptDecision& p : cycle->preemptions) {
     const auto j = static_cast<uint32_t>(p.job.value - 1);
     SimJob& s = jobs_[j];

@@ -155,7 +155,8 @@ struct JobRecord {
   std::optional<int64_t> end;
   int preemptions = 0;
   int failures = 0;                      // runs ended by a node failure
-  int resizes = 0;                       // times it grew while running
+  int resizes = 0;                       // times it grew or shrank while running
+  int shrinks = 0;                       // of them, times it shrank for another job
   int64_t lost_gpu_seconds = 0;          // GPU-seconds of work lost to preemptions and failures
   int64_t failure_lost_gpu_seconds = 0;  // the part of it lost to node failures
   // Run time of its last run over its full-size, full-speed run time: placement sensitivity
@@ -192,7 +193,8 @@ struct ReplayResult {
   int64_t spot_interruptions = 0;  // spot nodes taken back (each after a notice)
   int64_t job_failures = 0;        // runs of jobs killed by a node failure
   int64_t reservations = 0;
-  int64_t resizes = 0;                      // elastic jobs grown while running
+  int64_t resizes = 0;  // elastic jobs grown or shrunk while running
+  int64_t shrinks = 0;  // of them, shrunk for a pending job (instead of a preemption)
   int64_t allocated_gpu_milli_seconds = 0;  // integral of allocated GPUs over [0, end_time]
   int64_t useful_gpu_milli_seconds = 0;     // work of completed jobs (duration x GPUs)
   std::vector<JobRecord> jobs;              // in trace order

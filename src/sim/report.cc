@@ -157,6 +157,7 @@ ReplaySummary Summarise(const ReplayResult& result) {
   }
   s.preemptions = result.preemptions;
   s.resizes = result.resizes;
+  s.shrinks = result.shrinks;
   s.lost_gpu_hours = static_cast<double>(lost) / 3600.0;
   s.failure_lost_gpu_hours = static_cast<double>(failure_lost) / 3600.0;
   s.node_failures = result.node_failures;
@@ -203,6 +204,7 @@ nlohmann::json ReplayJson(const ReplayResult& result, const ReplaySummary& s) {
       {"worst_queue", s.worst_queue},
       {"preemptions", s.preemptions},
       {"resizes", s.resizes},
+      {"shrinks", s.shrinks},
       {"lost_gpu_hours", s.lost_gpu_hours},
       {"node_failures", s.node_failures},
       {"spot_interruptions", s.spot_interruptions},

@@ -66,7 +66,8 @@ struct ReplaySummary {
   double worst_queue_delay = 0;  // the largest of the queues' mean queueing delay, s
   std::string worst_queue;       // the queue with that delay
   int64_t preemptions = 0;
-  int64_t resizes = 0;        // elastic jobs grown while running
+  int64_t resizes = 0;        // elastic jobs grown or shrunk while running
+  int64_t shrinks = 0;        // of them, shrunk for a pending job
   double lost_gpu_hours = 0;  // preemptions and failures
   int64_t node_failures = 0;
   int64_t spot_interruptions = 0;

@@ -538,6 +538,33 @@ TEST(ReplayTest, ElasticJobsGrowIntoCapacityThatFreesUp) {
   EXPECT_EQ(rigid->resizes, 0);
 }
 
+TEST(ReplayTest, AnElasticJobShrinksForAHigherPriorityInsteadOfBeingPreempted) {
+  // B (8 GPUs as 2 tasks of 4, 1000 s of work, may run on 1) has the cluster from t=0. A
+  // (priority 5, 4 GPUs, 100 s) comes at t=400: B gives up one task rather than all of it,
+  // A starts a second later, and B goes on at half speed from its checkpoint: 400 s done,
+  // 600 s left take 1200 s after the 10 s overhead, so it ends at t=1610.
+  const auto nodes = ParseNodeShorthand("2x4xT4").value();
+  std::vector<TraceJob> jobs = {Job(1, 0, 8, 1000), Job(2, 400, 4, 100, 5)};
+  core::Profile profile = Fifo("greedy");
+  profile.order = {.name = "priority"};
+  profile.preemption = {{.name = "priority"}};
+  auto r = RunReplay(nodes, jobs,
+                     {.profile = profile, .elastic = 0.5, .resize_overhead = core::Duration(10)});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->shrinks, 1);
+  EXPECT_EQ(r->preemptions, 0);
+  EXPECT_EQ(r->jobs[0].preemptions, 0);
+  EXPECT_EQ(r->jobs[0].shrinks, 1);
+  EXPECT_EQ(r->jobs[1].first_start, 401);
+  EXPECT_EQ(r->jobs[1].end, 501);
+  EXPECT_EQ(r->jobs[0].end, 1610);
+  // Rigid, B is preempted whole instead, and loses its work (no checkpoints).
+  auto rigid = RunReplay(nodes, jobs, {.profile = profile});
+  ASSERT_TRUE(rigid.ok());
+  EXPECT_EQ(rigid->preemptions, 1);
+  EXPECT_EQ(rigid->shrinks, 0);
+}
+
 TEST(ReplayTest, DrfRemembersWhichQueueUsedTheCluster) {
   // Queue a holds the whole node for 1000 s; a2 (queue a) and b1 (queue b) wait for it. When
   // it frees, both queues use nothing: only a's decayed usage puts b first.

@@ -57,14 +57,19 @@ struct PendingJob {
   std::optional<Instant> estimated_start;  // set when backfill computed one
 };
 
-// A running elastic job grows (Profile::elastic_grow_after): `tasks` is its whole allocation
-// at the new size, its current tasks first and unchanged, then the new ones (replicas
-// numbered on from its current count). The caller relaunches every task in a new generation.
+// A running elastic job changes size. It grows into free capacity (Profile::
+// elastic_grow_after): `tasks` is its whole allocation at the new size, its current tasks
+// first and unchanged, then the new ones (replicas numbered on from its current count). Or it
+// shrinks, before anyone is preempted, so that `for_job` can start: `tasks` is the first of
+// its current tasks, at least its minimum; it gets `grace` to checkpoint. Either way the
+// caller relaunches every task of the new size in a new generation.
 struct ResizeDecision {
   JobId job;
   int from_tasks = 0;
   std::vector<TaskAllocation> tasks;
-  std::string reason;  // "grows from 2 to 4 tasks into free capacity"
+  JobId for_job;       // shrinking: the pending job it makes room for; else none
+  Duration grace{0};   // shrinking: the job's checkpoint grace
+  std::string reason;  // "grows from 2 to 4 tasks into free capacity", "shrinks from 4 to 2 ..."
 };
 
 struct CycleResult {

@@ -1,10 +1,14 @@
 #include "core/sched/scheduler.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/sched/feasibility.h"
 #include "core/sched/guarantee_first_cursor.h"
@@ -45,6 +49,14 @@ class Cycle {
 
  private:
   void Consider(const Job& job, const CycleContext& ctx);
+  // Elastic shrinking, tried before preemption for a job placement failed: running jobs
+  // above their minimum size that a preemption policy lets `job` displace (past the minimum
+  // runtime, lowest priority first, then youngest) give up their last tasks, one at a time,
+  // until `job` fits. Then the shrinks are decided (CycleResult::resizes), the free whole
+  // GPUs the job's fit counts on are held from the jobs behind it, and the job waits for the
+  // shrinks (kPreempting); nullopt, and nothing changed, when even every candidate at its
+  // minimum would not make room.
+  std::optional<Outcome> TryShrink(const Job& job, const CycleContext& ctx);
   // Elastic growth (Profile::elastic_grow_after), once every pending job was considered and
   // none waits for capacity: each running job that may grow (Scheduler::GrowthEligible) is
   // placed its missing tasks on free nodes that are on, admitted by its queue, oldest first.
@@ -111,6 +123,11 @@ class Cycle {
   std::unordered_map<std::string, std::vector<FitFailure>> static_fits_;
   // Pools with off nodes that could be booted (Node::off, schedulable), sorted by name.
   std::vector<std::string_view> off_pools_;
+  // Elastic shrinking: running jobs above their minimum size (indices into snap_.running),
+  // those a start of this cycle already shrinks, and signatures shrinking could not help.
+  std::vector<size_t> shrinkable_;
+  std::set<JobId> shrinking_;
+  std::unordered_set<std::string> no_shrink_;
   // Queues whose GPU budget is used up, in themselves or an ancestor: the sentence their jobs
   // wait with, by queue name (empty without budgets).
   std::unordered_map<std::string, std::string> over_budget_;
@@ -152,6 +169,15 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
       off_pools_.push_back(snap_.nodes[i].pool);
     }
   }
+  if (!s_.preemption_.empty()) {
+    for (size_t i = 0; i < snap_.running.size(); ++i) {
+      const RunningJob& r = snap_.running[i];
+      if (!r.terminating && r.job.preemptible && r.job.groups.size() == 1 &&
+          static_cast<int>(r.tasks.size()) > r.job.MinTasks()) {
+        shrinkable_.push_back(i);
+      }
+    }
+  }
   std::sort(off_pools_.begin(), off_pools_.end());
   off_pools_.erase(std::unique(off_pools_.begin(), off_pools_.end()), off_pools_.end());
   FindQueuesOverBudget();
@@ -186,6 +212,81 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
     Grow(ctx);
   }
   return std::move(result_);
+}
+
+std::optional<Outcome> Cycle::TryShrink(const Job& job, const CycleContext& ctx) {
+  std::vector<const RunningJob*> candidates;
+  for (size_t i : shrinkable_) {
+    const RunningJob& r = snap_.running[i];
+    if (shrinking_.contains(r.job.id) || r.started_at == snap_.now) continue;
+    if (snap_.now - std::max(r.started_at, r.resized_at) < s_.profile_.min_runtime) continue;
+    if (r.job.yields_only_to_priority && r.job.priority >= job.priority) continue;
+    for (const auto& policy : s_.preemption_) {
+      if (policy->Allows(ctx, *s_.order_, job, r)) {
+        candidates.push_back(&r);
+        break;
+      }
+    }
+  }
+  if (candidates.empty()) return std::nullopt;
+  std::sort(candidates.begin(), candidates.end(), [](const RunningJob* a, const RunningJob* b) {
+    return std::make_tuple(a->job.priority, b->started_at, a->job.id) <
+           std::make_tuple(b->job.priority, a->started_at, b->job.id);
+  });
+  const std::vector<Node>& nodes = snap_.nodes;
+  const std::function<bool(NodeIndex)> reserved = reservations_.AllowedFor(job);
+  Transaction tx(state_);
+  std::vector<std::pair<const RunningJob*, int>> cut;  // job, tasks it keeps
+  std::vector<TaskAllocation> fit;
+  for (const RunningJob* r : candidates) {
+    int keep = static_cast<int>(r->tasks.size());
+    while (fit.empty() && keep > r->job.MinTasks()) {
+      tx.Release(r->tasks[static_cast<size_t>(--keep)]);
+      const size_t mark = tx.Mark();
+      PlaceResult placed = s_.placer_->Place(
+          {.tx = tx,
+           .job = job,
+           .scorer = *s_.scorer_,
+           .allowed =
+               [&](NodeIndex n) { return !nodes[n.value()].off && (!reserved || reserved(n)); },
+           .rng = rng_});
+      if (placed.ok()) fit = std::move(placed.tasks);
+      tx.RollbackTo(mark);
+    }
+    cut.emplace_back(r, keep);
+    if (!fit.empty()) break;
+  }
+  tx.RollbackTo(0);
+  if (fit.empty()) return std::nullopt;
+  std::string who;
+  for (const auto& [r, keep] : cut) {
+    const int from = static_cast<int>(r->tasks.size());
+    shrinking_.insert(r->job.id);
+    ResizeDecision d{.job = r->job.id,
+                     .from_tasks = from,
+                     .tasks = {r->tasks.begin(), r->tasks.begin() + keep},
+                     .for_job = job.id,
+                     .grace = r->job.checkpoint_grace};
+    d.reason = "shrinks from " + std::to_string(from) + " to " + std::to_string(keep) +
+               " tasks for job " + job.name;
+    result_.resizes.push_back(std::move(d));
+    who += (who.empty() ? "" : ", ") + r->job.name + " (" + std::to_string(from) + " to " +
+           std::to_string(keep) + " tasks)";
+  }
+  // The free whole GPUs the fit counts on are held from the jobs behind this one.
+  for (const TaskAllocation& t : fit) {
+    TaskAllocation hold{.node = t.node};
+    for (const GpuAssignment& g : t.gpus) {
+      if (g.milli == kGpuMilli && state_.gpu_usage(t.node, g.gpu).tasks == 0) {
+        hold.gpus.push_back({.gpu = g.gpu, .milli = kGpuMilli});
+      }
+    }
+    if (!hold.gpus.empty() && state_.CanAllocate(hold)) state_.Allocate(hold);
+  }
+  diagnoses_.clear();
+  return Outcome{PendingCode::kPreempting, "waiting for elastic " +
+                                               std::string(cut.size() == 1 ? "job " : "jobs ") +
+                                               who + " to shrink"};
 }
 
 void Cycle::Grow(const CycleContext& ctx) {
@@ -546,6 +647,20 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
   pending.code = known ? known->code : failure.code;
   if (reasons_ != Reasons::kNone) pending.message = known ? known->message : failure.message;
 
+  // Shrinking elastic jobs, before preempting anyone.
+  if (!shrinkable_.empty() && !no_shrink_.contains(sig)) {
+    if (auto shrunk = TryShrink(job, ctx)) {
+      pending.code = shrunk->code;
+      pending.message = std::move(shrunk->message);
+      Duration grace{0};
+      for (const ResizeDecision& d : result_.resizes) {
+        if (d.for_job == job.id) grace = std::max(grace, d.grace);
+      }
+      pending.estimated_start = SaturatingAdd(snap_.now, grace);
+      return Pend(std::move(pending));
+    }
+    no_shrink_.insert(sig);
+  }
   // Preemption: victims that let it start.
   if (auto pre = preemption_->TryPreempt(job, q, ctx, false, result_.preemptions)) {
     pending.code = pre->code;
