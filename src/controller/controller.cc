@@ -209,7 +209,7 @@ void Controller::Load() {
   // this epoch (agents ignore the ones they run), stops likewise.
   for (auto& [id, job] : jobs_) {
     for (TaskRecord& t : job.tasks) {
-      if (t.state == TaskState::kScheduled) LaunchLocked(job, t);
+      if (t.state == TaskState::kScheduled && !t.deferred) LaunchLocked(job, t);
       if (t.state == TaskState::kStopping) {
         // What is left of the grace the first stop gave: a restart must not cut a checkpoint.
         const int64_t left = std::max<int64_t>(0, t.stop_deadline - Now());
@@ -345,7 +345,8 @@ void Controller::Loop() {
       // Time alone changes decisions (minimum runtimes expire, reservations come due), so
       // pending work is planned again at least once a second.
       if (!dirty_ && clock_->SteadyNow() - last_cycle_ >= std::chrono::seconds(1)) {
-        dirty_ = !index_.waiting().empty();
+        dirty_ = !index_.waiting().empty() ||
+                 (options_.profile.elastic_grow_after.count() > 0 && !index_.active().empty());
         if (!dirty_) last_cycle_ = clock_->SteadyNow();
       }
       if (dirty_) {
@@ -482,7 +483,7 @@ void Controller::MarkNodeLostLocked(NodeEntry& node) {
       }
     }
     if (!hit) continue;
-    if (!job.after_stop) {
+    if (!job.after_stop || *job.after_stop == JobState::kRunning) {  // a resize fails too
       // restartPolicy: never means what it says, also when the node is at fault.
       RequeueOrFailLocked(job, job.live.run.restart_policy == RestartPolicy::kOnFailure,
                           "node " + node.record.node.name + " was lost");
@@ -500,7 +501,10 @@ void Controller::MarkNodeLostLocked(NodeEntry& node) {
 }
 
 void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
-  if (index_.waiting().empty()) return;
+  // Elastic growth (the profile's elastic.growAfter) is decided by cycles too, also with
+  // nothing pending.
+  const bool grows = options_.profile.elastic_grow_after.count() > 0 && !index_.active().empty();
+  if (index_.waiting().empty() && !grows) return;
   const auto t0 = clock_->SteadyNow();
   if (!driver_->HasNodes(nodes_version_)) {
     // Nodes change rarely next to cycles: copy them only when one did.
@@ -522,7 +526,7 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
       [this](uint64_t id) { return index_.waiting().contains(id); });
   for (uint64_t id : missing) index_.DropWaiting(id);
   const core::Snapshot& snap = driver_->snapshot();
-  if (driver_->pending().empty()) return;
+  if (driver_->pending().empty() && !grows) return;
   // Only this thread changes driver_'s inputs, and it reads nothing else while unlocked.
   const uint64_t planned_nodes_version = nodes_version_;
   const uint64_t planned_shrink_version = shrink_version_;
@@ -567,6 +571,16 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
     StopTasksLocked(*victim, JobState::kPending, static_cast<int>(d.grace.count()),
                     "preempted for job " + std::to_string(d.for_job.value) + ": " + d.reason);
   }
+  for (const core::ResizeDecision& d : result->resizes) {
+    JobRecord* job = FindJob(d.job.value);
+    // Grown capacity may void a growth's plan? No: it only adds. But the job may have ended,
+    // been stopped, or changed since the cycle was planned.
+    if (!job || job->after_stop || job->state != JobState::kRunning ||
+        static_cast<int>(job->tasks.size()) != d.from_tasks) {
+      continue;
+    }
+    ResizeLocked(*job, d, snap);
+  }
   for (const core::StartDecision& d : result->starts) {
     // A job cancelled while the cycle was planned is not started; the GPUs it would have
     // taken stay free for the next cycle.
@@ -589,23 +603,7 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
       node_names.insert(t.node);
       job->tasks.push_back(std::move(t));
     }
-    // A master port free on rank 0's node among the jobs holding resources there.
-    std::set<int> used;
-    for (uint64_t other_id : index_.ActiveOn(job->tasks.empty() ? "" : job->tasks[0].node)) {
-      const JobRecord& other = jobs_.at(other_id);
-      if (&other != job && !other.tasks.empty() && other.tasks[0].node == job->tasks[0].node) {
-        used.insert(other.master_port);
-      }
-    }
-    job->master_port = kFirstMasterPort;
-    for (int p = 0; p < kMasterPorts; ++p) {
-      const int port =
-          kFirstMasterPort + static_cast<int>((job->id + static_cast<uint64_t>(p)) % kMasterPorts);
-      if (!used.contains(port)) {
-        job->master_port = port;
-        break;
-      }
-    }
+    PickMasterPortLocked(*job);
     job->state = JobState::kScheduled;
     const std::string& queue = job->live.job.queue;
     auto wait = wait_by_queue_.find(queue);
@@ -640,7 +638,30 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
   cycle_seconds_.Observe(std::chrono::microseconds(micros));
 }
 
+void Controller::PickMasterPortLocked(JobRecord& job) {
+  // A master port free on rank 0's node among the jobs holding resources there, and not the
+  // job's last one (a new generation must not meet the old one's listeners).
+  std::set<int> used = {job.master_port};
+  for (uint64_t other_id : index_.ActiveOn(job.tasks.empty() ? "" : job.tasks[0].node)) {
+    const JobRecord& other = jobs_.at(other_id);
+    if (&other != &job && !other.tasks.empty() && other.tasks[0].node == job.tasks[0].node) {
+      used.insert(other.master_port);
+    }
+  }
+  const uint64_t from = job.id + static_cast<uint64_t>(job.generation);
+  for (int p = 0; p < kMasterPorts; ++p) {
+    const int port =
+        kFirstMasterPort + static_cast<int>((from + static_cast<uint64_t>(p)) % kMasterPorts);
+    if (!used.contains(port)) {
+      job.master_port = port;
+      return;
+    }
+  }
+  job.master_port = kFirstMasterPort;
+}
+
 void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
+  if (task.deferred) return;
   auto node_it = nodes_.find(task.node);
   if (node_it == nodes_.end()) return;
   // torch.distributed: ranks in task order, nodes numbered by first appearance.
@@ -678,6 +699,7 @@ void Controller::LaunchLocked(JobRecord& job, TaskRecord& task) {
   env["GANGWAY_TASK_INDEX"] = std::to_string(task.index);
   env["GANGWAY_TASK_GROUP"] = job.live.job.groups[static_cast<size_t>(task.group)].name;
   env["GANGWAY_ATTEMPT"] = std::to_string(job.attempt);
+  env["GANGWAY_GENERATION"] = std::to_string(job.generation);
   if (job.replica_of) {
     // The port the replica serves on, free on its node among the jobs there (as MASTER_PORT).
     env["GANGWAY_PORT"] = std::to_string(job.master_port);
@@ -743,6 +765,7 @@ void Controller::StopTasksLocked(JobRecord& job, JobState after, int grace_secon
   }
   if (after == JobState::kCancelled) job.state = JobState::kCancelled;
   EventLocked(job.id, after == JobState::kCancelled ? "cancelled" : "stopping", reason);
+  DropResizeLocked(job);
   for (TaskRecord& t : job.tasks) {
     if (t.state == TaskState::kScheduled || t.state == TaskState::kRunning) {
       t.state = TaskState::kStopping;
@@ -775,6 +798,7 @@ void Controller::RequeueOrFailLocked(JobRecord& job, bool allow_restart, const s
                : allow_restart ? "; no restarts left"
                                : ""));
   }
+  DropResizeLocked(job);
   for (TaskRecord& t : job.tasks) {
     if (t.state == TaskState::kScheduled || t.state == TaskState::kRunning) {
       t.state = TaskState::kStopping;
@@ -816,6 +840,14 @@ void Controller::TaskEndedLocked(JobRecord& job, TaskRecord& task) {
 }
 
 void Controller::SettleLocked(JobRecord& job) {
+  if (job.after_stop == JobState::kRunning) {
+    // A resize: once the old generation has exited, the new one is launched.
+    const bool old_left = std::any_of(job.tasks.begin(), job.tasks.end(),
+                                      [](const TaskRecord& t) { return t.Holds() && !t.deferred; });
+    if (!old_left) RelaunchResizedLocked(job);
+    SaveJobLocked(job);
+    return;
+  }
   if (job.HoldsResources()) {
     SaveJobLocked(job);
     return;

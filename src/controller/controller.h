@@ -488,6 +488,16 @@ class Controller {
   // A service's replicas with where they serve, for GetJob; a replica's service and endpoint.
   nlohmann::json ServiceDetailLocked(const JobRecord& job) const;
   void LaunchLocked(JobRecord& job, TaskRecord& task);
+  // Sets the job's MASTER_PORT: free on rank 0's node among the jobs there, not its last.
+  void PickMasterPortLocked(JobRecord& job);
+  // Elastic resizing (controller_elastic.cc). Resize: a running job's tasks get their
+  // checkpoint signal and grace, the grown tasks hold their resources (TaskRecord::deferred),
+  // and after_stop is kRunning. Relaunch: once the old tasks have exited, `resize_to` is
+  // launched as attempt + 1, generation + 1, with a fresh MASTER_PORT. Drop: a resize given up
+  // (the job is stopped, requeued or failed): its deferred tasks are removed.
+  void ResizeLocked(JobRecord& job, const core::ResizeDecision& d, const core::Snapshot& snap);
+  void RelaunchResizedLocked(JobRecord& job);
+  void DropResizeLocked(JobRecord& job);
   void SendStopLocked(const JobRecord& job, const TaskRecord& task, int grace_seconds,
                       const std::string& reason);
   void PushCommandLocked(NodeEntry& node, nlohmann::json body);

@@ -509,7 +509,7 @@ bool Controller::TakeGoneTasksLocked(std::string_view node_name, const protocol:
     }
     if (!changed) continue;
     wake = true;
-    if (!job.after_stop) {
+    if (!job.after_stop || *job.after_stop == JobState::kRunning) {  // a resize fails too
       RequeueOrFailLocked(job, job.live.run.restart_policy == RestartPolicy::kOnFailure,
                           "a task of the job disappeared from " + std::string(node_name));
     } else {

@@ -40,6 +40,7 @@ void CycleDriver::RefreshRunning(const FindJob& find) {
       r.job = job->live.job;
       r.started_at = job->started_at ? core::FromSeconds(job->started_at) : snapshot_.now;
       r.terminating = job->after_stop.has_value();
+      r.resized_at = core::FromSeconds(job->resized_at);
       for (const TaskRecord& t : job->tasks) {
         if (!t.Holds()) continue;
         auto it = node_at_.find(t.node);

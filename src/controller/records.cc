@@ -98,27 +98,66 @@ std::string FormatTime(int64_t t) {
   return buf.data();
 }
 
+namespace {
+
+json TaskDoc(const TaskRecord& t) {
+  json doc = {{"index", t.index},
+              {"group", t.group},
+              {"replica", t.replica},
+              {"node", t.node},
+              {"gpus", GpusDoc(t.alloc.gpus)},
+              {"cpuMilli", t.alloc.cpu_milli},
+              {"memoryBytes", t.alloc.memory_bytes},
+              {"extras", t.alloc.extras.entries()},
+              {"state", TaskStateName(t.state)},
+              {"exitCode", t.exit_code ? json(*t.exit_code) : json(nullptr)},
+              {"signal", t.signal},
+              {"startedAt", t.started_at},
+              {"finishedAt", t.finished_at},
+              {"message", t.message},
+              {"logBytes", t.log_bytes},
+              {"stopDeadline", t.stop_deadline},
+              {"imageDigest", t.image_digest}};
+  if (t.deferred) doc["deferred"] = true;
+  return doc;
+}
+
+// Throws json::exception for a field missing or of the wrong type.
+std::optional<TaskRecord> TaskFromDoc(const json& t) {
+  TaskRecord r;
+  r.index = t.at("index").get<int>();
+  r.group = t.at("group").get<int>();
+  r.replica = t.at("replica").get<int>();
+  r.node = t.at("node").get<std::string>();
+  r.alloc.group = r.group;
+  r.alloc.replica = r.replica;
+  r.alloc.gpus = GpusFromDoc(t.at("gpus"));
+  r.alloc.cpu_milli = t.at("cpuMilli").get<int64_t>();
+  r.alloc.memory_bytes = t.at("memoryBytes").get<int64_t>();
+  for (const auto& [name, amount] :
+       t.at("extras").get<std::vector<std::pair<std::string, int64_t>>>()) {
+    r.alloc.extras.Add(name, amount);
+  }
+  auto ts = ParseTaskState(t.at("state").get<std::string>());
+  if (!ts) return std::nullopt;
+  r.state = *ts;
+  if (!t.at("exitCode").is_null()) r.exit_code = t.at("exitCode").get<int>();
+  r.signal = t.at("signal").get<int>();
+  r.started_at = t.at("startedAt").get<int64_t>();
+  r.finished_at = t.at("finishedAt").get<int64_t>();
+  r.message = t.at("message").get<std::string>();
+  r.log_bytes = t.at("logBytes").get<int64_t>();
+  r.stop_deadline = t.value("stopDeadline", int64_t{0});
+  r.image_digest = t.value("imageDigest", std::string());
+  r.deferred = t.value("deferred", false);
+  return r;
+}
+
+}  // namespace
+
 json JobDoc(const JobRecord& j) {
   json tasks = json::array();
-  for (const TaskRecord& t : j.tasks) {
-    tasks.push_back({{"index", t.index},
-                     {"group", t.group},
-                     {"replica", t.replica},
-                     {"node", t.node},
-                     {"gpus", GpusDoc(t.alloc.gpus)},
-                     {"cpuMilli", t.alloc.cpu_milli},
-                     {"memoryBytes", t.alloc.memory_bytes},
-                     {"extras", t.alloc.extras.entries()},
-                     {"state", TaskStateName(t.state)},
-                     {"exitCode", t.exit_code ? json(*t.exit_code) : json(nullptr)},
-                     {"signal", t.signal},
-                     {"startedAt", t.started_at},
-                     {"finishedAt", t.finished_at},
-                     {"message", t.message},
-                     {"logBytes", t.log_bytes},
-                     {"stopDeadline", t.stop_deadline},
-                     {"imageDigest", t.image_digest}});
-  }
+  for (const TaskRecord& t : j.tasks) tasks.push_back(TaskDoc(t));
   json doc = {{"id", j.id},
               {"spec", j.spec_text},
               {"user", j.live.job.user},
@@ -147,6 +186,13 @@ json JobDoc(const JobRecord& j) {
                         {"generation", j.replica_of->generation}};
   }
   if (j.hold_until != 0) doc["holdUntil"] = j.hold_until;
+  if (j.generation != 0) doc["generation"] = j.generation;
+  if (j.resized_at != 0) doc["resizedAt"] = j.resized_at;
+  if (!j.resize_to.empty()) {
+    json to = json::array();
+    for (const TaskRecord& t : j.resize_to) to.push_back(TaskDoc(t));
+    doc["resizeTo"] = std::move(to);
+  }
   if (!j.usage.empty()) {
     json usage = json::array();
     for (const core::UsageRecord& u : j.usage) {
@@ -206,33 +252,19 @@ std::optional<JobRecord> JobFromDoc(const json& doc) {
     }
     j.hold_until = doc.value("holdUntil", int64_t{0});
     for (const json& t : doc.at("tasks")) {
-      TaskRecord r;
-      r.index = t.at("index").get<int>();
-      r.group = t.at("group").get<int>();
-      r.replica = t.at("replica").get<int>();
-      r.node = t.at("node").get<std::string>();
-      r.alloc.group = r.group;
-      r.alloc.replica = r.replica;
-      r.alloc.gpus = GpusFromDoc(t.at("gpus"));
-      r.alloc.cpu_milli = t.at("cpuMilli").get<int64_t>();
-      r.alloc.memory_bytes = t.at("memoryBytes").get<int64_t>();
-      for (const auto& [name, amount] :
-           t.at("extras").get<std::vector<std::pair<std::string, int64_t>>>()) {
-        r.alloc.extras.Add(name, amount);
-      }
-      auto ts = ParseTaskState(t.at("state").get<std::string>());
-      if (!ts) return std::nullopt;
-      r.state = *ts;
-      if (!t.at("exitCode").is_null()) r.exit_code = t.at("exitCode").get<int>();
-      r.signal = t.at("signal").get<int>();
-      r.started_at = t.at("startedAt").get<int64_t>();
-      r.finished_at = t.at("finishedAt").get<int64_t>();
-      r.message = t.at("message").get<std::string>();
-      r.log_bytes = t.at("logBytes").get<int64_t>();
-      r.stop_deadline = t.value("stopDeadline", int64_t{0});
-      r.image_digest = t.value("imageDigest", std::string());
-      j.tasks.push_back(std::move(r));
+      std::optional<TaskRecord> r = TaskFromDoc(t);
+      if (!r) return std::nullopt;
+      j.tasks.push_back(std::move(*r));
     }
+    if (const auto to = doc.find("resizeTo"); to != doc.end()) {
+      for (const json& t : *to) {
+        std::optional<TaskRecord> r = TaskFromDoc(t);
+        if (!r) return std::nullopt;
+        j.resize_to.push_back(std::move(*r));
+      }
+    }
+    j.generation = doc.value("generation", 0);
+    j.resized_at = doc.value("resizedAt", int64_t{0});
     if (const auto usage = doc.find("usage"); usage != doc.end()) {
       for (const json& u : *usage) {
         j.usage.push_back(

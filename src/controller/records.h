@@ -65,6 +65,9 @@ struct TaskRecord {
   uint64_t launch_seq = 0;
   // Not persisted: the agent said it pulls the task's image (one event per task and epoch).
   bool pull_reported = false;
+  // A task a growing elastic job will have (JobRecord::resize_to): it holds its resources from
+  // the decision but is launched only with the job's next generation.
+  bool deferred = false;
 
   // Holds node resources: scheduled, running or stopping.
   bool Holds() const {
@@ -111,6 +114,13 @@ struct JobRecord {
   // A requeued replica in back-off: not placed before this (unix seconds); 0 = placeable.
   int64_t hold_until = 0;
   std::vector<TaskRecord> tasks;  // of the current attempt
+  // Elastic resizing (core::ResizeDecision): while after_stop is kRunning the job's tasks are
+  // stopping (checkpoint signal, grace) to be launched again as `resize_to`, in attempt + 1
+  // and generation + 1, once every one has exited. `generation` counts the resizes
+  // (GANGWAY_GENERATION).
+  std::vector<TaskRecord> resize_to;
+  int generation = 0;
+  int64_t resized_at = 0;  // unix seconds of the last relaunch at a new size; 0 = never
   // What each attempt held, per pool (core/accounting/usage.h): opened when an attempt is
   // placed, closed (end set) when its last task releases its GPUs; used GPU time and energy
   // grow with the agents' reports. Persisted with the job, so they last as long as it does
