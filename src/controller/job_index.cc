@@ -138,7 +138,8 @@ std::optional<std::pair<int64_t, uint64_t>> JobIndex::TakeDueDeadline(int64_t no
 }
 
 std::optional<std::pair<int64_t, uint64_t>> JobIndex::TakeDueHold(int64_t now) {
-  if (holds_.empty() || holds_.begin()->first > now) return std::nullopt;
+  // Strictly past: times are whole seconds, and a back-off is never shorter than it says.
+  if (holds_.empty() || holds_.begin()->first >= now) return std::nullopt;
   const auto due = *holds_.begin();
   holds_.erase(holds_.begin());
   return due;

@@ -75,8 +75,8 @@ class JobIndex {
   // The id of a job whose deadline (DeadlineOf at its Index) is before `now`, taken off the
   // list; nullopt when none is.
   std::optional<std::pair<int64_t, uint64_t>> TakeDueDeadline(int64_t now);
-  // The same for pending jobs held in back-off (JobRecord::hold_until) until `now` or
-  // before: (hold_until, id).
+  // The same for pending jobs held in back-off (JobRecord::hold_until) until before `now`:
+  // (hold_until, id).
   std::optional<std::pair<int64_t, uint64_t>> TakeDueHold(int64_t now);
   // The same for finished jobs that finished before `before`: (finished_at, id).
   std::optional<std::pair<int64_t, uint64_t>> TakeForgettable(int64_t before);
