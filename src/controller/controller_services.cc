@@ -181,6 +181,16 @@ Outcome<json> Controller::Scale(const Caller& caller, uint64_t id, int replicas)
                        "); the service was not scaled");
     }
     const int before = j->service->replicas;
+    const std::string& user = j->live.job.user;
+    if (options_.max_pending_per_user > 0 && replicas > before &&
+        index_.PendingOfUser(user) + (replicas - before) > options_.max_pending_per_user) {
+      return Error(429, "too_many_jobs",
+                   "replicas: " + std::to_string(replicas - before) + " new replicas would wait " +
+                       "beside user " + user + "'s " + std::to_string(index_.PendingOfUser(user)) +
+                       " pending jobs, over the most allowed (gangway server "
+                       "--max-pending-per-user)",
+                   "replicas");
+    }
     for (int slot = before; slot < replicas; ++slot) {
       if (!AddReplicaLocked(*j, slot)) {
         replicas = slot;

@@ -247,6 +247,22 @@ TEST_F(ServiceTest, WhatAServiceMayNotSayIsRefusedNamingTheField) {
   EXPECT_EQ(Service(ok)["replicaList"].size(), 2u);
 }
 
+TEST_F(ServiceTest, ScalingUpCountsAgainstTheUsersPendingJobs) {
+  ControllerOptions o = Options();
+  o.clock = clock_;
+  o.node_timeout = std::chrono::hours(48);
+  o.max_pending_per_user = 4;
+  Restart(std::move(o));
+  // Five more replicas would put alice over 4 waiting jobs; one more would not.
+  const uint64_t web = Submit(kService);
+  const ApiError e = Err(c().Scale(kAlice, web, 8));
+  EXPECT_EQ(e.status, 429);
+  EXPECT_EQ(e.field, "replicas");
+  EXPECT_EQ(Service(web)["replicas"], 3) << "nothing was added";
+  Ok(c().Scale(kAlice, web, 4));
+  EXPECT_EQ(Service(web)["replicaList"].size(), 4u);
+}
+
 TEST_F(ServiceTest, AServiceAndItsScaleSurviveAControllerRestart) {
   const uint64_t web = Submit(kService);
   RunAll(web);
