@@ -487,6 +487,9 @@ class Controller {
   void CheckServicesLocked();
   // A service's replicas with where they serve, for GetJob; a replica's service and endpoint.
   nlohmann::json ServiceDetailLocked(const JobRecord& job) const;
+  // The service `id` for a call of `action` (scale, restart) by `caller`: 404, 403, 400 for a
+  // batch job or a replica (naming its service), 409 for a finished service.
+  Outcome<JobRecord*> ServiceOfLocked(const Caller& caller, uint64_t id, std::string_view action);
   void LaunchLocked(JobRecord& job, TaskRecord& task);
   // Sets the job's MASTER_PORT: free on rank 0's node among the jobs there, not its last.
   void PickMasterPortLocked(JobRecord& job);

@@ -147,27 +147,37 @@ json Controller::ServiceDetailLocked(const JobRecord& job) const {
   return out;
 }
 
+Outcome<JobRecord*> Controller::ServiceOfLocked(const Caller& caller, uint64_t id,
+                                                std::string_view action) {
+  JobRecord* j = FindJob(id);
+  if (!j) return UnknownJob(id);
+  if (!CanSee(caller, *j)) {
+    return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
+  }
+  if (!j->service) {
+    return Error(
+        400, "bad_request",
+        "job " + std::to_string(id) +
+            (j->replica_of
+                 ? " is a replica; " + std::string(action) + " its service, job " +
+                       std::to_string(j->replica_of->service)
+                 : " is a batch job; only services (kind: service) " + std::string(action)),
+        "replicas");
+  }
+  if (Finished(j->state)) {
+    return Error(409, "conflict",
+                 "service " + std::to_string(id) + " is " + std::string(JobStateName(j->state)));
+  }
+  return j;
+}
+
 Outcome<json> Controller::Scale(const Caller& caller, uint64_t id, int replicas) {
   json view;
   {
     std::unique_lock lock(mu_);
-    JobRecord* j = FindJob(id);
-    if (!j) return UnknownJob(id);
-    if (!CanSee(caller, *j)) {
-      return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
-    }
-    if (!j->service) {
-      return Error(400, "bad_request",
-                   "job " + std::to_string(id) +
-                       (j->replica_of ? " is a replica; scale its service, job " +
-                                            std::to_string(j->replica_of->service)
-                                      : " is a batch job; only services (kind: service) scale"),
-                   "replicas");
-    }
-    if (Finished(j->state)) {
-      return Error(409, "conflict",
-                   "service " + std::to_string(id) + " is " + std::string(JobStateName(j->state)));
-    }
+    Outcome<JobRecord*> found = ServiceOfLocked(caller, id, "scale");
+    if (!found.ok()) return found.error();
+    JobRecord* j = found.value();
     const int most = options_.max_tasks_per_job > 0 ? options_.max_tasks_per_job : 100000;
     if (replicas < 0 || replicas > most) {
       return Error(400, "bad_request",
@@ -231,20 +241,9 @@ Outcome<json> Controller::RollingRestart(const Caller& caller, uint64_t id) {
   json view;
   {
     std::lock_guard lock(mu_);
-    JobRecord* j = FindJob(id);
-    if (!j) return UnknownJob(id);
-    if (!CanSee(caller, *j)) {
-      return Error(403, "forbidden", "job " + std::to_string(id) + " belongs to another user");
-    }
-    if (!j->service) {
-      return Error(400, "bad_request",
-                   "job " + std::to_string(id) +
-                       " is not a service; a rolling restart is for services (kind: service)");
-    }
-    if (Finished(j->state)) {
-      return Error(409, "conflict",
-                   "service " + std::to_string(id) + " is " + std::string(JobStateName(j->state)));
-    }
+    Outcome<JobRecord*> found = ServiceOfLocked(caller, id, "restart");
+    if (!found.ok()) return found.error();
+    JobRecord* j = found.value();
     j->service->generation++;
     EventLocked(j->id, "rolling-restart",
                 "generation " + std::to_string(j->service->generation) + " by " + caller.user +

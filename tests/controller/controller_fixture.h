@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -137,6 +138,30 @@ class ControllerTest : public ::testing::Test {
                                 {"logs", std::move(logs)}}));
   }
 
+  // Reports as `node`'s agent does: every task it runs, with `updates` applied (an exited task
+  // is listed once; a task an agent leaves out of a report is gone).
+  json ReportAll(const std::string& node, const json& updates) {
+    std::map<std::string, json>& runs = agent_tasks_[node];
+    for (const json& u : updates) runs[u["taskId"].get<std::string>()] = u;
+    json all = json::array();
+    for (const auto& [id, status] : runs) all.push_back(status);
+    json out = Report(node, all);
+    std::erase_if(runs, [](const auto& e) { return e.second["state"] == "exited"; });
+    return out;
+  }
+  // The next `n` commands of `type` ("launch", "stop") for `node`, skipping others; fewer if
+  // they do not come within Eventually's deadline (n = 0: what is there now).
+  json TakeOfType(const std::string& node, const std::string& type, size_t n) {
+    json out = json::array();
+    Eventually([&] {
+      for (const json& cmd : TakeCommands(node, std::chrono::milliseconds(50))) {
+        if (cmd["type"] == type) out.push_back(cmd);
+      }
+      return out.size() >= n;
+    });
+    return out;
+  }
+
   static json Running(const std::string& id) { return {{"taskId", id}, {"state", "running"}}; }
   static json Exited(const std::string& id, int code, int64_t log_bytes = -1) {
     return {{"taskId", id}, {"state", "exited"}, {"exitCode", code}, {"logBytes", log_bytes}};
@@ -147,6 +172,7 @@ class ControllerTest : public ::testing::Test {
   std::string epoch_;
   std::map<std::string, uint64_t> applied_;
   std::map<std::string, std::string> node_tokens_;  // as the last registration issued them
+  std::map<std::string, std::map<std::string, json>> agent_tasks_;  // ReportAll's, by node
 };
 
 }  // namespace gangway::controller::testing

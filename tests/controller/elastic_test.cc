@@ -32,32 +32,13 @@ class ElasticTest : public ControllerTest {
     Register("n1", 4);
   }
 
-  // Reports as n1's agent: every task it runs, with `updates` applied.
-  void Agent(const json& updates) {
-    for (const json& u : updates) tasks_[u["taskId"].get<std::string>()] = u;
-    json all = json::array();
-    for (const auto& [id, status] : tasks_) all.push_back(status);
-    Report("n1", all);
-    std::erase_if(tasks_, [](const auto& e) { return e.second["state"] == "exited"; });
-  }
-  // The next `n` commands of `type` for n1.
-  json Take(const std::string& type, size_t n) {
-    json out = json::array();
-    Eventually([&] {
-      for (const json& cmd : TakeCommands("n1", std::chrono::milliseconds(50))) {
-        if (cmd["type"] == type) out.push_back(cmd);
-      }
-      return out.size() >= n;
-    });
-    return out;
-  }
   // Takes `n` launches and reports them running; returns them.
   json RunLaunches(size_t n) {
-    json launches = Take("launch", n);
+    json launches = TakeOfType("n1", "launch", n);
     EXPECT_EQ(launches.size(), n);
     json running = json::array();
     for (const json& l : launches) running.push_back(Running(l["task"]["taskId"]));
-    Agent(running);
+    ReportAll("n1", running);
     return launches;
   }
   // Every launch of one generation agrees on WORLD_SIZE, generation and MASTER_PORT, and
@@ -81,11 +62,10 @@ class ElasticTest : public ControllerTest {
   void ExitAll(const json& launches) {
     json exited = json::array();
     for (const json& l : launches) exited.push_back(Exited(l["task"]["taskId"], 0));
-    Agent(exited);
+    ReportAll("n1", exited);
   }
 
   std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
-  std::map<std::string, json> tasks_;
 };
 
 TEST_F(ElasticTest, AJobGrowsIntoFreedGpusAndShrinksForAHigherPriorityGenerationByGeneration) {
@@ -100,17 +80,17 @@ TEST_F(ElasticTest, AJobGrowsIntoFreedGpusAndShrinksForAHigherPriorityGeneration
 
   // The blocker ends; a minute later the job grows to 4: both its tasks get their stop, with
   // the job's grace, and nothing launches until both have exited.
-  Agent(json::array({Exited(blocker_launch[0]["task"]["taskId"], 0)}));
+  ReportAll("n1", json::array({Exited(blocker_launch[0]["task"]["taskId"], 0)}));
   ASSERT_TRUE(WaitState(blocker, "succeeded"));
   clock_->Advance(std::chrono::seconds(61));
-  json stops = Take("stop", 2);
+  json stops = TakeOfType("n1", "stop", 2);
   ASSERT_EQ(stops.size(), 2u) << Job(job).dump(2);
   EXPECT_EQ(stops[0]["graceSeconds"], 20);
   EXPECT_EQ(State(job), "running");
-  Agent(json::array({Exited(gen0[0]["task"]["taskId"], 0)}));
+  ReportAll("n1", json::array({Exited(gen0[0]["task"]["taskId"], 0)}));
   ASSERT_TRUE(SchedulerSettled());
-  EXPECT_EQ(Take("launch", 0).size(), 0u) << "a task of generation 0 still runs";
-  Agent(json::array({Exited(gen0[1]["task"]["taskId"], 0)}));
+  EXPECT_EQ(TakeOfType("n1", "launch", 0).size(), 0u) << "a task of generation 0 still runs";
+  ReportAll("n1", json::array({Exited(gen0[1]["task"]["taskId"], 0)}));
   json gen1 = RunLaunches(4);
   ExpectOneGeneration(gen1, 4, 1);
   EXPECT_NE(gen1[0]["task"]["env"]["MASTER_PORT"], gen0[0]["task"]["env"]["MASTER_PORT"]);
@@ -123,11 +103,11 @@ TEST_F(ElasticTest, AJobGrowsIntoFreedGpusAndShrinksForAHigherPriorityGeneration
   // A higher-priority job for 2 GPUs: the job shrinks to 2 rather than being preempted.
   clock_->Advance(std::chrono::seconds(10));
   const uint64_t high = Submit("name: high\npriority: 10\ngpu: 2\ncommand: [x]\n", kAdmin);
-  json shrink = Take("stop", 4);
+  json shrink = TakeOfType("n1", "stop", 4);
   ASSERT_EQ(shrink.size(), 4u) << Job(high).dump(2);
   EXPECT_EQ(State(high), "pending");
   ExitAll(gen1);
-  json after = Take("launch", 3);  // the job's 2 tasks and the high job's one
+  json after = TakeOfType("n1", "launch", 3);  // the job's 2 tasks and the high job's one
   ASSERT_EQ(after.size(), 3u);
   json gen2 = json::array();
   for (const json& l : after) {
@@ -148,10 +128,10 @@ TEST_F(ElasticTest, GrownTasksHoldTheirGpusAndAResizeSurvivesAControllerRestart)
   const uint64_t job =
       Submit("name: elastic\nreplicas: {min: 2, max: 4}\ngpu: 1\ncommand: [train]\n");
   json gen0 = RunLaunches(2);
-  Agent(json::array({Exited(blocker_launch[0]["task"]["taskId"], 0)}));
+  ReportAll("n1", json::array({Exited(blocker_launch[0]["task"]["taskId"], 0)}));
   ASSERT_TRUE(WaitState(blocker, "succeeded"));
   clock_->Advance(std::chrono::seconds(61));
-  ASSERT_EQ(Take("stop", 2).size(), 2u);
+  ASSERT_EQ(TakeOfType("n1", "stop", 2).size(), 2u);
   // The grown tasks hold their GPUs: nothing else fits meanwhile.
   const uint64_t other = Submit("name: other\ngpu: 1\ncommand: [x]\n");
   ASSERT_TRUE(SchedulerSettled());
@@ -166,9 +146,9 @@ TEST_F(ElasticTest, GrownTasksHoldTheirGpusAndAResizeSurvivesAControllerRestart)
   Register("n1", 4);
   applied_["n1"] = 0;
   // The new controller stops the old generation again and launches nothing before it exits.
-  json stops = Take("stop", 2);
+  json stops = TakeOfType("n1", "stop", 2);
   EXPECT_EQ(stops.size(), 2u);
-  EXPECT_EQ(Take("launch", 0).size(), 0u);
+  EXPECT_EQ(TakeOfType("n1", "launch", 0).size(), 0u);
   ExitAll(gen0);
   json gen1 = RunLaunches(4);
   ExpectOneGeneration(gen1, 4, 1);

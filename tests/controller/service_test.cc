@@ -33,26 +33,6 @@ class ServiceTest : public ControllerTest {
     Register("n1", 8);
   }
 
-  // The next `n` commands of `type` for n1 (others are skipped).
-  json Take(const std::string& type, size_t n) {
-    json out = json::array();
-    Eventually([&] {
-      for (const json& cmd : TakeCommands("n1", std::chrono::milliseconds(50))) {
-        if (cmd["type"] == type) out.push_back(cmd);
-      }
-      return out.size() >= n;
-    });
-    return out;
-  }
-  // Reports as n1's agent does: every task it runs, with `updates` applied (an exited task
-  // is listed once).
-  void Agent(const json& updates) {
-    for (const json& u : updates) tasks_[u["taskId"].get<std::string>()] = u;
-    json all = json::array();
-    for (const auto& [id, status] : tasks_) all.push_back(status);
-    Report("n1", all);
-    std::erase_if(tasks_, [](const auto& e) { return e.second["state"] == "exited"; });
-  }
   json Service(uint64_t id) { return Job(id)["service"]; }
   std::vector<uint64_t> Replicas(uint64_t id) {
     std::vector<uint64_t> out;
@@ -63,7 +43,7 @@ class ServiceTest : public ControllerTest {
   // Starts the service's replicas: takes their launches and reports them running.
   std::map<uint64_t, std::string> RunAll(uint64_t service) {
     const size_t n = Replicas(service).size();
-    json launches = Take("launch", n);
+    json launches = TakeOfType("n1", "launch", n);
     EXPECT_EQ(launches.size(), n);
     std::map<uint64_t, std::string> task_of;
     json running = json::array();
@@ -71,13 +51,12 @@ class ServiceTest : public ControllerTest {
       task_of[l["task"]["job"].get<uint64_t>()] = l["task"]["taskId"];
       running.push_back(Running(l["task"]["taskId"]));
     }
-    Agent(running);
+    ReportAll("n1", running);
     for (uint64_t r : Replicas(service)) EXPECT_TRUE(WaitState(r, "running"));
     return task_of;
   }
 
   std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
-  std::map<std::string, json> tasks_;  // what n1 runs, by task id
 };
 
 TEST_F(ServiceTest, EachReplicaIsAJobOfItsOwnWithAPortAndAnEndpoint) {
@@ -86,7 +65,7 @@ TEST_F(ServiceTest, EachReplicaIsAJobOfItsOwnWithAPortAndAnEndpoint) {
   EXPECT_EQ(Job(web)["kind"], "service");
   const std::vector<uint64_t> replicas = Replicas(web);
   ASSERT_EQ(replicas.size(), 3u);
-  json launches = Take("launch", 3);
+  json launches = TakeOfType("n1", "launch", 3);
   ASSERT_EQ(launches.size(), 3u);
   std::set<std::string> ports;
   std::set<std::string> slots;
@@ -99,7 +78,7 @@ TEST_F(ServiceTest, EachReplicaIsAJobOfItsOwnWithAPortAndAnEndpoint) {
     slots.insert(env["GANGWAY_REPLICA"].get<std::string>());
     running.push_back(Running(l["task"]["taskId"]));
   }
-  Agent(running);  // an agent lists every task it runs
+  ReportAll("n1", running);  // an agent lists every task it runs
   EXPECT_EQ(ports.size(), 3u) << "replicas on one node share no port";
   EXPECT_EQ(slots, (std::set<std::string>{"0", "1", "2"}));
   ASSERT_TRUE(Eventually([&] { return Service(web)["running"] == 3; })) << Job(web).dump(2);
@@ -122,7 +101,7 @@ TEST_F(ServiceTest, AReplicaThatExitsRestartsAfterABackOffThatDoubles) {
   const uint64_t r0 = Replicas(web)[0];
 
   // It exits with code 1: requeued, held for 1 s, then placed again as attempt 1.
-  Agent(json::array({Exited(task_of[r0], 1)}));
+  ReportAll("n1", json::array({Exited(task_of[r0], 1)}));
   ASSERT_TRUE(WaitState(r0, "pending"));
   EXPECT_EQ(Job(r0)["pending"]["code"], "BackOff") << Job(r0).dump(2);
   ASSERT_TRUE(SchedulerSettled());
@@ -130,13 +109,13 @@ TEST_F(ServiceTest, AReplicaThatExitsRestartsAfterABackOffThatDoubles) {
   clock_->Advance(std::chrono::seconds(2));
   ASSERT_TRUE(WaitState(r0, "scheduled"));
   EXPECT_EQ(Job(r0)["attempt"], 1);
-  json launch = Take("launch", 1);
+  json launch = TakeOfType("n1", "launch", 1);
   ASSERT_EQ(launch.size(), 1u);
-  Agent(json::array({Running(launch[0]["task"]["taskId"])}));
+  ReportAll("n1", json::array({Running(launch[0]["task"]["taskId"])}));
   ASSERT_TRUE(WaitState(r0, "running"));
 
   // A clean exit restarts it too, now after 2 s: still held after 1 s.
-  Agent(json::array({Exited(launch[0]["task"]["taskId"], 0)}));
+  ReportAll("n1", json::array({Exited(launch[0]["task"]["taskId"], 0)}));
   ASSERT_TRUE(WaitState(r0, "pending"));
   EXPECT_EQ(Job(r0)["restarts"], 2);
   clock_->Advance(std::chrono::seconds(1));
@@ -157,13 +136,13 @@ TEST_F(ServiceTest, ScaleAddsReplicasAndCancelsTheHighestSlots) {
   EXPECT_EQ(up["job"]["service"]["replicas"], 5);
   const std::vector<uint64_t> five = Replicas(web);
   ASSERT_EQ(five.size(), 5u);
-  EXPECT_EQ(Take("launch", 2).size(), 2u);
+  EXPECT_EQ(TakeOfType("n1", "launch", 2).size(), 2u);
   ASSERT_TRUE(WaitState(five[4], "scheduled"));
   EXPECT_EQ(Job(five[4])["name"], "web-4");
 
   Ok(c().Scale(kAlice, web, 1));
   EXPECT_EQ(Replicas(web), std::vector<uint64_t>{five[0]});
-  EXPECT_EQ(Take("stop", 4).size(), 4u) << "replicas 1 to 4 get their stop";
+  EXPECT_EQ(TakeOfType("n1", "stop", 4).size(), 4u) << "replicas 1 to 4 get their stop";
   for (size_t i = 1; i < 5; ++i) EXPECT_EQ(State(five[i]), "cancelled");
   EXPECT_EQ(State(five[0]), "running");
 
@@ -186,7 +165,7 @@ TEST_F(ServiceTest, CancellingTheServiceCancelsItsReplicasButAReplicaAloneIsRefu
       << refused.message;
   Ok(c().Cancel(kAlice, web));
   EXPECT_EQ(State(web), "cancelled");
-  EXPECT_EQ(Take("stop", 3).size(), 3u);
+  EXPECT_EQ(TakeOfType("n1", "stop", 3).size(), 3u);
   for (uint64_t r : replicas) EXPECT_EQ(State(r), "cancelled");
 }
 
@@ -197,26 +176,26 @@ TEST_F(ServiceTest, ARollingRestartStopsOneReplicaAtATimeWhileTheOthersRun) {
   EXPECT_EQ(Service(web)["generation"], 1);
   std::set<uint64_t> restarted;
   for (int step = 0; step < 3; ++step) {
-    json stop = Take("stop", 1);
+    json stop = TakeOfType("n1", "stop", 1);
     ASSERT_EQ(stop.size(), 1u) << "step " << step;
     const std::string task = stop[0]["taskId"];
     const uint64_t job = std::stoull(task.substr(0, task.find('.')));
     EXPECT_TRUE(restarted.insert(job).second) << "replica " << job << " stopped twice";
     // While it is down no other replica is stopped.
     ASSERT_TRUE(SchedulerSettled());
-    EXPECT_EQ(Take("stop", 0).size(), 0u);
-    Agent(json::array({Exited(task, 143)}));
-    json launch = Take("launch", 1);
+    EXPECT_EQ(TakeOfType("n1", "stop", 0).size(), 0u);
+    ReportAll("n1", json::array({Exited(task, 143)}));
+    json launch = TakeOfType("n1", "launch", 1);
     ASSERT_EQ(launch.size(), 1u);
     EXPECT_EQ(launch[0]["task"]["job"], job);
-    Agent(json::array({Running(launch[0]["task"]["taskId"])}));
+    ReportAll("n1", json::array({Running(launch[0]["task"]["taskId"])}));
     ASSERT_TRUE(WaitState(job, "running"));
   }
   EXPECT_EQ(restarted.size(), 3u);
   const json service = Service(web);
   for (const json& r : service["replicaList"]) EXPECT_EQ(r["generation"], 1);
   ASSERT_TRUE(SchedulerSettled());
-  EXPECT_EQ(Take("stop", 0).size(), 0u) << "every replica is in generation 1";
+  EXPECT_EQ(TakeOfType("n1", "stop", 0).size(), 0u) << "every replica is in generation 1";
 }
 
 TEST_F(ServiceTest, WhatAServiceMayNotSayIsRefusedNamingTheField) {
