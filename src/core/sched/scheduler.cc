@@ -123,9 +123,10 @@ class Cycle {
   std::unordered_map<std::string, std::vector<FitFailure>> static_fits_;
   // Pools with off nodes that could be booted (Node::off, schedulable), sorted by name.
   std::vector<std::string_view> off_pools_;
-  // Elastic shrinking: running jobs above their minimum size (indices into snap_.running),
-  // those a start of this cycle already shrinks, and signatures shrinking could not help.
-  std::vector<size_t> shrinkable_;
+  // Elastic shrinking: running jobs above their minimum size (indices into snap_.running,
+  // listed when a job first fails placement, not on every cycle), those this cycle already
+  // shrinks, and signatures shrinking could not help.
+  std::optional<std::vector<size_t>> shrinkable_;
   std::set<JobId> shrinking_;
   std::unordered_set<std::string> no_shrink_;
   // Queues whose GPU budget is used up, in themselves or an ancestor: the sentence their jobs
@@ -169,15 +170,6 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
       off_pools_.push_back(snap_.nodes[i].pool);
     }
   }
-  if (!s_.preemption_.empty()) {
-    for (size_t i = 0; i < snap_.running.size(); ++i) {
-      const RunningJob& r = snap_.running[i];
-      if (!r.terminating && r.job.preemptible && r.job.groups.size() == 1 &&
-          static_cast<int>(r.tasks.size()) > r.job.MinTasks()) {
-        shrinkable_.push_back(i);
-      }
-    }
-  }
   std::sort(off_pools_.begin(), off_pools_.end());
   off_pools_.erase(std::unique(off_pools_.begin(), off_pools_.end()), off_pools_.end());
   FindQueuesOverBudget();
@@ -216,7 +208,7 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
 
 std::optional<Outcome> Cycle::TryShrink(const Job& job, const CycleContext& ctx) {
   std::vector<const RunningJob*> candidates;
-  for (size_t i : shrinkable_) {
+  for (size_t i : *shrinkable_) {
     const RunningJob& r = snap_.running[i];
     if (shrinking_.contains(r.job.id) || r.started_at == snap_.now) continue;
     if (snap_.now - std::max(r.started_at, r.resized_at) < s_.profile_.min_runtime) continue;
@@ -648,7 +640,17 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
   if (reasons_ != Reasons::kNone) pending.message = known ? known->message : failure.message;
 
   // Shrinking elastic jobs, before preempting anyone.
-  if (!shrinkable_.empty() && !no_shrink_.contains(sig)) {
+  if (!shrinkable_ && !s_.preemption_.empty()) {
+    shrinkable_.emplace();
+    for (size_t i = 0; i < snap_.running.size(); ++i) {
+      const RunningJob& r = snap_.running[i];
+      if (!r.terminating && r.job.preemptible && r.job.groups.size() == 1 &&
+          static_cast<int>(r.tasks.size()) > r.job.MinTasks()) {
+        shrinkable_->push_back(i);
+      }
+    }
+  }
+  if (shrinkable_ && !shrinkable_->empty() && !no_shrink_.contains(sig)) {
     if (auto shrunk = TryShrink(job, ctx)) {
       pending.code = shrunk->code;
       pending.message = std::move(shrunk->message);
