@@ -69,6 +69,19 @@ StandbyApi::StandbyApi(StandbyOptions options) : options_(std::move(options)) {
       });
     });
   }
+  // The dashboard reads nodes, queues and GPU use, which only the leader holds: a browser sent
+  // to any controller of the group is sent on to the leader's page (the URL's #/view with it).
+  auto to_leader_ui = [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string who = options_.problem().empty() ? options_.leader() : "";
+    if (who.empty()) {
+      NotLeader(res);
+      return;
+    }
+    res.set_redirect(who + req.path, 307);
+    res.set_header("X-Gangway-Leader", who);
+  };
+  server_->Get("/ui", to_leader_ui);
+  server_->Get(R"(/ui/.*)", to_leader_ui);
   auto not_leader = [this](const httplib::Request&, httplib::Response& res) { NotLeader(res); };
   server_->Get(".*", not_leader);
   server_->Post(".*", not_leader);

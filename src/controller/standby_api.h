@@ -7,6 +7,7 @@
 // copy of the state (a JobMirror), and GET /v1/jobs/{id}/logs from its copies of the leader's
 // output files (log_follower.h), for the users of its auth file, as the leader answers them,
 // with the headers X-Gangway-Standby (the log entry the copy holds) and X-Gangway-Leader.
+// GET /ui and /ui/... (the dashboard) redirect (307) to the same path on the leader.
 // Nodes, queues and the rest describe what the leader holds in memory (heartbeats, GPU use,
 // allocations): every other request gets 503 {"error": {"code": "not_leader", ...}} naming
 // the leader in the message and in the X-Gangway-Leader header, so that agents and the CLI go

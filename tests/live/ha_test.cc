@@ -700,6 +700,11 @@ TEST_F(HaTest, AStandbyAnswersJobAndEventReadsFromItsCopyAndSendsTheRestToTheLea
   ASSERT_TRUE(nodes);
   EXPECT_EQ(nodes->status, 503);
   EXPECT_EQ(nodes->get_header_value("X-Gangway-Leader"), Url(leader));
+  // The dashboard is the leader's: its page, at the same path.
+  auto ui = Get(standby, "/ui/index.html", "");
+  ASSERT_TRUE(ui);
+  EXPECT_EQ(ui->status, 307);
+  EXPECT_EQ(ui->get_header_value("Location"), Url(leader) + "/ui/index.html");
 }
 
 // Agents send output to the leader only and forget it once delivered; the standbys copy it
