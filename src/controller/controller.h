@@ -88,9 +88,7 @@ struct JobListQuery {
 
 // GET /v1/nodes: nodes in name order, a page at a time.
 struct NodeListQuery {
-  bool summary = false;  // per node, GPU counts by model and state instead of every GPU
-  // The GPU map's compact form (views.h, NodeMapView); excludes summary.
-  bool map = false;
+  bool summary = false;          // per node, GPU counts by model and state instead of every GPU
   std::set<std::string> states;  // only nodes in these states (NodeState); empty: all
   std::string after;             // only nodes named after this (the previous page's "next")
   size_t limit = 0;              // 0: every node
@@ -297,6 +295,9 @@ class Controller {
   Outcome<LogChunk> Logs(const Caller& caller, uint64_t id, int task, int64_t offset,
                          int64_t limit);
   nlohmann::json ListNodes(const NodeListQuery& query = {});
+  // GET /v1/nodes?view=map as JSON text: the GPU map's compact form of each node
+  // (views.h, AppendNodeMapJson) and "next" as ListNodes has it; `query.summary` is ignored.
+  std::string NodeMap(const NodeListQuery& query = {});
   Outcome<nlohmann::json> GetNode(std::string_view name);
   // GPUs allocated and their measured utilization per node and per job (controller/gpu_top.h).
   // Every job holding GPUs shows its id and user; its name and queue only if the caller may
@@ -526,6 +527,13 @@ class Controller {
 
   // A node's facts for its views (views.h), copied under the lock; the JSON is built without.
   NodeFacts NodeFactsLocked(const NodeEntry& node) const;
+  NodeMapFacts NodeMapFactsLocked(const NodeEntry& node) const;
+  // Appends who uses which GPU of `node`; `busy` becomes true if a task holds resources there.
+  void GpuUsesLocked(const std::string& node, std::vector<GpuUse>& uses, bool& busy) const;
+  // Calls `gather` with each node a list of nodes shows (after, states, limit), in name order;
+  // true when the limit left nodes out.
+  template <typename Gather>
+  bool ListedNodesLocked(const NodeListQuery& query, Gather&& gather) const;
   JobRecord* FindJob(uint64_t id);
   // The 404 for a job id that is not in jobs_: never submitted, or forgotten.
   ApiError UnknownJob(uint64_t id) const;

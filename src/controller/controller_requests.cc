@@ -27,24 +27,48 @@ using nlohmann::json;
 
 // ---------------------------------------------------------------- views
 
-NodeFacts Controller::NodeFactsLocked(const NodeEntry& e) const {
-  NodeFacts out{.record = e.record, .uses = {}};
-  const std::string& name = e.record.node.name;
-  for (uint64_t id : index_.ActiveOn(name)) {
+void Controller::GpuUsesLocked(const std::string& node, std::vector<GpuUse>& uses,
+                               bool& busy) const {
+  for (uint64_t id : index_.ActiveOn(node)) {
     const JobRecord& job = jobs_.at(id);
     for (const TaskRecord& t : job.tasks) {
-      if (t.node != name || !t.Holds()) continue;
-      out.busy = true;
+      if (t.node != node || !t.Holds()) continue;
+      busy = true;
       for (const auto& g : t.alloc.gpus) {
-        out.uses.push_back(
-            {.gpu = g.gpu,
-             .job = id,
-             .user = job.live.job.user,
-             .task = t.index,
-             .milli = g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile),
-             .mig_profile = g.mig_profile});
+        uses.push_back({.gpu = g.gpu,
+                        .job = id,
+                        .user = job.live.job.user,
+                        .task = t.index,
+                        .milli = g.mig_profile.empty() ? g.milli : core::MigGpuMilli(g.mig_profile),
+                        .mig_profile = g.mig_profile});
       }
     }
+  }
+}
+
+NodeFacts Controller::NodeFactsLocked(const NodeEntry& e) const {
+  NodeFacts out{.record = e.record, .uses = {}};
+  GpuUsesLocked(e.record.node.name, out.uses, out.busy);
+  return out;
+}
+
+NodeMapFacts Controller::NodeMapFactsLocked(const NodeEntry& e) const {
+  const NodeRecord& r = e.record;
+  NodeMapFacts out;
+  out.name = r.node.name;
+  bool busy = false;
+  GpuUsesLocked(r.node.name, out.uses, busy);
+  out.state = NodeState(r, busy);
+  out.gpus.reserve(r.node.gpus.size());
+  for (size_t i = 0; i < r.node.gpus.size(); ++i) {
+    const core::GpuDevice& g = r.node.gpus[i];
+    // A node's GPUs are nearly always one model: named once, each GPU by its index.
+    const size_t model = static_cast<size_t>(
+        std::find(out.models.begin(), out.models.end(), g.model) - out.models.begin());
+    if (model == out.models.size()) out.models.push_back(g.model);
+    out.gpus.push_back({.model = model,
+                        .flags = (g.healthy ? 1 : 0) | (g.mig_enabled ? 2 : 0),
+                        .utilization = i < r.gpu_status.size() ? r.gpu_status[i].utilization : -1});
   }
   return out;
 }
@@ -448,6 +472,29 @@ Outcome<LogChunk> Controller::Logs(const Caller& caller, uint64_t id, int task, 
   return ReadLogChunk(logs_, id, source, offset, limit);
 }
 
+template <typename Gather>
+bool Controller::ListedNodesLocked(const NodeListQuery& q, Gather&& gather) const {
+  auto it = q.after.empty() ? nodes_.begin() : nodes_.upper_bound(q.after);
+  size_t listed = 0;
+  for (; it != nodes_.end(); ++it) {
+    if (q.limit > 0 && listed == q.limit) return true;
+    if (!q.states.empty()) {
+      // The state alone first: gathering a node's uses costs more, and at 10,000 nodes a
+      // filter keeps few of them. Only a draining node's state depends on its tasks.
+      const NodeRecord& r = it->second.record;
+      bool busy = false;
+      if (r.draining) {
+        std::vector<GpuUse> uses;
+        GpuUsesLocked(r.node.name, uses, busy);
+      }
+      if (!q.states.contains(NodeState(r, busy))) continue;
+    }
+    gather(it->second);
+    ++listed;
+  }
+  return false;
+}
+
 json Controller::ListNodes(const NodeListQuery& q) {
   // Gathered under the lock, shown after it: building the JSON of thousands of nodes took
   // longer than agents' reports may wait.
@@ -455,30 +502,40 @@ json Controller::ListNodes(const NodeListQuery& q) {
   bool more = false;
   {
     std::lock_guard lock(mu_);
-    auto it = q.after.empty() ? nodes_.begin() : nodes_.upper_bound(q.after);
     facts.reserve(q.limit > 0 ? std::min(q.limit, nodes_.size()) : nodes_.size());
-    for (; it != nodes_.end(); ++it) {
-      if (q.limit > 0 && facts.size() == q.limit) {
-        more = true;
-        break;
-      }
-      if (!q.states.empty()) {
-        // The state alone first: gathering a node's uses costs more, and at 10,000 nodes a
-        // filter keeps few of them. Only a draining node's state depends on its tasks.
-        const NodeRecord& r = it->second.record;
-        const bool busy = r.draining && NodeFactsLocked(it->second).busy;
-        if (!q.states.contains(NodeState(r, busy))) continue;
-      }
-      facts.push_back(NodeFactsLocked(it->second));
-    }
+    more = ListedNodesLocked(q, [&](const NodeEntry& e) { facts.push_back(NodeFactsLocked(e)); });
   }
   json out = json::array();
   for (const NodeFacts& f : facts) {
-    out.push_back(q.map ? NodeMapView(f) : q.summary ? NodeSummaryView(f) : NodeView(f));
+    out.push_back(q.summary ? NodeSummaryView(f) : NodeView(f));
   }
   json answer = {{"nodes", std::move(out)}};
   if (more) answer["next"] = facts.back().record.node.name;
   return answer;
+}
+
+std::string Controller::NodeMap(const NodeListQuery& q) {
+  std::vector<NodeMapFacts> facts;
+  bool more = false;
+  {
+    std::lock_guard lock(mu_);
+    facts.reserve(q.limit > 0 ? std::min(q.limit, nodes_.size()) : nodes_.size());
+    more =
+        ListedNodesLocked(q, [&](const NodeEntry& e) { facts.push_back(NodeMapFactsLocked(e)); });
+  }
+  std::string out = "{\"nodes\":[";
+  out.reserve(facts.size() * 320);
+  for (size_t i = 0; i < facts.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendNodeMapJson(facts[i], out);
+  }
+  out += ']';
+  if (more) {
+    out += ",\"next\":";
+    AppendJsonString(facts.back().name, out);
+  }
+  out += '}';
+  return out;
 }
 
 Outcome<json> Controller::GetNode(std::string_view name) {

@@ -207,39 +207,92 @@ json NodeView(const NodeFacts& facts) {
   return out;
 }
 
-json NodeMapView(const NodeFacts& facts) {
-  const NodeRecord& n = facts.record;
-  std::vector<json> used(n.node.gpus.size(), json::array());
-  for (const GpuUse& u : facts.uses) {
-    if (u.gpu >= 0 && static_cast<size_t>(u.gpu) < used.size()) {
-      // A whole GPU (most of a large cluster) is [job, user]; a share or a MIG slice says which.
-      used[static_cast<size_t>(u.gpu)].push_back(
-          u.milli >= 1000 && u.mig_profile.empty()
-              ? json::array({u.job, u.user})
-              : json::array({u.job, u.user, u.milli, u.mig_profile}));
+void AppendJsonString(std::string_view s, std::string& out) {
+  const bool ascii =
+      std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  if (!ascii) {
+    out += json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
+    return;
+  }
+  out += '"';
+  for (const char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[(c >> 4) & 0xf];
+          out += kHex[c & 0xf];
+        } else {
+          out += c;
+        }
     }
   }
-  // The models once per node (a node's GPUs are nearly always one model), each GPU naming
-  // its model by index: at 80,000 GPUs this halves what the dashboard downloads and parses.
-  json models = json::array();
-  json gpus = json::array();
-  for (size_t i = 0; i < n.node.gpus.size(); ++i) {
-    const core::GpuDevice& g = n.node.gpus[i];
-    size_t model = 0;
-    while (model < models.size() && models[model].get_ref<const std::string&>() != g.model) {
-      ++model;
-    }
-    if (model == models.size()) models.push_back(g.model);
-    const int flags = (g.healthy ? 1 : 0) | (g.mig_enabled ? 2 : 0);
-    const json utilization = i < n.gpu_status.size() && n.gpu_status[i].utilization >= 0
-                                 ? json(n.gpu_status[i].utilization)
-                                 : json(nullptr);
-    gpus.push_back(json::array({model, flags, utilization, std::move(used[i])}));
+  out += '"';
+}
+
+void AppendNodeMapJson(const NodeMapFacts& f, std::string& out) {
+  out += "{\"name\":";
+  AppendJsonString(f.name, out);
+  out += ",\"state\":";
+  AppendJsonString(f.state, out);
+  out += ",\"models\":[";
+  for (size_t i = 0; i < f.models.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendJsonString(f.models[i], out);
   }
-  return {{"name", n.node.name},
-          {"state", NodeState(n, facts.busy)},
-          {"models", std::move(models)},
-          {"gpus", std::move(gpus)}};
+  out += "],\"gpus\":[";
+  for (size_t i = 0; i < f.gpus.size(); ++i) {
+    const NodeMapFacts::Gpu& g = f.gpus[i];
+    if (i > 0) out += ',';
+    out += '[';
+    out += std::to_string(g.model);
+    out += ',';
+    out += std::to_string(g.flags);
+    out += ',';
+    out += g.utilization >= 0 ? std::to_string(g.utilization) : "null";
+    out += ",[";
+    bool first = true;
+    for (const GpuUse& u : f.uses) {
+      if (u.gpu < 0 || static_cast<size_t>(u.gpu) != i) continue;
+      if (!first) out += ',';
+      first = false;
+      out += '[';
+      out += std::to_string(u.job);
+      out += ',';
+      AppendJsonString(u.user, out);
+      if (u.milli < 1000 || !u.mig_profile.empty()) {
+        out += ',';
+        out += std::to_string(u.milli);
+        out += ',';
+        AppendJsonString(u.mig_profile, out);
+      }
+      out += ']';
+    }
+    out += "]]";
+  }
+  out += "]}";
 }
 
 json NodeSummaryView(const NodeFacts& facts) {

@@ -74,6 +74,49 @@ TEST(ViewsTest, ANodeShowsWhoUsesEachGpuAndWhatIsFree) {
   EXPECT_EQ(NodeState(f.record, true), "lost");
 }
 
+TEST(ViewsTest, JsonStringsAreWrittenAsNlohmannWritesThem) {
+  // Every byte value alone and in pairs, and invalid UTF-8 sequences: the text writer of the
+  // map view must agree with the tree's dump, to the byte.
+  std::vector<std::string> cases = {"",     "node-00001", "a\"b\\c",        "\xc3\xa9t\xc3\xa9",
+                                    "\xff", "\xe2\x82",   "x\xe2\x82\xacy", "\x7f"};
+  for (int c = 0; c < 256; ++c) {
+    cases.push_back(std::string(1, static_cast<char>(c)));
+    cases.push_back("a" + std::string(1, static_cast<char>(c)) + "\x01");
+  }
+  for (const std::string& s : cases) {
+    std::string out;
+    AppendJsonString(s, out);
+    EXPECT_EQ(out, json(s).dump(-1, ' ', false, json::error_handler_t::replace)) << s;
+  }
+}
+
+TEST(ViewsTest, TheMapViewOfANodeNamesEachModelOnceAndEachHolder) {
+  NodeMapFacts f{
+      .name = "n\"1",
+      .state = "draining",
+      .models = {"H100-80GB", "A100"},
+      .gpus = {{.model = 0, .flags = 1, .utilization = 40},
+               {.model = 1, .flags = 3, .utilization = -1},
+               {.model = 0, .flags = 0, .utilization = 0}},
+      .uses = {
+          {.gpu = 0, .job = 7, .user = "alice", .task = 0, .milli = 1000},
+          {.gpu = 1, .job = 8, .user = "bob", .task = 1, .milli = 143, .mig_profile = "1g.10gb"},
+          {.gpu = 1, .job = 9, .user = "<b>", .task = 0, .milli = 250},
+          {.gpu = 5, .job = 10, .user = "out of range", .milli = 1000}}};
+  std::string out;
+  AppendNodeMapJson(f, out);
+  const json expected = {{"name", "n\"1"},
+                         {"state", "draining"},
+                         {"models", {"H100-80GB", "A100"}},
+                         {"gpus",
+                          {json::array({0, 1, 40, json::array({json::array({7, "alice"})})}),
+                           json::array({1, 3, nullptr,
+                                        json::array({json::array({8, "bob", 143, "1g.10gb"}),
+                                                     json::array({9, "<b>", 250, ""})})}),
+                           json::array({0, 0, 0, json::array()})}}};
+  EXPECT_EQ(json::parse(out), expected) << out;
+}
+
 TEST(ViewsTest, TheMetricsTextShowsEveryFamilyWithItsValues) {
   MetricsFacts f;
   f.jobs_by_state[static_cast<size_t>(JobState::kRunning)] = 3;
