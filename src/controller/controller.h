@@ -90,6 +90,7 @@ struct JobListQuery {
 struct NodeListQuery {
   bool summary = false;          // per node, GPU counts by model and state instead of every GPU
   std::set<std::string> states;  // only nodes in these states (NodeState); empty: all
+  bool unhealthy = false;        // only nodes with at least one unhealthy GPU
   std::string after;             // only nodes named after this (the previous page's "next")
   size_t limit = 0;              // 0: every node
 };
@@ -530,7 +531,8 @@ class Controller {
   NodeMapFacts NodeMapFactsLocked(const NodeEntry& node) const;
   // Appends who uses which GPU of `node`; `busy` becomes true if a task holds resources there.
   void GpuUsesLocked(const std::string& node, std::vector<GpuUse>& uses, bool& busy) const;
-  // Calls `gather` with each node a list of nodes shows (after, states, limit), in name order;
+  // Calls `gather` with each node a list of nodes shows (after, states, unhealthy, limit), in
+  // name order;
   // true when the limit left nodes out.
   template <typename Gather>
   bool ListedNodesLocked(const NodeListQuery& query, Gather&& gather) const;

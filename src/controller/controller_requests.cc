@@ -478,6 +478,10 @@ bool Controller::ListedNodesLocked(const NodeListQuery& q, Gather&& gather) cons
   size_t listed = 0;
   for (; it != nodes_.end(); ++it) {
     if (q.limit > 0 && listed == q.limit) return true;
+    if (q.unhealthy) {
+      const std::vector<core::GpuDevice>& gpus = it->second.record.node.gpus;
+      if (std::all_of(gpus.begin(), gpus.end(), [](const auto& g) { return g.healthy; })) continue;
+    }
     if (!q.states.empty()) {
       // The state alone first: gathering a node's uses costs more, and at 10,000 nodes a
       // filter keeps few of them. Only a draining node's state depends on its tasks.

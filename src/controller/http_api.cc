@@ -534,8 +534,17 @@ void HttpApi::Routes() {
               states.insert(s);
             }
           }
+          const std::string unhealthy =
+              req.has_param("unhealthy") ? req.get_param_value("unhealthy") : "false";
+          if (unhealthy != "true" && unhealthy != "false") {
+            SendError(res,
+                      {400, "bad_request", "unhealthy: '" + unhealthy + "' is not true or false",
+                       "unhealthy", json::array()});
+            return;
+          }
           NodeListQuery q{.summary = view == "summary",
                           .states = std::move(states),
+                          .unhealthy = unhealthy == "true",
                           .after = req.get_param_value("after"),
                           .limit = static_cast<size_t>(*limit)};
           if (view == "map") {

@@ -168,6 +168,9 @@ json NodeHead(const NodeRecord& n, bool busy, const std::vector<GpuUse>& uses) {
   const std::vector<bool> free = FreeGpus(n, uses);
   return {{"name", n.node.name},
           {"state", NodeState(n, busy)},
+          // What an admin set, which the state may hide (a drained node that is lost or off).
+          {"draining", n.draining},
+          {"cordoned", n.cordoned},
           {"address", n.address},
           {"cpuMilli", n.node.cpu_milli},
           {"memoryBytes", n.node.memory_bytes},

@@ -478,11 +478,29 @@ TEST_F(HttpApiTest, NodeListsTakeAViewALimitAndACursor) {
       json::parse(http_->Get("/v1/nodes?view=summary&state=cordoned,lost", As(kAliceToken))->body);
   ASSERT_EQ(page["nodes"].size(), 1u) << page;
   EXPECT_EQ(page["nodes"][0]["name"], "n2");
+  EXPECT_EQ(page["nodes"][0]["cordoned"], true) << "what the admin set, besides the state";
   page =
       json::parse(http_->Get("/v1/nodes?view=summary&state=ready&limit=1", As(kAliceToken))->body);
   ASSERT_EQ(page["nodes"].size(), 1u) << page;
   EXPECT_EQ(page["nodes"][0]["name"], "n1");
   EXPECT_EQ(ErrorOf(http_->Get("/v1/nodes?state=broken", As(kAliceToken)), 400)["field"], "state");
+  EXPECT_EQ(page["nodes"][0]["cordoned"], false);
+  EXPECT_EQ(page["nodes"][0]["draining"], false);
+  // Nodes with an unhealthy GPU, with the state filter: none yet, then n3 that has one.
+  page = json::parse(http_->Get("/v1/nodes?view=summary&unhealthy=true", As(kAliceToken))->body);
+  EXPECT_TRUE(page["nodes"].empty()) << page;
+  json sick = RegisterBody("n3", 2);
+  sick["node"]["gpus"][1]["healthy"] = false;
+  ASSERT_EQ(
+      http_->Post("/v1/agents/register", As(kJoinToken), sick.dump(), "application/json")->status,
+      200);
+  page = json::parse(
+      http_->Get("/v1/nodes?view=summary&state=ready&unhealthy=true", As(kAliceToken))->body);
+  ASSERT_EQ(page["nodes"].size(), 1u) << page;
+  EXPECT_EQ(page["nodes"][0]["name"], "n3");
+  EXPECT_EQ(page["nodes"][0]["unhealthyGpus"], json::array({1}));
+  EXPECT_EQ(ErrorOf(http_->Get("/v1/nodes?unhealthy=yes", As(kAliceToken)), 400)["field"],
+            "unhealthy");
 
   json e = ErrorOf(http_->Get("/v1/nodes?view=short", As(kAliceToken)), 400);
   EXPECT_EQ(e["field"], "view");

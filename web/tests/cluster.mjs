@@ -108,6 +108,14 @@ gpus:
     async job(id) {
       return (await cluster.api('ops', `/v1/jobs/${id}`)).job;
     },
+    // Starts one more agent, `name`, with the inventory `yaml`; resolves once it registered.
+    async addAgent(name, yaml) {
+      writeFileSync(join(dir, `${name}.yaml`), yaml);
+      run(name, ['agent', '--server', url, '--join-token', kJoin, '--name', name,
+                 '--inventory', join(dir, `${name}.yaml`), '--data', join(dir, name)]);
+      await until(`node ${name}`, async () =>
+        (await cluster.api('ops', '/v1/nodes?view=summary')).nodes.some((n) => n.name === name));
+    },
     async stop() {
       for (const p of procs) p.kill('SIGTERM');
       await Promise.all(procs.map((p) => p.exitCode !== null ? null

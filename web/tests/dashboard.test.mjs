@@ -242,6 +242,29 @@ test('nodes: an admin cordons and uncordons; a user has no such buttons', async 
   await user.context().close();
 });
 
+test('a ready node with a failed GPU shows on the overview and under the nodes filter', async () => {
+  // One GPU, unhealthy: the node adds no capacity the other tests' jobs could land on.
+  await cluster.addAgent('node-sick', `cpu: 4
+memory: 8Gi
+gpus:
+  - {model: H100-80GB, count: 1, domain: 0, healthy: false}
+`);
+  const page = await signIn('ops');
+  await page.goto(cluster.url + '/ui/#/');
+  const sick = page.locator('ul.nodes-sick li', {hasText: 'node-sick'});
+  await sick.waitFor({timeout: 5000});
+  assert.match(await sick.textContent(), /node-sick: GPU 0 of 1 unhealthy/);
+  assert.equal(await page.locator('ul.nodes-bad li', {hasText: 'node-sick'}).count(), 0,
+               'it is ready, not among the nodes that are not');
+  await page.goto(cluster.url + '/ui/#/nodes');
+  await page.locator('tr[data-node="node-a"]').waitFor();
+  await page.locator('input.unhealthy-only').check();
+  await until('only node-sick listed', async () =>
+    (await page.locator('table.nodes tbody tr').count()) === 1 &&
+    (await page.locator('tr[data-node="node-sick"]').count()) === 1, 5000);
+  await page.context().close();
+});
+
 test('history: charts of the controller\'s samples, and a CSV export', async () => {
   await until('two history samples',
               async () => (await cluster.api('alice', '/v1/history?seconds=3600')).samples.length >= 2);

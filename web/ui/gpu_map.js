@@ -1,13 +1,16 @@
 // GPU map: every node x GPU as a cell on a canvas (80,000 DOM nodes would not stay usable at
 // 10,000 nodes), coloured by the job or user holding it and filled by its utilization;
-// fractions and MIG slices drawn side by side inside their GPU; cordoned, draining and lost
-// nodes outlined; hovering names the node, the GPU and who holds it.
+// fractions and MIG slices drawn side by side inside their GPU; cordoned, draining, lost,
+// powered-off and booting nodes outlined; hovering names the node, the GPU and who holds it.
 import {api} from './api.js';
 import {ErrorLine, hueOf, html, percent, useEffect, useLive, useRef, useState} from './common.js';
 
 const kFree = '#e4e7eb';
 const kUnhealthy = '#b91c1c';
-const kNodeMark = {cordoned: '#d97706', draining: '#d97706', drained: '#d97706', lost: '#7f1d1d'};
+const kNodeMark = {cordoned: '#d97706', draining: '#d97706', drained: '#d97706', lost: '#7f1d1d',
+                   off: '#94a3b8', booting: '#2563eb'};
+// The cells of a powered-off node of an autoscaled pool: no capacity now, none lost either.
+const kOff = '#f8fafc';
 
 // Every node in the compact map view (GET /v1/nodes?view=map), 10,000 a page (one request
 // at 10,000 nodes: a second page, one after the other, cost a round trip and a parse).
@@ -111,6 +114,7 @@ function draw(canvas, nodes, lay, colourBy) {
   const free = hex(kFree);
   const freePx = pixel(...free);
   const unhealthyPx = pixel(...hex(kUnhealthy));
+  const offPx = pixel(...hex(kOff));
   const marks = Object.fromEntries(Object.entries(kNodeMark).map(([k, v]) => [k, pixel(...hex(v))]));
   const tick = pixel(17, 24, 39);
   for (let i = 0; i < nodes.length; i++) {
@@ -122,8 +126,9 @@ function draw(canvas, nodes, lay, colourBy) {
     for (let k = 0; k < n.gpus.length; k++) {
       const g = n.gpus[k];
       const x = x0 + k * (lay.cell + lay.gap);
-      const ok = healthy(g) && n.state !== 'lost';
-      rect(x, y0, lay.cell, lay.cell, !healthy(g) ? unhealthyPx : ok ? freePx : marks.lost);
+      const ok = healthy(g) && n.state !== 'lost' && n.state !== 'off';
+      rect(x, y0, lay.cell, lay.cell,
+           !healthy(g) ? unhealthyPx : ok ? freePx : n.state === 'off' ? offPx : marks.lost);
       if (!ok) continue;
       // Each holder gets a slice of the cell's width by its share (a whole GPU: all of it);
       // pale where unused, full up to its measured utilization.
@@ -205,7 +210,8 @@ export function GpuMapView() {
       <label>colour by <select value=${colourBy} onChange=${(e) => setColourBy(e.target.value)}>
         <option value="job">job</option><option value="user">user</option></select></label>
       <span class="legend"><i class="free"></i>free <i class="unhealthy"></i>unhealthy
-        <i class="cordoned"></i>cordoned or draining <i class="lost"></i>lost; a cell's fill is
+        <i class="cordoned"></i>cordoned or draining <i class="lost"></i>lost
+        <i class="off"></i>powered off <i class="booting"></i>booting; a cell's fill is
         its measured utilization</span>
     </p>
     <div class="map-wrap">

@@ -3,18 +3,20 @@ import {api} from './api.js';
 import {ErrorLine, ago, html, useLive, useState} from './common.js';
 
 const kPage = 200;
-const kStates = ['ready', 'cordoned', 'draining', 'drained', 'lost'];
+const kStates = ['ready', 'cordoned', 'draining', 'drained', 'lost', 'off', 'booting'];
 
-// A page of kPage nodes in name order (the API's cursor), filtered by state.
+// A page of kPage nodes in name order (the API's cursor), filtered by state and by whether
+// a GPU is unhealthy.
 export function NodesView({me}) {
   const [state, setState] = useState('');
+  const [unhealthy, setUnhealthy] = useState(false);
   const [cursors, setCursors] = useState(['']);  // the `after` of each page seen
   const after = cursors[cursors.length - 1];
   const {data, error, reload} = useLive(
     () => api(`/v1/nodes?view=summary&limit=${kPage}` +
               `${after ? '&after=' + encodeURIComponent(after) : ''}` +
-              `${state ? '&state=' + state : ''}`),
-    [after, state]);
+              `${state ? '&state=' + state : ''}${unhealthy ? '&unhealthy=true' : ''}`),
+    [after, state, unhealthy]);
   const [actionError, setActionError] = useState(null);
   const act = async (name, action) => {
     try {
@@ -34,6 +36,9 @@ export function NodesView({me}) {
           onChange=${(e) => { setState(e.target.value); setCursors(['']); }}>
         <option value="">all</option>
         ${kStates.map((s) => html`<option value=${s}>${s}</option>`)}</select></label>
+      <label><input type="checkbox" class="unhealthy-only" checked=${unhealthy}
+          onChange=${(e) => { setUnhealthy(e.target.checked); setCursors(['']); }} />
+        with an unhealthy GPU</label>
       <span class="muted">page ${cursors.length}, ${kPage} nodes a page</span>
       <button disabled=${cursors.length === 1}
               onClick=${() => setCursors(cursors.slice(0, -1))}>previous</button>
@@ -56,12 +61,12 @@ export function NodesView({me}) {
               <td>${n.cpuMilli / 1000}</td>
               <td>${ago(n.lastHeartbeat)}</td>
               ${admin && html`<td class="actions">
-                ${n.state === 'ready' || n.state === 'cordoned'
-                  ? html`<button onClick=${() => act(n.name, 'drain')}>drain</button>`
-                  : html`<button onClick=${() => act(n.name, 'undrain')}>undrain</button>`}
-                ${n.state === 'cordoned'
+                ${n.draining
+                  ? html`<button onClick=${() => act(n.name, 'undrain')}>undrain</button>`
+                  : html`<button onClick=${() => act(n.name, 'drain')}>drain</button>`}
+                ${n.cordoned
                   ? html`<button onClick=${() => act(n.name, 'uncordon')}>uncordon</button>`
-                  : n.state === 'ready' && html`<button onClick=${() => act(n.name, 'cordon')}>cordon</button>`}
+                  : !n.draining && html`<button onClick=${() => act(n.name, 'cordon')}>cordon</button>`}
               </td>`}
             </tr>`)}
         </tbody>

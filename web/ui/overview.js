@@ -1,5 +1,6 @@
 // Overview: my jobs by state (each pending one with its reason and estimated start), the
-// cluster's GPUs allocated and used, queue cards, nodes that are not ready, and jobs holding
+// cluster's GPUs allocated and used, queue cards, nodes that are not ready or have an
+// unhealthy GPU, and jobs holding
 // GPUs they do not use.
 import {api} from './api.js';
 import {ErrorLine, JobLink, StateBadge, ago, gpus, html, percent, until, useLive} from './common.js';
@@ -8,13 +9,16 @@ const kStates = ['pending', 'scheduled', 'running', 'preempted', 'succeeded', 'f
                  'cancelled', 'timeout'];
 
 async function load() {
-  const [jobs, util, queues, nodes] = await Promise.all([
+  const [jobs, util, queues, nodes, sick] = await Promise.all([
     api('/v1/jobs?limit=200'),
     api('/v1/utilization?jobs=10&nodes=none'),
     api('/v1/queues'),
     api('/v1/nodes?view=summary&state=cordoned,draining,drained,lost&limit=100'),
+    api('/v1/nodes?view=summary&state=ready&unhealthy=true&limit=100'),
   ]);
-  return {jobs: jobs.jobs, util, queues: queues.queues, nodes: nodes.nodes};
+  // Nodes that need an operator: not ready (an autoscaled pool's powered-off or booting nodes
+  // are not trouble), or ready with a GPU that failed.
+  return {jobs: jobs.jobs, util, queues: queues.queues, nodes: nodes.nodes, sick: sick.nodes};
 }
 
 export function PendingReason({pending}) {
@@ -76,10 +80,10 @@ function MyJobs({jobs}) {
     </section>`;
 }
 
-function Cluster({util, nodes}) {
+function Cluster({util, nodes, sick}) {
   const c = util.cluster;
   const allocated = c.gpus > 0 ? (100 * c.allocatedGpus) / c.gpus : 0;
-  const bad = nodes;  // the API's filter: every state but ready
+  const bad = nodes;  // the API's filter: cordoned, draining, drained or lost
   const count = Object.values(c.nodes || {}).reduce((s, n) => s + n, 0);
   return html`
     <section class="card" id="cluster">
@@ -98,6 +102,12 @@ function Cluster({util, nodes}) {
         <ul class="nodes-bad">
           ${bad.map((n) => html`<li><span class=${'badge node-' + n.state}>${n.state}</span>
             ${' '}${n.name}, last heartbeat ${ago(n.lastHeartbeat)}</li>`)}
+        </ul>`}
+      ${sick.length > 0 && html`
+        <h3>Ready nodes with unhealthy GPUs</h3>
+        <ul class="nodes-sick">
+          ${sick.map((n) => html`<li>${
+            `${n.name}: GPU ${n.unhealthyGpus.join(', ')} of ${n.gpuCount} unhealthy`}</li>`)}
         </ul>`}
     </section>`;
 }
@@ -147,7 +157,7 @@ export function OverviewView() {
     <${ErrorLine} error=${error} />
     <div class="grid">
       <${MyJobs} jobs=${data.jobs} />
-      <${Cluster} util=${data.util} nodes=${data.nodes} />
+      <${Cluster} util=${data.util} nodes=${data.nodes} sick=${data.sick} />
       <${Idle} util=${data.util} />
       <${QueueCards} queues=${data.queues} />
     </div>`;
