@@ -79,6 +79,16 @@ json JobView(const JobRecord& j, const std::vector<StoredEvent>* detail) {
                         {"replica", j.replica_of->replica},
                         {"generation", j.replica_of->generation}};
   }
+  if (j.live.job.groups.size() == 1 &&
+      j.live.job.groups[0].min_replicas < j.live.job.groups[0].replicas) {
+    // An elastic job: its size now, its bounds, and the size a resize in progress goes to.
+    out["elastic"] = {
+        {"minTasks", j.live.job.groups[0].min_replicas},
+        {"maxTasks", j.live.job.groups[0].replicas},
+        {"generation", j.generation},
+        {"resizingTo", j.resize_to.empty() ? json(nullptr) : json(j.resize_to.size())},
+        {"resizedAt", TimeOrNull(j.resized_at)}};
+  }
   if (j.state == JobState::kPending && j.hold_until != 0 && !j.after_stop) {
     out["pending"] = {
         {"code", "BackOff"}, {"message", j.message}, {"estimatedStart", FormatTime(j.hold_until)}};

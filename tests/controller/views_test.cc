@@ -74,6 +74,25 @@ TEST(ViewsTest, ANodeShowsWhoUsesEachGpuAndWhatIsFree) {
   EXPECT_EQ(NodeState(f.record, true), "lost");
 }
 
+TEST(ViewsTest, AnElasticJobShowsItsBoundsAndTheSizeAResizeGoesTo) {
+  JobRecord j = PendingJob();
+  EXPECT_FALSE(JobView(j).contains("elastic")) << "a rigid job";
+  j.live.job.groups[0].replicas = 8;
+  j.live.job.groups[0].min_replicas = 2;
+  j.state = JobState::kRunning;
+  j.tasks.resize(4);
+  j.generation = 3;
+  j.resized_at = 1795946400;
+  json e = JobView(j)["elastic"];
+  EXPECT_EQ(e, json({{"minTasks", 2},
+                     {"maxTasks", 8},
+                     {"generation", 3},
+                     {"resizingTo", nullptr},
+                     {"resizedAt", "2026-11-29T10:00:00Z"}}));
+  j.resize_to.resize(2);
+  EXPECT_EQ(JobView(j)["elastic"]["resizingTo"], 2);
+}
+
 TEST(ViewsTest, JsonStringsAreWrittenAsNlohmannWritesThem) {
   // Every byte value alone and in pairs, and invalid UTF-8 sequences: the text writer of the
   // map view must agree with the tree's dump, to the byte.

@@ -265,6 +265,36 @@ gpus:
   await page.context().close();
 });
 
+test('job detail of a service lists its replicas; a replica links to it and has no cancel', async () => {
+  const id = await cluster.submit('alice', {name: 'alice-web', kind: 'service', replicas: 2, gpu: 0,
+                                            cpu: 1, memory: '1Gi', command: ['sleep', '600']});
+  const replicas = await until('both replicas running', async () => {
+    const list = (await cluster.job(id)).service?.replicaList || [];
+    return list.length === 2 && list.every((r) => r.state === 'running' && r.ready) && list;
+  });
+  const page = await signIn('alice');
+  await page.goto(`${cluster.url}/ui/#/jobs/${id}`);
+  await page.locator('.replica-count', {hasText: '2 of 2 running'}).waitFor({timeout: 5000});
+  assert.equal(await page.locator('table.replicas tbody tr').count(), 2);
+  assert.match(await page.locator('tr[data-replica="1"]').textContent(),
+               new RegExp(`${replicas[1].job}.*running ready`));
+  await shot(page, 'service');
+  await page.locator(`tr[data-replica="0"] a[href="#/jobs/${replicas[0].job}"]`).click();
+  await page.locator('.replica-of', {hasText: `0 of service ${id}`}).waitFor({timeout: 5000});
+  assert.equal(await page.locator('button', {hasText: 'Cancel job'}).count(), 0);
+
+  // An elastic job says its size and its bounds.
+  const elastic = await cluster.submit('alice', {name: 'alice-elastic', replicas: '1-3', gpu: 0,
+                                                 cpu: 1, memory: '1Gi', command: ['sleep', '600']});
+  await until('the elastic job running', async () => (await cluster.job(elastic)).state === 'running');
+  const tasks = (await cluster.job(elastic)).taskList.length;
+  await page.goto(`${cluster.url}/ui/#/jobs/${elastic}`);
+  await page.locator('.elastic', {hasText: `${tasks} tasks now, 1 to 3`}).waitFor({timeout: 5000});
+  await page.context().close();
+  await cluster.api('alice', `/v1/jobs/${id}/cancel`, {method: 'POST', body: {}});
+  await cluster.api('alice', `/v1/jobs/${elastic}/cancel`, {method: 'POST', body: {}});
+});
+
 test('history: charts of the controller\'s samples, and a CSV export', async () => {
   await until('two history samples',
               async () => (await cluster.api('alice', '/v1/history?seconds=3600')).samples.length >= 2);

@@ -99,6 +99,29 @@ function WhatIf({id}) {
     </div>`;
 }
 
+// A service's replicas (kind: service): each a job of its own, kept running until the
+// service is cancelled; `ready` when its process runs and is not stopping.
+function Replicas({service}) {
+  return html`
+    <h2>Replicas</h2>
+    <p class="replica-count">${service.running} of ${service.replicas} running
+      (generation ${service.generation})</p>
+    <table class="replicas">
+      <thead><tr><th>replica</th><th>job</th><th>state</th><th>restarts</th><th>generation</th>
+        <th>endpoint</th><th>message</th></tr></thead>
+      <tbody>
+        ${(service.replicaList || []).map((r) => html`
+          <tr data-replica=${r.replica}>
+            <td>${r.replica}</td><td><a href=${'#/jobs/' + r.job}>${r.job}</a></td>
+            <td><${StateBadge} state=${r.state} />${r.ready ? ' ready' : ''}</td>
+            <td>${r.restarts}</td><td>${r.generation}</td>
+            <td>${r.endpoint ? `${r.endpoint.host}:${r.endpoint.port} (${r.endpoint.node})` : ''}</td>
+            <td>${r.message}</td>
+          </tr>`)}
+      </tbody>
+    </table>`;
+}
+
 function Timeline({job}) {
   const events = (job.events || []).slice().sort((a, b) => a.seq - b.seq);
   return html`
@@ -128,14 +151,26 @@ export function JobView({id, me}) {
       setActionError(e);
     }
   };
-  const mayCancel = !kFinished.has(j.state) && (me.role === 'admin' || me.user === j.user);
+  // A replica is its service's: cancelling one alone is refused (scale the service instead).
+  const mayCancel = !kFinished.has(j.state) && !j.replicaOf &&
+                    (me.role === 'admin' || me.user === j.user);
+  const el = j.elastic;
   return html`
     <h1>Job ${j.id}: <span class="name">${j.name}</span> <${StateBadge} state=${j.state} /></h1>
     <${ErrorLine} error=${error || actionError} />
     <dl class="figures">
       <div><dt>user</dt><dd>${j.user}</dd></div>
       <div><dt>queue</dt><dd><a href=${'#/queues/' + encodeURIComponent(j.queue)}>${j.queue}</a></dd></div>
-      <div><dt>GPUs</dt><dd>${gpus(j.gpus)} over ${j.tasks} task${j.tasks === 1 ? '' : 's'}</dd></div>
+      ${j.service
+        ? html`<div><dt>kind</dt><dd>service of ${j.service.replicas} replicas</dd></div>`
+        : html`<div><dt>GPUs</dt><dd>${gpus(j.gpus)} over ${j.tasks} task${j.tasks === 1 ? '' : 's'}</dd></div>`}
+      ${j.replicaOf && html`<div><dt>replica</dt><dd class="replica-of">${j.replicaOf.replica} of
+        service <a href=${'#/jobs/' + j.replicaOf.service}>${j.replicaOf.service}</a></dd></div>`}
+      ${j.endpoint && html`<div><dt>endpoint</dt><dd>${j.endpoint.host}:${j.endpoint.port}</dd></div>`}
+      ${el && html`<div><dt>elastic</dt><dd class="elastic">${
+        `${(j.taskList || []).length} tasks now, ${el.minTasks} to ${el.maxTasks}` +
+        (el.resizingTo !== null ? `, resizing to ${el.resizingTo}` : '') +
+        (el.generation > 0 ? `, generation ${el.generation}` : '')}</dd></div>`}
       <div><dt>priority</dt><dd>${j.priorityClass || j.priority}</dd></div>
       <div><dt>submitted</dt><dd>${ago(j.submittedAt)}</dd></div>
       ${j.startedAt && html`<div><dt>started</dt><dd>${ago(j.startedAt)}</dd></div>`}
@@ -163,6 +198,8 @@ export function JobView({id, me}) {
               (${time(j.pending.estimatedStart)}).`}</p>`}
         <${WhatIf} id=${j.id} />
       </section>`}
+    ${j.service && j.service.replicaList && html`<${Replicas} service=${j.service} />`}
+    ${!j.service && html`
     <h2>Tasks</h2>
     <table class="tasks">
       <thead><tr><th>task</th><th>group</th><th>node</th><th>GPUs</th><th>state</th>
@@ -175,7 +212,7 @@ export function JobView({id, me}) {
             <td>${t.state}</td><td>${t.exitCode ?? ''}</td><td>${t.message}</td>
           </tr>`)}
       </tbody>
-    </table>
+    </table>`}
     ${(j.taskList || []).length > 0 && html`<${LogTail} id=${j.id} task=${task} />`}
     <h2>Timeline</h2>
     <${Timeline} job=${j} />`;
