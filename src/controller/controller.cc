@@ -555,6 +555,7 @@ void Controller::RunCycle(std::unique_lock<std::mutex>& lock) {
     job->pending = p;
     if (p.estimated_start && !job->first_estimate) {
       job->first_estimate = {Now(), core::ToSeconds(*p.estimated_start)};
+      SaveJobLocked(*job);  // once an attempt
     }
   }
   // The core keeps a victim's resources held for the rest of its cycle: no start relies on a

@@ -188,6 +188,9 @@ json JobDoc(const JobRecord& j) {
   if (j.hold_until != 0) doc["holdUntil"] = j.hold_until;
   if (j.generation != 0) doc["generation"] = j.generation;
   if (j.resized_at != 0) doc["resizedAt"] = j.resized_at;
+  if (j.first_estimate) {
+    doc["firstEstimate"] = {j.first_estimate->first, j.first_estimate->second};
+  }
   if (!j.resize_to.empty()) {
     json to = json::array();
     for (const TaskRecord& t : j.resize_to) to.push_back(TaskDoc(t));
@@ -265,6 +268,9 @@ std::optional<JobRecord> JobFromDoc(const json& doc) {
     }
     j.generation = doc.value("generation", 0);
     j.resized_at = doc.value("resizedAt", int64_t{0});
+    if (const auto e = doc.find("firstEstimate"); e != doc.end()) {
+      j.first_estimate = {e->at(0).get<int64_t>(), e->at(1).get<int64_t>()};
+    }
     if (const auto usage = doc.find("usage"); usage != doc.end()) {
       for (const json& u : *usage) {
         j.usage.push_back(

@@ -131,8 +131,9 @@ struct JobRecord {
   // Not persisted: when this attempt began to wait (submitted, requeued, or reloaded), for
   // gangway_job_wait_seconds.
   std::chrono::steady_clock::time_point waiting_since{};
-  // Not persisted: the first estimated start a cycle gave this attempt and when (unix
-  // seconds), set against the actual start in the history (history.h).
+  // The first estimated start a cycle gave this attempt and when (unix seconds), set against
+  // the actual start in the history (history.h). Persisted, so that a restart or a standby
+  // taking over still measures the estimate made before it.
   std::optional<std::pair<int64_t, int64_t>> first_estimate;
 
   std::string TaskId(int index) const {

@@ -184,6 +184,44 @@ TEST_F(ControllerTest, EstimatedStartsAreSetAgainstActualStarts) {
   EXPECT_EQ(accuracy["week"]["count"], 1);
 }
 
+// The first estimate is kept with the job: a controller restarted (or a standby taking over)
+// measures the estimate made before it, not one of its own made closer to the start.
+TEST_F(ControllerTest, AnEstimateMadeBeforeARestartIsTheOneMeasured) {
+  auto o = Options();
+  auto clock = std::make_shared<FakeClock>();
+  o.clock = clock;
+  o.history_interval = std::chrono::seconds(60);
+  o.node_timeout = std::chrono::hours(2);
+  Start(o);
+  Register("n1", 2);
+  const uint64_t first = Submit("name: first\ngpu: 2\ntimeLimit: 1h\ncommand: [train]\n");
+  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
+  Report("n1", {Running(task)});
+  const uint64_t next = Submit("name: next\ngpu: 2\ntimeLimit: 1h\ncommand: [train]\n");
+  ASSERT_TRUE(Eventually([&] { return Job(next)["pending"]["estimatedStart"].is_string(); }))
+      << Job(next);
+  clock->Advance(std::chrono::minutes(55));
+  Restart(o);
+  Register("n1", 2);
+  Report("n1", {Running(task)});
+  ASSERT_TRUE(SchedulerSettled());
+  ASSERT_TRUE(Job(next)["pending"]["estimatedStart"].is_string()) << "estimated again";
+  clock->Advance(std::chrono::minutes(2));
+  Report("n1", {Exited(task, 0)});
+  ASSERT_TRUE(Eventually([&] { return State(next) == "scheduled"; }));
+  EXPECT_EQ(State(first), "succeeded");
+  clock->Advance(std::chrono::seconds(60));
+  json accuracy;
+  ASSERT_TRUE(Eventually([&] {
+    accuracy = Ok(c().EstimateAccuracyView());
+    return accuracy["day"]["count"] == 1;
+  })) << accuracy;
+  // Started 3 minutes before the hour: within a quarter of the 60-minute wait predicted before
+  // the restart, not of the 5-minute one a new estimate after it would have predicted.
+  EXPECT_NEAR(accuracy["day"]["medianErrorSeconds"].get<double>(), -3 * 60, 2) << accuracy;
+  EXPECT_EQ(accuracy["day"]["within25Percent"], 1.0) << accuracy;
+}
+
 TEST_F(ControllerTest, WithoutHistoryItsRoutesSaySo) {
   auto o = Options();
   o.history_interval = std::chrono::seconds(0);
