@@ -226,6 +226,79 @@ TEST(PropertyDeterminism, CyclesWithoutReasonsDecideTheSame) {
   EXPECT_GT(rejected, 0) << "no cycle rejected a job: the rejected list is untested";
 }
 
+// An order as the builtin `inner` ranks jobs, without precedence ranks: the preemption search
+// then asks Precedes of every victim instead of comparing ranks (its by-rank paths).
+class UnrankedOrder final : public QueueOrder {
+ public:
+  explicit UnrankedOrder(std::unique_ptr<QueueOrder> inner) : inner_(std::move(inner)) {}
+  std::string_view name() const override { return inner_->name(); }
+  std::unique_ptr<JobCursor> Begin(const CycleContext& ctx,
+                                   std::span<const Job* const> pending) const override {
+    return inner_->Begin(ctx, pending);
+  }
+  bool Precedes(const CycleContext& ctx, const Job& a, const Job& b) const override {
+    return inner_->Precedes(ctx, a, b);
+  }
+  void AppendPrecedenceKey(std::string& key, const Job& job) const override {
+    inner_->AppendPrecedenceKey(key, job);
+  }
+  Instant NextChange(const Snapshot& snapshot, Duration resolution) const override {
+    return inner_->NextChange(snapshot, resolution);
+  }
+  bool ReadsQueueUsage() const override { return inner_->ReadsQueueUsage(); }
+
+ private:
+  std::unique_ptr<QueueOrder> inner_;
+};
+
+// Preemption by queue order decides the same whether the search compares the order's ranks
+// (PrecedenceRank: victims found by bisecting the ranks, or lists shared by key) or asks
+// Precedes of each victim, for every sorted order, with and without EASY backfill.
+TEST(PropertyDeterminism, PreemptionByRankDecidesAsPrecedesDoes) {
+  const Registry builtin = BuiltinRegistry();
+  Registry unranked = BuiltinRegistry();
+  for (const std::string name : {"srtf", "las", "sjf", "priority", "fifo"}) {
+    unranked.AddOrder(name + "-unranked", "test", [&builtin, name](PluginArgs&) {
+      return std::make_unique<UnrankedOrder>(std::move(builtin.MakeOrder({.name = name}).value()));
+    });
+  }
+  int preemptions = 0;
+  uint64_t seed = 1300;
+  for (const std::string order : {"srtf", "las", "sjf", "priority", "fifo"}) {
+    for (const std::string backfill : {"none", "easy"}) {
+      Profile ranked;
+      ranked.order.name = order;
+      ranked.backfill.name = backfill;
+      ranked.preemption = {{.name = "order"}};
+      ranked.min_runtime = Duration(0);
+      Profile plain = ranked;
+      plain.order.name = order + "-unranked";
+      auto a = Scheduler::Create(ranked, builtin);
+      auto b = Scheduler::Create(plain, unranked);
+      ASSERT_TRUE(a.ok() && b.ok());
+      ++seed;
+      ClusterDriver driver(seed);
+      RunCycles(
+          driver, *a, 3 * kCycles,
+          [&](int cycle, const Snapshot& snap, const std::vector<Job>& pending,
+              const CycleResult& by_rank) {
+            preemptions += static_cast<int>(by_rank.preemptions.size());
+            auto by_precedes = b->RunCycle(snap, pending, CycleSeed(seed, cycle));
+            EXPECT_TRUE(by_precedes.ok());
+            if (by_precedes.ok() && CycleResultText(by_rank) == CycleResultText(*by_precedes)) {
+              return true;
+            }
+            ADD_FAILURE() << order << "/" << backfill << ", seed " << seed << ", cycle " << cycle
+                          << ": ranks decided otherwise\n--- by rank\n"
+                          << CycleResultText(by_rank) << "--- by Precedes\n"
+                          << (by_precedes.ok() ? CycleResultText(*by_precedes) : "");
+            return false;
+          });
+    }
+  }
+  EXPECT_GT(preemptions, 0) << "no cycle preempted: the comparison is vacuous";
+}
+
 // The trajectory of one seed: every cycle's result, in order.
 std::vector<std::string> Trajectory(const Profile& profile, uint64_t seed) {
   const Registry registry = BuiltinRegistry();

@@ -15,6 +15,7 @@
 // scorers through FitTask() in fit.h. Plugins are stateless between cycles and
 // deterministic: all randomness comes from CycleContext::rng.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -88,6 +89,15 @@ class QueueOrder {
   // with a separator. Default: the priority, which the default Precedes reads. An order that
   // overrides Precedes overrides this too; the job id is always a correct, unshared key.
   virtual void AppendPrecedenceKey(std::string& key, const Job& job) const;
+  // For an order whose Precedes compares one key per job: that key, so that Precedes(a, b) ==
+  // (PrecedenceRank(a) < PrecedenceRank(b)) within a cycle. The preemption search computes it
+  // once per running job and compares arrays instead of calling Precedes for every pair.
+  // Default: none (the search calls Precedes).
+  using Rank = std::array<int64_t, 2>;
+  virtual std::optional<Rank> PrecedenceRank(const CycleContext& /*ctx*/,
+                                             const Job& /*job*/) const {
+    return std::nullopt;
+  }
   // The earliest instant after snapshot.now at which this order may rank jobs differently
   // with nothing changed but the clock, running jobs gaining attained service at the GPUs
   // they hold per second (Scheduler::NextTimeDependentChange). An order that reads something
@@ -261,6 +271,13 @@ class Preemption {
   // separator. Default: the job id, a correct key that shares nothing.
   virtual void AppendPreemptorKey(std::string& key, const QueueOrder& order,
                                   const Job& preemptor) const;
+  // Whether MayPreempt and MayPreemptAny read the preemptor's queue or request. A policy that
+  // answers false reads nothing of the preemptor beyond AppendPreemptorKey (and the priority),
+  // so the search shares its allowed victims among jobs of every queue and size. Default: true.
+  virtual bool ReadsPreemptorQueueOrRequest() const { return true; }
+  // True if Allows(ctx, order, p, v) is exactly order.Precedes(ctx, p, v.job) (preemption by
+  // queue order), so that the search may compare precedence ranks instead. Default: false.
+  virtual bool AllowsExactlyWhenPrecedes() const { return false; }
   // False if MayPreempt would refuse every victim for `preemptor` (what depends on the
   // preemptor alone), so that the cycle skips the policy without visiting the running jobs.
   virtual bool MayPreemptAny(const CycleContext& /*ctx*/, const Job& /*preemptor*/) const {

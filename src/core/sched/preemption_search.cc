@@ -77,7 +77,10 @@ class PreemptionSearch::Plan {
 PreemptionSearch::PreemptionSearch(const PreemptionInputs& in) : in_(in) {
   // The order policy asks the queue order, which may read usage too (DRF).
   allowed_reads_usage_ = in_.order.ReadsQueueUsage();
-  for (const auto& p : in_.policies) allowed_reads_usage_ |= p->ReadsQueueUsage();
+  for (const auto& p : in_.policies) {
+    allowed_reads_usage_ |= p->ReadsQueueUsage();
+    reads_queue_or_request_ |= p->ReadsPreemptorQueueOrRequest();
+  }
   stopping_flag_.assign(in_.running.size(), false);
   for (size_t i = 0; i < in_.running.size(); ++i) {
     if (in_.running[i].job->terminating) MarkStopping(i);
@@ -147,32 +150,38 @@ void PreemptionSearch::Hold(const Job& job) {
   }
 }
 
-void PreemptionSearch::RankVictims() {
-  // Sorted on keys copied out of the jobs: the comparisons then read one array.
-  struct Ranked {
-    int32_t priority;
-    Duration progress;    // since the last checkpoint; less is lost first
-    Instant started_neg;  // -started_at: the youngest first
-    JobId id;
-    size_t index;
-    auto operator<=>(const Ranked&) const = default;
-  };
-  std::vector<Ranked> keyed;
-  for (size_t i = 0; i < in_.running.size(); ++i) {
-    const RunningJob& v = *in_.running[i].job;
-    if (!v.job.preemptible) continue;
-    if (v.started_at == in_.now) continue;  // started in this cycle
-    if (in_.now - v.started_at < in_.min_runtime) continue;
-    keyed.push_back({.priority = v.job.priority,
-                     .progress = v.job.progress_since_checkpoint,
-                     .started_neg = Instant() - (v.started_at - Instant()),
-                     .id = v.job.id,
-                     .index = i});
-  }
-  std::sort(keyed.begin(), keyed.end());
+void PreemptionSearch::RankVictims(const CycleContext& ctx) {
   ranked_.emplace();
-  ranked_->reserve(keyed.size());
-  for (const Ranked& r : keyed) ranked_->push_back(r.index);
+  by_rank_desc_.reset();
+  sorted_ = 0;
+  by_rank_ = false;
+  for (const auto& policy : in_.policies) by_rank_ |= policy->AllowsExactlyWhenPrecedes();
+  for (size_t i = 0; i < in_.running.size(); ++i) {
+    const RunningJob& r = *in_.running[i].job;
+    if (!r.job.preemptible) continue;
+    if (r.started_at == in_.now) continue;  // started in this cycle
+    if (in_.now - r.started_at < in_.min_runtime) continue;
+    std::optional<QueueOrder::Rank> rank;
+    if (by_rank_) rank = in_.order.PrecedenceRank(ctx, r.job);
+    by_rank_ = by_rank_ && rank.has_value();
+    ranked_->push_back({.priority = r.job.priority,
+                        .progress = r.job.progress_since_checkpoint,
+                        .started_neg = Instant() - (r.started_at - Instant()),
+                        .id = r.job.id,
+                        .index = i,
+                        .rank = rank.value_or(QueueOrder::Rank{}),
+                        .yields_only_to_priority = r.job.yields_only_to_priority});
+  }
+}
+
+const PreemptionSearch::Victim* PreemptionSearch::RankedAtSlow(size_t i) {
+  std::vector<Victim>& v = *ranked_;
+  if (i >= v.size()) return nullptr;
+  // Sorted when first read: a walk that reads victims reads most of them (sorting a chunk at
+  // a time cost more than one sort), and CandidatesByRank reads none.
+  std::sort(v.begin(), v.end(), [](const Victim& a, const Victim& b) { return a.Before(b); });
+  sorted_ = v.size();
+  return &v[i];
 }
 
 bool PreemptionSearch::FitsAfterStopping(const Job& job, QueueIndex q, bool check_quota) {
@@ -207,6 +216,7 @@ std::optional<Outcome> PreemptionSearch::TryPreempt(const Job& job, QueueIndex q
   key.clear();
   AppendSignature(key, job, true);
   key.append(job.queue).append(1, '|');
+  const size_t request_size = key.size();
   in_.reservations.AppendEligibilityKey(key, job);
   key += quota_blocked ? 'q' : 'r';
   shape_size_ = key.size();
@@ -215,11 +225,103 @@ std::optional<Outcome> PreemptionSearch::TryPreempt(const Job& job, QueueIndex q
     policy->AppendPreemptorKey(key, in_.order, job);
     key += ';';
   }
+  // What the policies allow reads the preemptor's priority and policy keys, and its queue and
+  // request unless no policy reads them: not which reserved nodes it may use nor why it was
+  // refused. With EASY backfill each job's time limit gives it its own reserved-node key; the
+  // victims it may take are still those of every job of its rank.
+  allowed_key_.assign(key, 0, reads_queue_or_request_ ? request_size : 0);
+  allowed_key_.append(key, shape_size_, std::string::npos);
   if (no_victims_.contains(key)) return std::nullopt;
   std::optional<Outcome> outcome = FindVictims(job, q, ctx, quota_blocked, preemptions);
   // FindVictims computes no keys, so `key` is still this job's.
   if (!outcome) no_victims_.insert(key);
   return outcome;
+}
+
+void PreemptionSearch::CandidatesOf(const Job& job, const CycleContext& ctx,
+                                    const std::vector<const Preemption*>& policies,
+                                    std::vector<Candidate>& candidates, size_t max) {
+  // The running jobs the policies let this one displace, in victim order, as far as some job
+  // of this key needed them; shared by the jobs of the key until the next start changes the
+  // queues' usage. Each job reads the list, skipping the entries that stopped since, and
+  // extends it from where it ended while it has fewer than `max`.
+  Allowed uncached;
+  Allowed* allowed = &uncached;
+  // Bounded: with policies whose keys share nothing, every pending job has its own list.
+  constexpr size_t kMaxAllowedCached = size_t{1} << 20;
+  if (auto it = allowed_.find(allowed_key_); it != allowed_.end()) {
+    allowed = &it->second;
+  } else {
+    // Many keys in this cycle: the order hardly shares victims among jobs (SRTF ranks every
+    // job by its own remaining time), so lists kept per key would be walked once each.
+    constexpr size_t kManyKeys = 4;
+    if (by_rank_ && allowed_.size() >= kManyKeys &&
+        std::all_of(policies.begin(), policies.end(),
+                    [](const Preemption* p) { return p->AllowsExactlyWhenPrecedes(); })) {
+      if (CandidatesByRank(job, ctx, *policies.front(), candidates, max)) return;
+    }
+    if (allowed_size_ < kMaxAllowedCached) allowed = &allowed_[allowed_key_];
+  }
+  for (const Candidate& c : allowed->list) {
+    if (stopping_flag_[c.index]) continue;
+    candidates.push_back(c);
+    if (candidates.size() == max) return;
+  }
+  // Preemption by order compares the ranks computed once per running job, where the order
+  // has them (every victim's rank is then set).
+  std::optional<QueueOrder::Rank> mine;
+  if (by_rank_) mine = in_.order.PrecedenceRank(ctx, job);
+  const size_t before = allowed->list.size();
+  while (candidates.size() < max) {
+    const Victim* v = RankedAt(allowed->next);
+    if (v == nullptr) break;
+    ++allowed->next;
+    if (stopping_flag_[v->index]) continue;  // a victim already, for the rest of the cycle
+    // The preemptor's priority is part of the key, so the list stays this key's.
+    if (v->yields_only_to_priority && v->priority >= job.priority) continue;
+    const RunningJobs::Entry& r = in_.running[v->index];
+    for (const Preemption* policy : policies) {
+      if (mine && policy->AllowsExactlyWhenPrecedes()
+              ? *mine < v->rank
+              : policy->Allows(ctx, in_.order, job, *r.job)) {
+        allowed->list.push_back({&r, v->index, policy});
+        candidates.push_back(allowed->list.back());
+        break;
+      }
+    }
+  }
+  if (allowed != &uncached) allowed_size_ += allowed->list.size() - before;
+}
+
+bool PreemptionSearch::CandidatesByRank(const Job& job, const CycleContext& ctx,
+                                        const Preemption& policy,
+                                        std::vector<Candidate>& candidates, size_t max) {
+  if (!by_rank_desc_) {
+    by_rank_desc_ = *ranked_;
+    std::sort(by_rank_desc_->begin(), by_rank_desc_->end(), [](const Victim& a, const Victim& b) {
+      return b.rank < a.rank || (a.rank == b.rank && a.Before(b));
+    });
+  }
+  const QueueOrder::Rank mine = *in_.order.PrecedenceRank(ctx, job);
+  // The victims the order ranks after this job: a prefix of by_rank_desc_.
+  const auto end = std::partition_point(by_rank_desc_->begin(), by_rank_desc_->end(),
+                                        [&](const Victim& v) { return mine < v.rank; });
+  const size_t after = static_cast<size_t>(end - by_rank_desc_->begin());
+  // Many: the walk in victim order finds `max` of them soon enough, and keeps its list for
+  // the jobs of the same key (the caller's).
+  if (after > max / 2) return false;
+  std::vector<const Victim*> allowed;
+  allowed.reserve(after);
+  for (auto it = by_rank_desc_->begin(); it != end; ++it) {
+    if (stopping_flag_[it->index]) continue;
+    if (it->yields_only_to_priority && it->priority >= job.priority) continue;
+    allowed.push_back(&*it);
+  }
+  std::sort(allowed.begin(), allowed.end(),
+            [](const Victim* a, const Victim* b) { return a->Before(*b); });
+  if (allowed.size() > max) allowed.resize(max);
+  for (const Victim* v : allowed) candidates.push_back({&in_.running[v->index], v->index, &policy});
+  return true;
 }
 
 std::optional<Outcome> PreemptionSearch::FindVictims(const Job& job, QueueIndex q,
@@ -238,42 +340,10 @@ std::optional<Outcome> PreemptionSearch::FindVictims(const Job& job, QueueIndex 
     if (policy->MayPreemptAny(ctx, job)) policies.push_back(policy.get());
   }
   if (policies.empty()) return std::nullopt;
-  // Every running job the policies let this one displace, in victim order; shared by the
-  // jobs of this key until the next start changes the queues' usage.
-  const std::vector<Candidate>* allowed = nullptr;
-  std::vector<Candidate> uncached;
-  if (auto it = allowed_.find(key_); it != allowed_.end()) {
-    allowed = &it->second;
-  } else {
-    if (!ranked_) RankVictims();
-    for (size_t i : *ranked_) {
-      if (stopping_flag_[i]) continue;  // a victim already
-      const RunningJobs::Entry& r = in_.running[i];
-      // The preemptor's priority is part of the key, so the list stays this key's.
-      if (r.job->job.yields_only_to_priority && r.job->job.priority >= job.priority) continue;
-      for (const Preemption* policy : policies) {
-        if (policy->Allows(ctx, in_.order, job, *r.job)) {
-          uncached.push_back({&r, i, policy});
-          break;
-        }
-      }
-    }
-    // Bounded: with policies whose keys share nothing, every pending job has its own list.
-    constexpr size_t kMaxAllowedCached = size_t{1} << 20;
-    if (allowed_size_ + uncached.size() <= kMaxAllowedCached) {
-      allowed_size_ += uncached.size();
-      allowed = &allowed_.emplace(key_, std::move(uncached)).first->second;
-    } else {
-      allowed = &uncached;
-    }
-  }
   constexpr size_t kMaxCandidates = 256;
+  if (!ranked_) RankVictims(ctx);
   std::vector<Candidate> candidates;
-  for (const Candidate& c : *allowed) {
-    if (stopping_flag_[c.index]) continue;
-    candidates.push_back(c);
-    if (candidates.size() == kMaxCandidates) break;
-  }
+  CandidatesOf(job, ctx, policies, candidates, kMaxCandidates);
   if (candidates.empty()) return std::nullopt;
   // The job's whole-GPU tasks need that many untouched GPUs; with every candidate out there
   // could be at most those free now plus those the candidates hold. Fewer: no prefix fits,

@@ -11,6 +11,10 @@
 //      displace (the first policy that agrees gives the reason). Ranked lowest priority
 //      first, then least progress since the last checkpoint, then youngest; the first 256.
 //      The ranking does not depend on the pending job, so a cycle sorts once (RankVictims).
+//      Policies are asked through Allows, except that preemption by queue order compares the
+//      order's precedence ranks (QueueOrder::PrecedenceRank) computed once per running job;
+//      when a cycle sees many keys (SRTF ranks each job on its own) and few victims rank
+//      after the job, they are found by bisecting the ranks and put in victim order.
 //   3. Victims are taken in that order until the job would fit (placement through the
 //      profile's placer, quota when it was quota-blocked and always with the exact usage of
 //      the placement), then every victim it can do without is given back, most valuable first.
@@ -35,10 +39,12 @@
 // Started to keep it so). A search that found no victims is remembered by the job's shape,
 // queue, priority, reserved nodes and the policies' keys (Preemption::AppendPreemptorKey):
 // within a cycle victims only get fewer and free capacity and quota only shrink, so an equal
-// job would fail again. Jobs of one key also share the list of victims the policies allow
-// (until the next start, if the policies read the queues' usage). Likewise a shape that would not
-// fit once the stopping jobs were gone (step 1) is remembered until another job stops, and one that
-// would, with its placement, until the cluster without the stopping jobs changes.
+// job would fail again. Jobs with equal priority and policy keys (and queue and request, if
+// a policy reads them) also share the list of victims the policies allow, built as far as
+// one of them read it (until the next start, if the policies read the queues' usage). Likewise a
+// shape that would not fit once the stopping jobs were gone (step 1) is remembered until another
+// job stops, and one that would, with its placement, until the cluster without the stopping jobs
+// changes.
 //
 // Not thread-safe; one per cycle.
 
@@ -51,6 +57,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -117,8 +124,26 @@ class PreemptionSearch {
   // were gone.
   bool FitsAfterStopping(const Job& job, QueueIndex queue, bool check_quota);
   void MarkStopping(size_t running_index);
-  // Fills ranked_: the running entries that may ever be victims this cycle, in victim order.
-  void RankVictims();
+  // Fills ranked_ with the running entries that may ever be victims this cycle; RankedAt(i)
+  // is the i-th in victim order (nullptr past the last), sorted when first read.
+  void RankVictims(const CycleContext& ctx);
+  struct Victim;
+  const Victim* RankedAt(size_t i) { return i < sorted_ ? &(*ranked_)[i] : RankedAtSlow(i); }
+  const Victim* RankedAtSlow(size_t i);
+  // CandidatesOf for `policy`, which allows exactly what the order's Precedes says, when the
+  // order has ranks (by_rank_): the victims ranked after `job`, found by bisecting
+  // by_rank_desc_ and put in victim order, for a key not seen before once a cycle has seen
+  // many. False, adding nothing,
+  // when more than `max` / 2 are: the walk in victim order then finds `max` of them soon,
+  // and its list serves the next jobs of the key (2D-LAS shares them by level).
+  bool CandidatesByRank(const Job& job, const CycleContext& ctx, const Preemption& policy,
+                        std::vector<Candidate>& candidates, size_t max);
+  // Appends to `candidates` the first `max` running entries, in victim order and not
+  // stopping, that one of `policies` lets `job` displace; the list of all of them is kept per
+  // allowed_key_ until a start changes what the policies read.
+  void CandidatesOf(const Job& job, const CycleContext& ctx,
+                    const std::vector<const Preemption*>& policies,
+                    std::vector<Candidate>& candidates, size_t max);
 
   PreemptionInputs in_;
   std::set<JobId> victims_;
@@ -159,17 +184,49 @@ class PreemptionSearch {
   // Entries of in_.running present when first needed: preemptible, started before this cycle
   // and past the minimum runtime, by victim rank (see 2. above). Entries that stop later
   // stay listed and are skipped by their stopping flag.
-  std::optional<std::vector<size_t>> ranked_;
-  // By TryPreempt key: the ranked entries the policies allowed as victims, found since the
-  // last start (entries that stop since are skipped by their flag). allowed_size_: their
-  // total length, which is bounded.
-  std::unordered_map<std::string, std::vector<Candidate>> allowed_;
+  // Each with what the search checks of it for every preemptor, copied out of the job: its
+  // priority, whether it yields only to a higher one, and its precedence rank when by_rank_
+  // (a policy allows exactly what the order's Precedes says, and the order has ranks).
+  struct Victim {
+    // The victim order (2. above), lexicographic: lowest priority, least progress since the
+    // last checkpoint, youngest, then id and index.
+    int32_t priority;
+    Duration progress;
+    Instant started_neg;  // -started_at
+    JobId id;
+    size_t index;  // in in_.running
+    QueueOrder::Rank rank;
+    bool yields_only_to_priority;
+    bool Before(const Victim& other) const {  // in victim order
+      return std::tie(priority, progress, started_neg, id, index) <
+             std::tie(other.priority, other.progress, other.started_neg, other.id, other.index);
+    }
+  };
+  // ranked_ sorted by rank, highest first (the most any preemptor may displace); made when
+  // first needed in a cycle.
+  std::optional<std::vector<Victim>> by_rank_desc_;
+  std::optional<std::vector<Victim>> ranked_;
+  size_t sorted_ = 0;  // ranked_.size() once it is in victim order, else 0
+  bool by_rank_ = false;
+  // By allowed_key_ (TryPreempt's key without the reserved nodes and the quota flag, which
+  // the policies do not read): the ranked entries the policies allowed as victims, in victim
+  // order up to `next` (as far as a job of the key read), found since the last start (entries
+  // that stop since are skipped by their flag). allowed_size_: their total length, bounded.
+  struct Allowed {
+    std::vector<Candidate> list;
+    size_t next = 0;  // the next RankedAt entry to look at: the list is complete up to it
+  };
+  std::unordered_map<std::string, Allowed> allowed_;
   size_t allowed_size_ = 0;
   // Whether what the policies allow may change with the queues' usage (a policy or the order
   // reads it): then a start clears allowed_. Otherwise a start only adds a running job that
   // is no candidate this cycle, and the lists stay right.
   bool allowed_reads_usage_ = true;
   std::string key_;  // reused TryPreempt key
+  // Reused: key_ less its reserved-node and quota parts, and less the signature and queue when
+  // no policy reads them (reads_queue_or_request_).
+  std::string allowed_key_;
+  bool reads_queue_or_request_ = false;
 };
 
 }  // namespace gangway::core

@@ -18,7 +18,11 @@ class SortedOrder : public QueueOrder {
  public:
   std::unique_ptr<JobCursor> Begin(const CycleContext& ctx,
                                    std::span<const Job* const> pending) const final;
-  bool Precedes(const CycleContext& ctx, const Job& a, const Job& b) const override;
+  // Key(a) < Key(b); final, so that PrecedenceRank stays its key.
+  bool Precedes(const CycleContext& ctx, const Job& a, const Job& b) const final;
+  std::optional<Rank> PrecedenceRank(const CycleContext& ctx, const Job& job) const final {
+    return Key(ctx, job);
+  }
   // Precedes is Less: subclasses append what their Less reads. Default: the job id.
   void AppendPrecedenceKey(std::string& key, const Job& job) const override;
   // Sorted orders rank jobs by their own fields.
@@ -26,7 +30,7 @@ class SortedOrder : public QueueOrder {
 
  protected:
   // Compared lexicographically: `a` is considered before `b` if Key(a) < Key(b).
-  using SortKey = std::array<int64_t, 2>;
+  using SortKey = Rank;
   virtual SortKey Key(const CycleContext& ctx, const Job& job) const = 0;
 };
 

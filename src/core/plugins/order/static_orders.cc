@@ -13,11 +13,10 @@
 namespace gangway::core {
 namespace {
 
-// Submit order; priority is ignored.
+// Submit order; priority is ignored. No job precedes another (equal keys).
 class FifoOrder final : public SortedOrder {
  public:
   std::string_view name() const override { return "fifo"; }
-  bool Precedes(const CycleContext&, const Job&, const Job&) const override { return false; }
   void AppendPrecedenceKey(std::string&, const Job&) const override {}
 
  protected:

@@ -78,7 +78,9 @@ class ReclaimPreemption final : public Preemption {
 class OrderPreemption final : public Preemption {
  public:
   std::string_view name() const override { return "order"; }
-  bool ReadsQueueUsage() const override { return false; }  // the order's answer only
+  bool ReadsQueueUsage() const override { return false; }               // the order's answer only
+  bool ReadsPreemptorQueueOrRequest() const override { return false; }  // nor of the preemptor
+  bool AllowsExactlyWhenPrecedes() const override { return true; }
   void AppendPreemptorKey(std::string& key, const QueueOrder& order,
                           const Job& preemptor) const override {
     order.AppendPrecedenceKey(key, preemptor);
