@@ -206,7 +206,8 @@ bool PreemptionSearch::FitsAfterStopping(const Job& job, QueueIndex q, bool chec
 
 std::optional<Outcome> PreemptionSearch::TryPreempt(const Job& job, QueueIndex q,
                                                     const CycleContext& ctx, bool quota_blocked,
-                                                    std::vector<PreemptDecision>& preemptions) {
+                                                    std::vector<PreemptDecision>& preemptions,
+                                                    std::string_view signature) {
   if (in_.policies.empty()) return std::nullopt;
   placed_.reset();
   // Within a cycle, victims only get fewer and free capacity and quota only shrink, so a job
@@ -214,7 +215,11 @@ std::optional<Outcome> PreemptionSearch::TryPreempt(const Job& job, QueueIndex q
   // (signature, reserved nodes), the quota (queue, request) and the policies (their keys).
   std::string& key = key_;
   key.clear();
-  AppendSignature(key, job, true);
+  if (signature.empty()) {
+    AppendSignature(key, job, true);
+  } else {
+    key.append(signature);
+  }
   key.append(job.queue).append(1, '|');
   const size_t request_size = key.size();
   in_.reservations.AppendEligibilityKey(key, job);

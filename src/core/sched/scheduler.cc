@@ -664,7 +664,9 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     no_shrink_.insert(sig);
   }
   // Preemption: victims that let it start.
-  if (auto pre = preemption_->TryPreempt(job, q, ctx, false, result_.preemptions)) {
+  // An unrestricted job's placement signature is the one the search keys on.
+  if (auto pre = preemption_->TryPreempt(job, q, ctx, false, result_.preemptions,
+                                         unrestricted ? std::string_view(sig) : "")) {
     pending.code = pre->code;
     pending.message = pre->message;
     if (pre->code == PendingCode::kPreempting) {
