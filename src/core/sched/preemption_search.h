@@ -59,6 +59,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/model/job.h"
@@ -157,7 +158,9 @@ class PreemptionSearch {
   std::vector<bool> stopping_flag_;
   std::optional<ClusterState> released_;
   std::optional<QueueTree> released_queues_;
-  std::set<std::string> no_victims_;  // TryPreempt keys that found nothing this cycle
+  // TryPreempt keys that found nothing this cycle. Hashed: under SRTF every blocked job adds
+  // its own, and a tree compared long keys byte by byte on every insert.
+  std::unordered_set<std::string> no_victims_;
   // The shapes (key_'s first shape_size_ bytes: signature, queue, reserved nodes, quota) of
   // jobs that would not fit once the stopping jobs were gone. Until another job stops, free
   // capacity and quota only shrink (starts, holds), so an equal shape fails again; cleared
