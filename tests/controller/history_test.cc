@@ -147,35 +147,51 @@ TEST_F(ControllerTest, TheHistorySamplesTheClusterEveryInterval) {
   EXPECT_EQ(csv.rfind("time,gpus,allocated_gpus,", 0), 0u) << csv;
 }
 
+// Two 2-GPU jobs with hour-long limits on a 2-GPU node and a fake clock: `first` runs, `next`
+// waits with an estimated start at the end of first's limit.
+class EstimateTest : public ControllerTest {
+ protected:
+  void SetUp() override {
+    options_ = Options();
+    options_.clock = clock_;
+    options_.history_interval = std::chrono::seconds(60);
+    options_.node_timeout = std::chrono::hours(2);
+    Start(options_);
+    Register("n1", 2);
+    first_ = Submit("name: first\ngpu: 2\ntimeLimit: 1h\ncommand: [train]\n");
+    task_ = TakeCommands("n1")[0]["task"]["taskId"];
+    Report("n1", {Running(task_)});
+    next_ = Submit("name: next\ngpu: 2\ntimeLimit: 1h\ncommand: [train]\n");
+    ASSERT_TRUE(Eventually([&] { return Job(next_)["pending"]["estimatedStart"].is_string(); }))
+        << Job(next_);
+  }
+  // Ends `first` now, so that `next` starts, and returns the accuracy once the next sample
+  // took its estimate along.
+  json AccuracyOnceNextStarts() {
+    Report("n1", {Exited(task_, 0)});
+    EXPECT_TRUE(Eventually([&] { return State(next_) == "scheduled"; }));
+    EXPECT_EQ(State(first_), "succeeded");
+    clock_->Advance(std::chrono::seconds(60));
+    json accuracy;
+    EXPECT_TRUE(Eventually([&] {
+      accuracy = Ok(c().EstimateAccuracyView());
+      return accuracy["day"]["count"] == 1;
+    })) << accuracy;
+    return accuracy;
+  }
+
+  std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
+  ControllerOptions options_;
+  uint64_t first_ = 0;
+  uint64_t next_ = 0;
+  std::string task_;
+};
+
 // A job's first estimated start is set against its actual start: here it was estimated at
 // the end of the running job's hour-long limit, and started when that job exited early.
-TEST_F(ControllerTest, EstimatedStartsAreSetAgainstActualStarts) {
-  auto o = Options();
-  auto clock = std::make_shared<FakeClock>();
-  o.clock = clock;
-  o.history_interval = std::chrono::seconds(60);
-  o.node_timeout = std::chrono::hours(2);
-  Start(o);
-  Register("n1", 2);
-  const uint64_t first = Submit("name: first\ngpu: 2\ntimeLimit: 1h\ncommand: [train]\n");
-  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
-  Report("n1", {Running(task)});
-  const uint64_t next = Submit("name: next\ngpu: 2\ntimeLimit: 1h\ncommand: [train]\n");
-  json estimate;
-  ASSERT_TRUE(Eventually([&] {
-    estimate = Job(next)["pending"];
-    return estimate.is_object() && estimate["estimatedStart"].is_string();
-  })) << Job(next);
-  clock->Advance(std::chrono::minutes(10));
-  Report("n1", {Exited(task, 0)});
-  ASSERT_TRUE(Eventually([&] { return State(next) == "scheduled"; }));
-  EXPECT_EQ(State(first), "succeeded");
-  clock->Advance(std::chrono::seconds(60));  // the next sample takes the estimate along
-  json accuracy;
-  ASSERT_TRUE(Eventually([&] {
-    accuracy = Ok(c().EstimateAccuracyView());
-    return accuracy["day"]["count"] == 1;
-  })) << accuracy;
+TEST_F(EstimateTest, EstimatedStartsAreSetAgainstActualStarts) {
+  clock_->Advance(std::chrono::minutes(10));
+  const json accuracy = AccuracyOnceNextStarts();
   const json& day = accuracy["day"];
   // Estimated for an hour after the first job started; it started 50 minutes early.
   EXPECT_NEAR(day["medianErrorSeconds"].get<double>(), -50 * 60, 2) << day;
@@ -186,36 +202,15 @@ TEST_F(ControllerTest, EstimatedStartsAreSetAgainstActualStarts) {
 
 // The first estimate is kept with the job: a controller restarted (or a standby taking over)
 // measures the estimate made before it, not one of its own made closer to the start.
-TEST_F(ControllerTest, AnEstimateMadeBeforeARestartIsTheOneMeasured) {
-  auto o = Options();
-  auto clock = std::make_shared<FakeClock>();
-  o.clock = clock;
-  o.history_interval = std::chrono::seconds(60);
-  o.node_timeout = std::chrono::hours(2);
-  Start(o);
+TEST_F(EstimateTest, AnEstimateMadeBeforeARestartIsTheOneMeasured) {
+  clock_->Advance(std::chrono::minutes(55));
+  Restart(options_);
   Register("n1", 2);
-  const uint64_t first = Submit("name: first\ngpu: 2\ntimeLimit: 1h\ncommand: [train]\n");
-  const std::string task = TakeCommands("n1")[0]["task"]["taskId"];
-  Report("n1", {Running(task)});
-  const uint64_t next = Submit("name: next\ngpu: 2\ntimeLimit: 1h\ncommand: [train]\n");
-  ASSERT_TRUE(Eventually([&] { return Job(next)["pending"]["estimatedStart"].is_string(); }))
-      << Job(next);
-  clock->Advance(std::chrono::minutes(55));
-  Restart(o);
-  Register("n1", 2);
-  Report("n1", {Running(task)});
+  Report("n1", {Running(task_)});
   ASSERT_TRUE(SchedulerSettled());
-  ASSERT_TRUE(Job(next)["pending"]["estimatedStart"].is_string()) << "estimated again";
-  clock->Advance(std::chrono::minutes(2));
-  Report("n1", {Exited(task, 0)});
-  ASSERT_TRUE(Eventually([&] { return State(next) == "scheduled"; }));
-  EXPECT_EQ(State(first), "succeeded");
-  clock->Advance(std::chrono::seconds(60));
-  json accuracy;
-  ASSERT_TRUE(Eventually([&] {
-    accuracy = Ok(c().EstimateAccuracyView());
-    return accuracy["day"]["count"] == 1;
-  })) << accuracy;
+  ASSERT_TRUE(Job(next_)["pending"]["estimatedStart"].is_string()) << "estimated again";
+  clock_->Advance(std::chrono::minutes(2));
+  const json accuracy = AccuracyOnceNextStarts();
   // Started 3 minutes before the hour: within a quarter of the 60-minute wait predicted before
   // the restart, not of the 5-minute one a new estimate after it would have predicted.
   EXPECT_NEAR(accuracy["day"]["medianErrorSeconds"].get<double>(), -3 * 60, 2) << accuracy;
