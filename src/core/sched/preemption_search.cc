@@ -307,7 +307,11 @@ bool PreemptionSearch::CandidatesByRank(const Job& job, const CycleContext& ctx,
       return b.rank < a.rank || (a.rank == b.rank && a.Before(b));
     });
   }
-  const QueueOrder::Rank mine = *in_.order.PrecedenceRank(ctx, job);
+  // by_rank_ stays set when no running job could be ranked (none is a candidate): the order
+  // may still have no ranks.
+  const std::optional<QueueOrder::Rank> rank = in_.order.PrecedenceRank(ctx, job);
+  if (!rank) return false;
+  const QueueOrder::Rank mine = *rank;
   // The victims the order ranks after this job: a prefix of by_rank_desc_.
   const auto end = std::partition_point(by_rank_desc_->begin(), by_rank_desc_->end(),
                                         [&](const Victim& v) { return mine < v.rank; });
