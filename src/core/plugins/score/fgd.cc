@@ -8,16 +8,18 @@
 // GPU's left minus its milli). The highest s wins, i.e. the smallest fragmentation increase;
 // the truncation to an integer is the simulator's and makes ties common.
 //
-//  - Fractions (the paper's sharing pods): every GPU where the task fits is tried in index
-//    order; the node scores the best s_i and the task goes to the lowest-index GPU attaining
-//    it. GPUs with the same left as an earlier fitting GPU give the same s and are skipped.
+//  - Fractions (the paper's sharing pods): the node scores the best s_i over the GPUs where
+//    the task fits, and the task goes to the lowest-index GPU attaining it. GPUs with the same
+//    left give the same s, which is computed once per left.
 //  - Whole GPUs and CPU-only tasks: one s for the GPUs FitTask picks (GpuPreference::kPack;
 //    F depends only on how many idle GPUs are taken, so which ones does not change s).
 //  - MIG requests are outside the paper's model and go to best-fit.
 //
 // Ties between nodes: TieBreak (ranked_pick.h), by default uniformly at random from the cycle's
 // Rng, as the simulator's selectHost does.
-// Cost per candidate node: (1 + fitting GPUs) x O(shapes x GPUs).
+// Cost per candidate node: FitTask, then F for the node and for each distinct left it may take
+// a fraction from (FragmentationMemo: computed once per distinct node content in a Pick), and
+// for a fraction FitTask on single GPUs until the best s finds one that takes it.
 
 #include "core/plugins/score/fgd.h"
 
@@ -43,18 +45,31 @@ class Fgd final : public NodeScorer {
 
   std::optional<TaskAllocation> Pick(const PickRequest& req) const override {
     if (req.request.gpu.kind == GpuRequest::Kind::kMig) return mig_->Pick(req);
-    return PickMaxScore(req, options_.ties, [&](NodeIndex n) { return ScoreNode(req, n); });
+    Scratch scratch(options_.workload);
+    return PickMaxScore(req, options_.ties,
+                        [&](NodeIndex n) { return ScoreNode(req, n, scratch); });
   }
 
  private:
-  std::optional<ScoredAllocation> ScoreNode(const PickRequest& req, NodeIndex n) const {
+  // One Pick's buffers, and its fragmentation memo (most nodes of a cluster look alike).
+  struct Scratch {
+    explicit Scratch(const TargetWorkload& workload) : memo(workload) {}
+    FragmentationMemo memo;
+    NodeResidual residual;
+    NodeResidual after;
+    std::vector<int32_t> lefts;   // distinct lefts of the GPUs a fraction fits, first seen first
+    std::vector<int64_t> scores;  // s of taking the fraction from a GPU of that left
+  };
+
+  std::optional<ScoredAllocation> ScoreNode(const PickRequest& req, NodeIndex n, Scratch& s) const {
     const ClusterState& state = req.state;
     FitResult fit = FitTask(state, n, req.request);
     if (!fit.allocation) return std::nullopt;
     const Node& node = state.node(n);
-    const NodeResidual residual = ResidualOf(state, n);
-    const double before = Fragmentation(node, residual, options_.workload);
-    NodeResidual after = residual;
+    ResidualOf(state, n, s.residual);
+    const double before = s.memo.Of(node, s.residual);
+    NodeResidual& after = s.after;
+    after = s.residual;
     after.cpu_left -= req.request.cpu_milli;
 
     if (req.request.gpu.kind != GpuRequest::Kind::kFraction) {
@@ -63,26 +78,47 @@ class Fgd final : public NodeScorer {
           if (r.device == g.gpu) r.left -= static_cast<int32_t>(g.milli);
         }
       }
-      return ScoredAllocation{FgdScore(before, Fragmentation(node, after, options_.workload)),
-                              std::move(*fit.allocation)};
+      return ScoredAllocation{FgdScore(before, s.memo.Of(node, after)), std::move(*fit.allocation)};
     }
 
+    // s depends only on the chosen GPU's left, so it is computed once per distinct left. The
+    // answer is the highest s among GPUs where the fraction fits (FitTask on that GPU alone:
+    // its memory and model may refuse it), on the lowest-index GPU with that s: GPUs are fitted
+    // one at a time, best s first, until one takes it.
     const int64_t milli = req.request.gpu.milli;
-    std::optional<ScoredAllocation> best;
-    std::vector<int32_t> tried;  // lefts of fitting GPUs already scored
-    for (size_t i = 0; i < residual.gpus.size(); ++i) {
-      const NodeResidual::Gpu& gpu = residual.gpus[i];
-      if (gpu.left < milli) continue;
-      if (std::find(tried.begin(), tried.end(), gpu.left) != tried.end()) continue;
-      FitResult on_gpu = FitTask(state, n, req.request, {.only_gpu = gpu.device});
-      if (!on_gpu.allocation) continue;  // e.g. GPU memory or model
-      tried.push_back(gpu.left);
-      after.gpus[i].left = static_cast<int32_t>(gpu.left - milli);
-      const int64_t s = FgdScore(before, Fragmentation(node, after, options_.workload));
-      after.gpus[i].left = gpu.left;
-      if (!best || s > best->score) best = ScoredAllocation{s, std::move(*on_gpu.allocation)};
+    const std::vector<NodeResidual::Gpu>& gpus = s.residual.gpus;
+    s.lefts.clear();
+    s.scores.clear();
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      const int32_t left = gpus[i].left;
+      if (left < milli || std::find(s.lefts.begin(), s.lefts.end(), left) != s.lefts.end()) {
+        continue;
+      }
+      after.gpus[i].left = static_cast<int32_t>(left - milli);
+      s.lefts.push_back(left);
+      s.scores.push_back(FgdScore(before, s.memo.Of(node, after)));
+      after.gpus[i].left = left;
     }
-    return best;
+    auto score_of = [&](int32_t left) {
+      return s.scores[static_cast<size_t>(std::find(s.lefts.begin(), s.lefts.end(), left) -
+                                          s.lefts.begin())];
+    };
+    while (!s.scores.empty()) {
+      const int64_t top = *std::max_element(s.scores.begin(), s.scores.end());
+      for (const NodeResidual::Gpu& gpu : gpus) {
+        if (gpu.left < milli || score_of(gpu.left) != top) continue;
+        FitResult on_gpu =
+            FitTask(state, n, req.request, {.only_gpu = gpu.device, .static_ok = true});
+        if (on_gpu.allocation) return ScoredAllocation{top, std::move(*on_gpu.allocation)};
+      }
+      // No GPU of this s takes it: the next best s.
+      for (size_t k = s.scores.size(); k-- > 0;) {
+        if (s.scores[k] != top) continue;
+        s.scores.erase(s.scores.begin() + static_cast<std::ptrdiff_t>(k));
+        s.lefts.erase(s.lefts.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+    }
+    return std::nullopt;
   }
 
   FgdOptions options_;

@@ -69,6 +69,7 @@ Result<TargetWorkload> TargetWorkload::Make(std::vector<TypicalTask> tasks) {
   for (const TypicalTask& t : tasks) {
     if (t.gpu_milli > 0 && t.models.empty()) w.thresholds_.push_back(t.gpu_milli);
   }
+  for (const TypicalTask& t : tasks) w.names_models_ |= !t.models.empty();
   std::sort(w.thresholds_.begin(), w.thresholds_.end());
   w.thresholds_.erase(std::unique(w.thresholds_.begin(), w.thresholds_.end()), w.thresholds_.end());
   for (const TypicalTask& t : tasks) {
@@ -114,18 +115,23 @@ TargetWorkload TargetWorkload::OpenbDefault() {
 }
 
 NodeResidual ResidualOf(const ClusterState& state, NodeIndex n) {
-  const Node& node = state.node(n);
   NodeResidual r;
-  r.cpu_left = state.cpu_free(n);
-  r.gpus.reserve(node.gpus.size());
+  ResidualOf(state, n, r);
+  return r;
+}
+
+void ResidualOf(const ClusterState& state, NodeIndex n, NodeResidual& out) {
+  const Node& node = state.node(n);
+  out.cpu_left = state.cpu_free(n);
+  out.gpus.clear();
+  out.gpus.reserve(node.gpus.size());
   for (size_t i = 0; i < node.gpus.size(); ++i) {
     const GpuDevice& d = node.gpus[i];
     if (!d.healthy || d.mig_enabled) continue;
     int gpu = static_cast<int>(i);
-    r.gpus.push_back(
+    out.gpus.push_back(
         {.device = gpu, .left = static_cast<int32_t>(kGpuMilli - state.gpu_usage(n, gpu).milli)});
   }
-  return r;
 }
 
 int64_t IdleGpuMilli(const NodeResidual& residual) {
@@ -178,6 +184,31 @@ double Fragmentation(const Node& node, const NodeResidual& residual,
     f += workload.probability(m) * shape;
   }
   return f;
+}
+
+size_t FragmentationMemo::KeyHash::operator()(const Key& k) const {
+  uint64_t h = static_cast<uint64_t>(k.cpu_left) * 0x9E3779B97F4A7C15ULL + k.gpus;
+  for (uint32_t i = 0; i < k.gpus; ++i) {
+    h = (h ^ static_cast<uint32_t>(k.lefts[i])) * 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 31;
+  }
+  return static_cast<size_t>(h);
+}
+
+double FragmentationMemo::Of(const Node& node, const NodeResidual& residual) {
+  if (workload_.names_models() || residual.gpus.size() > kMaxGpus) {
+    return Fragmentation(node, residual, workload_);
+  }
+  Key key{.cpu_left = residual.cpu_left, .gpus = static_cast<uint32_t>(residual.gpus.size())};
+  for (uint32_t i = 0; i < key.gpus; ++i) {  // insertion sort: a handful of GPUs
+    const int32_t left = residual.gpus[i].left;
+    uint32_t j = i;
+    for (; j > 0 && key.lefts[j - 1] > left; --j) key.lefts[j] = key.lefts[j - 1];
+    key.lefts[j] = left;
+  }
+  auto [it, inserted] = known_.try_emplace(key, 0.0);
+  if (inserted) it->second = Fragmentation(node, residual, workload_);
+  return it->second;
 }
 
 double NodeFragmentation(const ClusterState& state, NodeIndex n, const TargetWorkload& workload) {

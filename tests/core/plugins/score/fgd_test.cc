@@ -66,6 +66,24 @@ TEST(Fgd, FractionGoesToTheGpuThatStillFitsTheWorkload) {
   EXPECT_EQ(packing->gpus[0].gpu, 0);
 }
 
+TEST(Fgd, FractionFallsBackToTheNextBestGpuWhenTheBestRefusesIt) {
+  // As above, but GPU 1 (the best score, 50) is a T4 and the job asks for H100s: it goes to
+  // GPU 0 (score 40). Scores are computed per left before any GPU is fitted, so a refusal
+  // must move the task to the next best score, not drop the node.
+  Node node = MakeNode("a").Gpus(2).Obj();
+  node.gpus[1].model = "T4";
+  TestCluster c({node});
+  c.UseGpu(0, 0, 400).UseGpu(0, 1, 300);
+  const auto fgd = MakeScorer("fgd", {{"workload", "0,500,1,1"}});
+  auto any = PickOnce(*fgd, c.state(), MakeJob(1).Fraction(200).Obj());
+  ASSERT_TRUE(any.has_value());
+  EXPECT_EQ(any->gpus[0].gpu, 1);
+  auto h100 = PickOnce(*fgd, c.state(), MakeJob(1).Fraction(200).Models({"H100-80GB"}).Obj());
+  ASSERT_TRUE(h100.has_value());
+  EXPECT_EQ(h100->gpus[0].gpu, 0);
+  EXPECT_FALSE(PickOnce(*fgd, c.state(), MakeJob(1).Fraction(200).Models({"A100-40GB"}).Obj()));
+}
+
 TEST(Fgd, FractionAcrossNodesPrefersTheLooserGpuWhenTheTighterStrandsCapacity) {
   // Node 0: 700 left -> 500 (F 0 -> 0, score 50). Node 1: 600 left -> 400 (F 0 -> 400, 40).
   TestCluster c({MakeNode("a").Gpus(1).Obj(), MakeNode("b").Gpus(1).Obj()});

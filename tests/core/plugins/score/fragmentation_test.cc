@@ -155,6 +155,44 @@ TEST(Fragmentation, EqualsTheDefinitionOnRandomNodesAndWorkloads) {
   EXPECT_GT(named, 0);
 }
 
+// The memo answers what Fragmentation answers for every residual, including residuals with
+// the contents of an earlier one in another GPU order, another node's models, and nodes over
+// the memo's GPU limit; with model-naming shapes it must not share answers across models.
+TEST(FragmentationMemo, AnswersWhatFragmentationAnswers) {
+  uint64_t x = 77;
+  auto next = [&](uint64_t n) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int64_t>((x >> 33) % n);
+  };
+  for (const bool named : {false, true}) {
+    std::vector<TypicalTask> tasks = {
+        {.cpu_milli = 2000, .gpu_milli = 500, .gpu_count = 1, .weight = 3},
+        {.cpu_milli = 4000, .gpu_milli = 1000, .gpu_count = 2, .weight = 2},
+        {.cpu_milli = 1000, .weight = 1}};
+    if (named) {
+      tasks.push_back({.gpu_milli = 250, .gpu_count = 1, .weight = 2, .models = {"T4"}});
+    }
+    const TargetWorkload w = Workload(std::move(tasks));
+    FragmentationMemo memo(w);
+    const std::vector<Node> nodes = {MakeNode("a").Gpus(4, "T4").Obj(),
+                                     MakeNode("b").Gpus(4, "A100-40GB").Obj(),
+                                     MakeNode("c").Gpus(20, "T4").Obj()};
+    for (int round = 0; round < 400; ++round) {
+      const Node& node = nodes[static_cast<size_t>(next(3))];
+      NodeResidual r{.cpu_left = 1000 * next(6)};
+      for (size_t g = 0; g < node.gpus.size(); ++g) {
+        r.gpus.push_back(
+            {.device = static_cast<int>(g), .left = static_cast<int32_t>(250 * next(5))});
+      }
+      ASSERT_EQ(memo.Of(node, r), Fragmentation(node, r, w)) << "round " << round;
+      // The same contents in reverse GPU order.
+      std::reverse(r.gpus.begin(), r.gpus.end());
+      for (size_t g = 0; g < r.gpus.size(); ++g) r.gpus[g].device = static_cast<int>(g);
+      ASSERT_EQ(memo.Of(node, r), Fragmentation(node, r, w)) << "round " << round;
+    }
+  }
+}
+
 TEST(TargetWorkload, OpenbDefaultIsTheNotesTypicalPods) {
   TargetWorkload w = TargetWorkload::OpenbDefault();
   ASSERT_EQ(w.tasks().size(), 35u);
