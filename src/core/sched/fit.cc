@@ -108,27 +108,39 @@ bool PickWholeGpus(const ClusterState& state, NodeIndex n, const GpuRequest& g, 
   const Node& node = state.node(n);
   std::array<int, kMaxDomains> free_in_domain{};
   int total = 0;
+  int last_domain = -1;  // the highest domain with a usable GPU
   for (size_t i = 0; i < node.gpus.size(); ++i) {
     const GpuDevice& d = node.gpus[i];
     if (!d.healthy || d.mig_enabled || state.gpu_usage(n, static_cast<int>(i)).tasks != 0) continue;
     if (!GpuModelAllowed(d, g)) continue;
-    ++free_in_domain[static_cast<size_t>(d.domain) % kMaxDomains];
+    const auto domain = static_cast<int>(static_cast<size_t>(d.domain) % kMaxDomains);
+    ++free_in_domain[static_cast<size_t>(domain)];
+    last_domain = std::max(last_domain, domain);
     ++total;
   }
   if (total < g.count) return false;
   // Domain order: those that fit the whole request first (smallest first when packing),
   // then the rest by most free, so the request spans as few domains as possible.
-  std::array<int, kMaxDomains> order{};
+  std::array<int, kMaxDomains> order;
   int domains = 0;
-  for (int d = 0; d < kMaxDomains; ++d) {
-    if (free_in_domain[d] > 0) order[domains++] = d;
+  for (int d = 0; d <= last_domain; ++d) {
+    if (free_in_domain[static_cast<size_t>(d)] > 0) order[static_cast<size_t>(domains++)] = d;
   }
-  std::stable_sort(order.begin(), order.begin() + domains, [&](int a, int b) {
+  auto before = [&](int a, int b) {
     bool fa = free_in_domain[a] >= g.count, fb = free_in_domain[b] >= g.count;
     if (fa != fb) return fa;
     if (fa && pref == GpuPreference::kPack) return free_in_domain[a] < free_in_domain[b];
     return free_in_domain[a] > free_in_domain[b];
-  });
+  };
+  // Stable insertion sort: a few domains, and std::stable_sort allocates a buffer per call.
+  for (int k = 1; k < domains; ++k) {
+    const int d = order[static_cast<size_t>(k)];
+    int j = k;
+    for (; j > 0 && before(d, order[static_cast<size_t>(j - 1)]); --j) {
+      order[static_cast<size_t>(j)] = order[static_cast<size_t>(j - 1)];
+    }
+    order[static_cast<size_t>(j)] = d;
+  }
   int remaining = g.count;
   for (int k = 0; k < domains && remaining > 0; ++k) {
     for (size_t i = 0; i < node.gpus.size() && remaining > 0; ++i) {
@@ -145,8 +157,9 @@ bool PickWholeGpus(const ClusterState& state, NodeIndex n, const GpuRequest& g, 
   return true;
 }
 
-bool PickFraction(const ClusterState& state, NodeIndex n, const GpuRequest& g,
-                  const FitOptions& options, std::vector<GpuAssignment>& out) {
+// The GPU a fraction goes to (the fullest or emptiest that takes it), or -1.
+int FractionGpu(const ClusterState& state, NodeIndex n, const GpuRequest& g,
+                const FitOptions& options) {
   const Node& node = state.node(n);
   int best = -1;
   int32_t best_used = 0;
@@ -164,13 +177,17 @@ bool PickFraction(const ClusterState& state, NodeIndex n, const GpuRequest& g,
       best_used = u.milli;
     }
   }
-  if (best < 0) return false;
-  out.push_back({.gpu = best, .milli = g.milli, .memory_bytes = g.memory_bytes});
-  return true;
+  return best;
 }
 
-bool PickMig(const ClusterState& state, NodeIndex n, const GpuRequest& g, const FitOptions& options,
-             std::vector<GpuAssignment>& out) {
+struct MigSlot {
+  int gpu = -1;
+  int start = -1;
+};
+
+// Where a MIG slice goes (the fullest or emptiest GPU with a free placement), or gpu -1.
+MigSlot MigSlotFor(const ClusterState& state, NodeIndex n, const GpuRequest& g,
+                   const FitOptions& options) {
   const Node& node = state.node(n);
   int best = -1;
   int best_start = -1;
@@ -194,27 +211,42 @@ bool PickMig(const ClusterState& state, NodeIndex n, const GpuRequest& g, const 
       best_used = u.mig_compute;
     }
   }
-  if (best < 0) return false;
-  out.push_back({.gpu = best,
-                 .milli = MigGpuMilli(g.mig_profile),
-                 .mig_profile = g.mig_profile,
-                 .mig_start = best_start});
-  return true;
+  return {.gpu = best, .start = best_start};
+}
+
+// Untouched GPUs of an allowed model (PickWholeGpus takes `count` of them).
+int FreeWholeGpus(const ClusterState& state, NodeIndex n, const GpuRequest& g) {
+  const Node& node = state.node(n);
+  int total = 0;
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    const GpuDevice& d = node.gpus[i];
+    if (!d.healthy || d.mig_enabled || state.gpu_usage(n, static_cast<int>(i)).tasks != 0) continue;
+    if (GpuModelAllowed(d, g)) ++total;
+  }
+  return total;
+}
+
+// FitTask's checks before the GPUs.
+FitFailure CheckNodeFit(const ClusterState& state, NodeIndex n, const TaskRequest& request,
+                        const FitOptions& options) {
+  if (!state.Schedulable(n)) return FitFailure::kUnschedulable;
+  if (!options.static_ok) {
+    if (FitFailure f = CheckStatic(state.node(n), request); f != FitFailure::kNone) return f;
+  }
+  if (request.cpu_milli > state.cpu_free(n)) return FitFailure::kCpu;
+  if (request.memory_bytes > state.memory_free(n)) return FitFailure::kMemory;
+  for (const auto& [name, amount] : request.extras.entries()) {
+    if (amount > state.extra_free(n, name)) return FitFailure::kExtra;
+  }
+  return FitFailure::kNone;
 }
 
 }  // namespace
 
 FitResult FitTask(const ClusterState& state, NodeIndex n, const TaskRequest& request,
                   FitOptions options) {
-  const Node& node = state.node(n);
-  if (!state.Schedulable(n)) return {.failure = FitFailure::kUnschedulable};
-  if (!options.static_ok) {
-    if (FitFailure f = CheckStatic(node, request); f != FitFailure::kNone) return {.failure = f};
-  }
-  if (request.cpu_milli > state.cpu_free(n)) return {.failure = FitFailure::kCpu};
-  if (request.memory_bytes > state.memory_free(n)) return {.failure = FitFailure::kMemory};
-  for (const auto& [name, amount] : request.extras.entries()) {
-    if (amount > state.extra_free(n, name)) return {.failure = FitFailure::kExtra};
+  if (FitFailure f = CheckNodeFit(state, n, request, options); f != FitFailure::kNone) {
+    return {.failure = f};
   }
   TaskAllocation alloc;
   alloc.node = n;
@@ -230,16 +262,40 @@ FitResult FitTask(const ClusterState& state, NodeIndex n, const TaskRequest& req
         return {.failure = FitFailure::kGpus};
       }
       break;
-    case GpuRequest::Kind::kFraction:
-      if (!PickFraction(state, n, g, options, alloc.gpus)) {
-        return {.failure = FitFailure::kGpuShare};
-      }
+    case GpuRequest::Kind::kFraction: {
+      const int gpu = FractionGpu(state, n, g, options);
+      if (gpu < 0) return {.failure = FitFailure::kGpuShare};
+      alloc.gpus.push_back({.gpu = gpu, .milli = g.milli, .memory_bytes = g.memory_bytes});
       break;
-    case GpuRequest::Kind::kMig:
-      if (!PickMig(state, n, g, options, alloc.gpus)) return {.failure = FitFailure::kMigSlices};
+    }
+    case GpuRequest::Kind::kMig: {
+      const MigSlot slot = MigSlotFor(state, n, g, options);
+      if (slot.gpu < 0) return {.failure = FitFailure::kMigSlices};
+      alloc.gpus.push_back({.gpu = slot.gpu,
+                            .milli = MigGpuMilli(g.mig_profile),
+                            .mig_profile = g.mig_profile,
+                            .mig_start = slot.start});
       break;
+    }
   }
   return {.allocation = std::move(alloc)};
+}
+
+bool TaskFits(const ClusterState& state, NodeIndex n, const TaskRequest& request,
+              FitOptions options) {
+  if (CheckNodeFit(state, n, request, options) != FitFailure::kNone) return false;
+  const GpuRequest& g = request.gpu;
+  switch (g.kind) {
+    case GpuRequest::Kind::kNone:
+      return true;
+    case GpuRequest::Kind::kWhole:
+      return state.whole_free(n) >= g.count && FreeWholeGpus(state, n, g) >= g.count;
+    case GpuRequest::Kind::kFraction:
+      return FractionGpu(state, n, g, options) >= 0;
+    case GpuRequest::Kind::kMig:
+      return MigSlotFor(state, n, g, options).gpu >= 0;
+  }
+  return false;
 }
 
 }  // namespace gangway::core

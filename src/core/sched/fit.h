@@ -71,6 +71,11 @@ struct FitResult {
 FitResult FitTask(const ClusterState& state, NodeIndex node, const TaskRequest& request,
                   FitOptions options = {});
 
+// Whether FitTask(state, node, request, options) would find an allocation, without building
+// one: for callers that pick among the nodes that fit and allocate on one of them.
+bool TaskFits(const ClusterState& state, NodeIndex node, const TaskRequest& request,
+              FitOptions options = {});
+
 // False if FitTask must fail for lack of free CPU, memory or whole GPUs, from counters alone
 // (no GPU or label is looked at): a cheap filter for callers that want only nodes that fit,
 // not why the others do not. True says nothing.

@@ -63,8 +63,13 @@ class Fgd final : public NodeScorer {
 
   std::optional<ScoredAllocation> ScoreNode(const PickRequest& req, NodeIndex n, Scratch& s) const {
     const ClusterState& state = req.state;
-    FitResult fit = FitTask(state, n, req.request);
-    if (!fit.allocation) return std::nullopt;
+    const bool fraction = req.request.gpu.kind == GpuRequest::Kind::kFraction;
+    // A fraction is fitted below on the GPU it takes; here only whether some GPU would do.
+    FitResult fit;
+    if (fraction ? !TaskFits(state, n, req.request)
+                 : !(fit = FitTask(state, n, req.request)).allocation) {
+      return std::nullopt;
+    }
     const Node& node = state.node(n);
     ResidualOf(state, n, s.residual);
     const double before = s.memo.Of(node, s.residual);
@@ -72,7 +77,7 @@ class Fgd final : public NodeScorer {
     after = s.residual;
     after.cpu_left -= req.request.cpu_milli;
 
-    if (req.request.gpu.kind != GpuRequest::Kind::kFraction) {
+    if (!fraction) {
       for (const GpuAssignment& g : fit.allocation->gpus) {
         for (NodeResidual::Gpu& r : after.gpus) {
           if (r.device == g.gpu) r.left -= static_cast<int32_t>(g.milli);

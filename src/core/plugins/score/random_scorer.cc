@@ -25,7 +25,7 @@ class RandomScorer final : public NodeScorer {
   std::optional<TaskAllocation> Pick(const PickRequest& req) const override {
     std::vector<NodeIndex> feasible;
     ForEachCandidate(req, [&](NodeIndex n) {
-      if (FitTask(req.state, n, req.request).allocation) feasible.push_back(n);
+      if (TaskFits(req.state, n, req.request)) feasible.push_back(n);
     });
     if (feasible.empty()) return std::nullopt;
     const NodeIndex node = feasible[req.rng.Below(feasible.size())];
