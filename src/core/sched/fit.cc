@@ -51,15 +51,6 @@ std::string_view FitFailureText(FitFailure failure) {
   return "unknown";
 }
 
-bool GpuModelAllowed(const GpuDevice& gpu, const GpuRequest& request) {
-  if (gpu.memory_bytes < request.min_memory_bytes) return false;
-  if (request.kind == GpuRequest::Kind::kFraction && request.memory_bytes > gpu.memory_bytes) {
-    return false;
-  }
-  if (request.models.empty()) return true;
-  return std::find(request.models.begin(), request.models.end(), gpu.model) != request.models.end();
-}
-
 FitFailure CheckStatic(const Node& node, const TaskRequest& request) {
   if (!request.pool.empty() && request.pool != node.pool) return FitFailure::kPool;
   if (node.spot && request.spot == SpotPolicy::kForbid) return FitFailure::kSpot;
@@ -72,7 +63,9 @@ FitFailure CheckStatic(const Node& node, const TaskRequest& request) {
   if (g.kind != GpuRequest::Kind::kNone) {
     int usable = 0;
     bool any_model = false;
+    const int needed = g.kind == GpuRequest::Kind::kWhole ? g.count : 1;
     for (const GpuDevice& d : node.gpus) {
+      if (any_model && usable >= needed) break;  // the answer is known
       if (!GpuModelAllowed(d, g)) continue;
       any_model = true;
       if (g.kind == GpuRequest::Kind::kMig) {
@@ -87,7 +80,6 @@ FitFailure CheckStatic(const Node& node, const TaskRequest& request) {
     }
     if (!any_model) return FitFailure::kGpuModel;
     if (g.kind == GpuRequest::Kind::kMig && usable == 0) return FitFailure::kMigProfile;
-    int needed = g.kind == GpuRequest::Kind::kWhole ? g.count : 1;
     if (usable < needed) return FitFailure::kGpuCapacity;
   }
   if (request.cpu_milli > node.cpu_milli) return FitFailure::kCpuCapacity;

@@ -4,6 +4,7 @@
 // Fitting one task on one node: the checks every placement policy shares, and the choice of
 // GPUs inside the node (best-fit GPU domain for whole GPUs, fullest GPU for fractions and MIG).
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 
@@ -86,7 +87,15 @@ inline bool MayFit(const ClusterState& state, NodeIndex n, const TaskRequest& re
 }
 
 // Whether the GPU is one `request` may use by model and device memory (ignores usage).
-bool GpuModelAllowed(const GpuDevice& gpu, const GpuRequest& request);
+// Inline: placement asks it for every GPU of every node it looks at.
+inline bool GpuModelAllowed(const GpuDevice& gpu, const GpuRequest& request) {
+  if (gpu.memory_bytes < request.min_memory_bytes) return false;
+  if (request.kind == GpuRequest::Kind::kFraction && request.memory_bytes > gpu.memory_bytes) {
+    return false;
+  }
+  if (request.models.empty()) return true;
+  return std::find(request.models.begin(), request.models.end(), gpu.model) != request.models.end();
+}
 
 }  // namespace gangway::core
 

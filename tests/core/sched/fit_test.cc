@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/mig.h"
 #include "core/state/cluster_state.h"
 #include "testing/builders.h"
 
@@ -16,10 +17,37 @@ namespace {
 using testing::MakeJob;
 using testing::MakeNode;
 
-// TaskFits answers what FitTask's allocation says, on random nodes (models, GPU domains, MIG,
-// unhealthy GPUs, cordoned nodes) filled by random tasks, for random requests of every kind
-// and every FitOptions: it is FitTask without building the allocation.
-TEST(TaskFits, AgreesWithFitTaskOnRandomNodesAndRequests) {
+// CheckStatic's GPU part by its definition: every GPU looked at, no early answer.
+FitFailure StaticGpuDefinition(const Node& node, const GpuRequest& g) {
+  if (g.kind == GpuRequest::Kind::kNone) return FitFailure::kNone;
+  int usable = 0;
+  bool any_model = false;
+  for (const GpuDevice& d : node.gpus) {
+    if (!GpuModelAllowed(d, g)) continue;
+    any_model = true;
+    if (g.kind == GpuRequest::Kind::kMig) {
+      const MigGeometry* geometry = FindMigGeometry(d.model);
+      if (d.mig_enabled && geometry != nullptr &&
+          FindMigProfile(*geometry, g.mig_profile) != nullptr) {
+        ++usable;
+      }
+    } else if (!d.mig_enabled) {
+      ++usable;
+    }
+  }
+  if (!any_model) return FitFailure::kGpuModel;
+  if (g.kind == GpuRequest::Kind::kMig && usable == 0) return FitFailure::kMigProfile;
+  if (usable < (g.kind == GpuRequest::Kind::kWhole ? g.count : 1)) {
+    return FitFailure::kGpuCapacity;
+  }
+  return FitFailure::kNone;
+}
+
+// TaskFits answers what FitTask's allocation says, and CheckStatic what its definition says, on
+// random nodes (models, GPU domains, MIG, unhealthy GPUs, cordoned nodes) filled by random tasks,
+// for random requests of every kind and every FitOptions: it is FitTask without building the
+// allocation.
+TEST(Fit, TaskFitsAndCheckStaticAgreeWithTheirDefinitionsOnRandomNodes) {
   uint64_t x = 4242;
   auto next = [&](uint64_t n) {
     x = x * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -75,6 +103,16 @@ TEST(TaskFits, AgreesWithFitTaskOnRandomNodesAndRequests) {
       const TaskRequest request = random_request();
       for (uint32_t n = 0; n < nodes.size(); ++n) {
         const int gpus = static_cast<int>(nodes[n].gpus.size());
+        // Requests here name no pool, spot policy or selector, and the node has room for the
+        // CPU and memory: CheckStatic's answer is its GPU part's unless that part passes.
+        const FitFailure gpu_part = StaticGpuDefinition(nodes[n], request.gpu);
+        const FitFailure checked = CheckStatic(nodes[n], request);
+        if (gpu_part != FitFailure::kNone) {
+          ASSERT_EQ(checked, gpu_part) << "round " << round << " request " << q << " node " << n;
+        } else {
+          ASSERT_TRUE(checked == FitFailure::kNone || checked == FitFailure::kCpuCapacity ||
+                      checked == FitFailure::kMemoryCapacity);
+        }
         for (int only = -1; only < gpus; ++only) {
           for (GpuPreference pref : {GpuPreference::kPack, GpuPreference::kSpread}) {
             const FitOptions options{.gpu = pref, .only_gpu = only};

@@ -58,12 +58,8 @@ class DotProduct final : public NodeScorer {
 
   std::optional<TaskAllocation> Pick(const PickRequest& req) const override {
     if (req.request.gpu.kind == GpuRequest::Kind::kMig) return mig_->Pick(req);
-    return PickMaxScore(req, ties_, [&](NodeIndex n) -> std::optional<ScoredAllocation> {
-      FitResult fit = FitTask(req.state, n, req.request);
-      if (!fit.allocation) return std::nullopt;
-      return ScoredAllocation{DotProductScore(req.state, n, req.request),
-                              std::move(*fit.allocation)};
-    });
+    return PickMaxScoreThenFit(
+        req, ties_, [&](NodeIndex n) { return DotProductScore(req.state, n, req.request); });
   }
 
  private:

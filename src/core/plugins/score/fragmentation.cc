@@ -141,7 +141,15 @@ int64_t IdleGpuMilli(const NodeResidual& residual) {
 }
 
 int64_t NodeIdleGpuMilli(const ClusterState& state, NodeIndex n) {
-  return IdleGpuMilli(ResidualOf(state, n));
+  // IdleGpuMilli(ResidualOf(state, n)), without building the residual.
+  const Node& node = state.node(n);
+  int64_t idle = 0;
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    const GpuDevice& d = node.gpus[i];
+    if (!d.healthy || d.mig_enabled) continue;
+    idle += kGpuMilli - state.gpu_usage(n, static_cast<int>(i)).milli;
+  }
+  return idle;
 }
 
 double Fragmentation(const Node& node, const NodeResidual& residual,

@@ -62,11 +62,8 @@ class GpuClustering final : public NodeScorer {
   std::optional<TaskAllocation> Pick(const PickRequest& req) const override {
     const GpuRequest::Kind kind = req.request.gpu.kind;
     if (kind == GpuRequest::Kind::kMig) return mig_->Pick(req);
-    return PickMaxScore(req, ties_, [&](NodeIndex n) -> std::optional<ScoredAllocation> {
-      FitResult fit = FitTask(req.state, n, req.request);
-      if (!fit.allocation) return std::nullopt;
-      return ScoredAllocation{ClusteringScore(req.state, n, kind), std::move(*fit.allocation)};
-    });
+    return PickMaxScoreThenFit(req, ties_,
+                               [&](NodeIndex n) { return ClusteringScore(req.state, n, kind); });
   }
 
  private:

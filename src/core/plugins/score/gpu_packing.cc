@@ -18,18 +18,24 @@
 
 #include <algorithm>
 
+#include "core/model/quantity.h"
 #include "core/plugins/score/best_fit.h"
-#include "core/plugins/score/fragmentation.h"
 
 namespace gangway::core {
 namespace {
 
 int64_t PackingScore(const ClusterState& state, const TaskAllocation& a, GpuRequest::Kind kind) {
   if (kind == GpuRequest::Kind::kNone) return 0;
-  const NodeResidual r = ResidualOf(state, a.node);
-  const auto gpus = static_cast<int64_t>(r.gpus.size());
-  const int64_t idle = std::count_if(
-      r.gpus.begin(), r.gpus.end(), [](const NodeResidual::Gpu& g) { return g.left == kGpuMilli; });
+  // The node's counted GPUs (those of ResidualOf: healthy, without MIG) and the idle ones.
+  const Node& node = state.node(a.node);
+  int64_t gpus = 0;
+  int64_t idle = 0;
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    const GpuDevice& d = node.gpus[i];
+    if (!d.healthy || d.mig_enabled) continue;
+    ++gpus;
+    if (state.gpu_usage(a.node, static_cast<int>(i)).milli == 0) ++idle;
+  }
   if (idle == gpus) return std::max<int64_t>(33 - idle, idle);
   int64_t chosen_idle = 0;
   int64_t left_sum = 0;
