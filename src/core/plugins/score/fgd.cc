@@ -25,10 +25,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/plugins/score/best_fit.h"
+#include "core/plugins/score/ranked_pick.h"
+#include "core/plugins/score/scan.h"
 
 namespace gangway::core {
 namespace {
@@ -46,82 +50,121 @@ class Fgd final : public NodeScorer {
   std::optional<TaskAllocation> Pick(const PickRequest& req) const override {
     if (req.request.gpu.kind == GpuRequest::Kind::kMig) return mig_->Pick(req);
     Scratch scratch(options_.workload);
-    return PickMaxScore(req, options_.ties,
-                        [&](NodeIndex n) { return ScoreNode(req, n, scratch); });
+    TopScore top(options_.ties, req.rng);
+    int top_gpu = -1;
+    ForEachCandidate(req, [&](NodeIndex n) {
+      if (std::optional<NodeScore> s = ScoreNode(req, n, scratch); s && top.Offer(s->score, n)) {
+        top_gpu = s->gpu;
+      }
+    });
+    if (!top.node()) return std::nullopt;
+    // The winner's allocation only: for a fraction on the GPU its score chose.
+    return FitTask(req.state, *top.node(), req.request,
+                   {.only_gpu = top_gpu, .static_ok = top_gpu >= 0})
+        .allocation;
   }
 
  private:
-  // One Pick's buffers, and its fragmentation memo (most nodes of a cluster look alike).
+  struct NodeScore {
+    int64_t score = 0;
+    int gpu = -1;  // a fraction's GPU; -1 for whole GPUs and CPU-only tasks
+  };
+  // What a node's score reads besides which of its GPUs accept the task, for one content
+  // (ResidualContent): s for whole GPUs and CPU-only tasks, or for a fraction s per distinct
+  // left it could come from.
+  struct ContentScores {
+    int64_t whole = 0;
+    std::vector<std::pair<int32_t, int64_t>> by_left;  // (left, s), first seen first
+  };
+  // One Pick's memos and buffers: most nodes of a cluster look alike.
   struct Scratch {
     explicit Scratch(const TargetWorkload& workload) : memo(workload) {}
     FragmentationMemo memo;
+    std::unordered_map<ResidualContent, ContentScores, ResidualContent::Hash> by_content;
+    ResidualContent content;
+    ContentScores uncached;
     NodeResidual residual;
     NodeResidual after;
-    std::vector<int32_t> lefts;   // distinct lefts of the GPUs a fraction fits, first seen first
-    std::vector<int64_t> scores;  // s of taking the fraction from a GPU of that left
+    std::vector<int64_t> tried;  // a fraction's s values already walked
   };
 
-  std::optional<ScoredAllocation> ScoreNode(const PickRequest& req, NodeIndex n, Scratch& s) const {
+  // The scores of a node that takes the task (FitTask succeeds), whose residual is s.residual.
+  void Compute(const PickRequest& req, NodeIndex n, Scratch& s, ContentScores& out) const {
     const ClusterState& state = req.state;
-    const bool fraction = req.request.gpu.kind == GpuRequest::Kind::kFraction;
-    // A fraction is fitted below on the GPU it takes; here only whether some GPU would do.
-    FitResult fit;
-    if (fraction ? !TaskFits(state, n, req.request)
-                 : !(fit = FitTask(state, n, req.request)).allocation) {
-      return std::nullopt;
-    }
     const Node& node = state.node(n);
-    ResidualOf(state, n, s.residual);
     const double before = s.memo.Of(node, s.residual);
     NodeResidual& after = s.after;
     after = s.residual;
     after.cpu_left -= req.request.cpu_milli;
-
-    if (!fraction) {
-      for (const GpuAssignment& g : fit.allocation->gpus) {
-        for (NodeResidual::Gpu& r : after.gpus) {
-          if (r.device == g.gpu) r.left -= static_cast<int32_t>(g.milli);
+    out.by_left.clear();
+    if (req.request.gpu.kind != GpuRequest::Kind::kFraction) {
+      // Whole GPUs go to untouched GPUs (left 1000, and counted in the residual), and F reads
+      // only the multiset of lefts: taking the first `count` such GPUs gives the F of any
+      // placement FitTask chooses.
+      int take = req.request.gpu.kind == GpuRequest::Kind::kWhole ? req.request.gpu.count : 0;
+      for (NodeResidual::Gpu& r : after.gpus) {
+        if (take == 0) break;
+        if (r.left == kGpuMilli) {
+          r.left = 0;
+          --take;
         }
       }
-      return ScoredAllocation{FgdScore(before, s.memo.Of(node, after)), std::move(*fit.allocation)};
+      out.whole = FgdScore(before, s.memo.Of(node, after));
+      return;
     }
-
-    // s depends only on the chosen GPU's left, so it is computed once per distinct left. The
-    // answer is the highest s among GPUs where the fraction fits (FitTask on that GPU alone:
-    // its memory and model may refuse it), on the lowest-index GPU with that s: GPUs are fitted
-    // one at a time, best s first, until one takes it.
     const int64_t milli = req.request.gpu.milli;
-    const std::vector<NodeResidual::Gpu>& gpus = s.residual.gpus;
-    s.lefts.clear();
-    s.scores.clear();
-    for (size_t i = 0; i < gpus.size(); ++i) {
-      const int32_t left = gpus[i].left;
-      if (left < milli || std::find(s.lefts.begin(), s.lefts.end(), left) != s.lefts.end()) {
+    for (size_t i = 0; i < after.gpus.size(); ++i) {
+      const int32_t left = s.residual.gpus[i].left;
+      if (left < milli || std::any_of(out.by_left.begin(), out.by_left.end(),
+                                      [&](const auto& e) { return e.first == left; })) {
         continue;
       }
       after.gpus[i].left = static_cast<int32_t>(left - milli);
-      s.lefts.push_back(left);
-      s.scores.push_back(FgdScore(before, s.memo.Of(node, after)));
+      out.by_left.emplace_back(left, FgdScore(before, s.memo.Of(node, after)));
       after.gpus[i].left = left;
     }
+  }
+
+  std::optional<NodeScore> ScoreNode(const PickRequest& req, NodeIndex n, Scratch& s) const {
+    const ClusterState& state = req.state;
+    if (!TaskFits(state, n, req.request)) return std::nullopt;
+    ResidualOf(state, n, s.residual);
+    const ContentScores* scores = &s.uncached;
+    if (!options_.workload.names_models() && ResidualContent::Of(s.residual, s.content)) {
+      auto [it, inserted] = s.by_content.try_emplace(s.content);
+      if (inserted) Compute(req, n, s, it->second);
+      scores = &it->second;
+    } else {
+      Compute(req, n, s, s.uncached);
+    }
+    if (req.request.gpu.kind != GpuRequest::Kind::kFraction) return NodeScore{scores->whole, -1};
+
+    // The highest s among GPUs where the fraction fits (on that GPU alone: its memory and model
+    // may refuse it), on the lowest-index GPU with that s: GPUs are tried best s first.
+    const int64_t milli = req.request.gpu.milli;
     auto score_of = [&](int32_t left) {
-      return s.scores[static_cast<size_t>(std::find(s.lefts.begin(), s.lefts.end(), left) -
-                                          s.lefts.begin())];
+      for (const auto& [l, score] : scores->by_left) {
+        if (l == left) return score;
+      }
+      return int64_t{-1};  // unreachable: every left of at least `milli` has its s
     };
-    while (!s.scores.empty()) {
-      const int64_t top = *std::max_element(s.scores.begin(), s.scores.end());
-      for (const NodeResidual::Gpu& gpu : gpus) {
-        if (gpu.left < milli || score_of(gpu.left) != top) continue;
-        FitResult on_gpu =
-            FitTask(state, n, req.request, {.only_gpu = gpu.device, .static_ok = true});
-        if (on_gpu.allocation) return ScoredAllocation{top, std::move(*on_gpu.allocation)};
+    s.tried.clear();
+    while (true) {
+      std::optional<int64_t> top;
+      for (const auto& [left, score] : scores->by_left) {
+        if ((!top || score > *top) &&
+            std::find(s.tried.begin(), s.tried.end(), score) == s.tried.end()) {
+          top = score;
+        }
       }
-      // No GPU of this s takes it: the next best s.
-      for (size_t k = s.scores.size(); k-- > 0;) {
-        if (s.scores[k] != top) continue;
-        s.scores.erase(s.scores.begin() + static_cast<std::ptrdiff_t>(k));
-        s.lefts.erase(s.lefts.begin() + static_cast<std::ptrdiff_t>(k));
+      if (!top) break;
+      for (const NodeResidual::Gpu& gpu : s.residual.gpus) {
+        if (gpu.left < milli || score_of(gpu.left) != *top) continue;
+        if (TaskFits(state, n, req.request, {.only_gpu = gpu.device, .static_ok = true})) {
+          return NodeScore{*top, gpu.device};
+        }
       }
+      s.tried.push_back(*top);  // no GPU of this s takes it: the next best s
     }
     return std::nullopt;
   }

@@ -194,27 +194,34 @@ double Fragmentation(const Node& node, const NodeResidual& residual,
   return f;
 }
 
-size_t FragmentationMemo::KeyHash::operator()(const Key& k) const {
-  uint64_t h = static_cast<uint64_t>(k.cpu_left) * 0x9E3779B97F4A7C15ULL + k.gpus;
-  for (uint32_t i = 0; i < k.gpus; ++i) {
-    h = (h ^ static_cast<uint32_t>(k.lefts[i])) * 0xBF58476D1CE4E5B9ULL;
+size_t ResidualContent::Hash::operator()(const ResidualContent& c) const {
+  uint64_t h = static_cast<uint64_t>(c.cpu_left) * 0x9E3779B97F4A7C15ULL + c.gpus;
+  for (uint32_t i = 0; i < c.gpus; ++i) {
+    h = (h ^ static_cast<uint32_t>(c.lefts[i])) * 0xBF58476D1CE4E5B9ULL;
     h ^= h >> 31;
   }
   return static_cast<size_t>(h);
 }
 
-double FragmentationMemo::Of(const Node& node, const NodeResidual& residual) {
-  if (workload_.names_models() || residual.gpus.size() > kMaxGpus) {
-    return Fragmentation(node, residual, workload_);
-  }
-  Key key{.cpu_left = residual.cpu_left, .gpus = static_cast<uint32_t>(residual.gpus.size())};
-  for (uint32_t i = 0; i < key.gpus; ++i) {  // insertion sort: a handful of GPUs
+bool ResidualContent::Of(const NodeResidual& residual, ResidualContent& out) {
+  if (residual.gpus.size() > kMaxGpus) return false;
+  out.cpu_left = residual.cpu_left;
+  out.gpus = static_cast<uint32_t>(residual.gpus.size());
+  out.lefts.fill(0);
+  for (uint32_t i = 0; i < out.gpus; ++i) {  // insertion sort: a handful of GPUs
     const int32_t left = residual.gpus[i].left;
     uint32_t j = i;
-    for (; j > 0 && key.lefts[j - 1] > left; --j) key.lefts[j] = key.lefts[j - 1];
-    key.lefts[j] = left;
+    for (; j > 0 && out.lefts[j - 1] > left; --j) out.lefts[j] = out.lefts[j - 1];
+    out.lefts[j] = left;
   }
-  auto [it, inserted] = known_.try_emplace(key, 0.0);
+  return true;
+}
+
+double FragmentationMemo::Of(const Node& node, const NodeResidual& residual) {
+  if (workload_.names_models() || !ResidualContent::Of(residual, key_)) {
+    return Fragmentation(node, residual, workload_);
+  }
+  auto [it, inserted] = known_.try_emplace(key_, 0.0);
   if (inserted) it->second = Fragmentation(node, residual, workload_);
   return it->second;
 }

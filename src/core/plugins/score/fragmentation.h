@@ -112,33 +112,39 @@ int64_t NodeIdleGpuMilli(const ClusterState& state, NodeIndex n);
 double Fragmentation(const Node& node, const NodeResidual& residual,
                      const TargetWorkload& workload);
 
-// Fragmentation, remembered by what it reads. When no shape names GPU models, F reads only the
-// CPU left and the multiset of GPU lefts, so residuals with equal contents share one answer:
-// a scorer that asks for every fitting node and every candidate placement of a task (fgd)
-// computes it once per distinct content, and on a cluster of a few node types most nodes look
-// alike (openb: 10 million evaluations, 23 thousand distinct contents). Otherwise, and for
-// nodes with more than kMaxGpus counted GPUs, Of computes F every time.
+// What F reads of a residual when no shape names GPU models: the CPU left and the multiset of
+// GPU lefts (sorted here). Residuals with equal contents have equal F, and equal F after equal
+// changes: the fgd scorer keys what it computes for a node by it.
+struct ResidualContent {
+  static constexpr size_t kMaxGpus = 16;
+  int64_t cpu_left = 0;
+  uint32_t gpus = 0;
+  std::array<int32_t, kMaxGpus> lefts{};  // ascending; zero past `gpus`
+  bool operator==(const ResidualContent&) const = default;
+  struct Hash {
+    size_t operator()(const ResidualContent& c) const;
+  };
+  // False (out unspecified) for a residual with more than kMaxGpus GPUs.
+  static bool Of(const NodeResidual& residual, ResidualContent& out);
+};
+
+// Fragmentation, remembered by ResidualContent. A scorer that asks for every fitting node and
+// every candidate placement of a task (fgd) computes it once per distinct content, and on a
+// cluster of a few node types most nodes look alike (openb: 10 million evaluations, 23
+// thousand distinct contents). When a shape names GPU models (F then reads the node's models
+// too), and for nodes with more than kMaxGpus counted GPUs, Of computes F every time.
 // Invariant: Of(node, r) == Fragmentation(node, r, workload), bit for bit (an answer is that
 // call's result for the first residual of its content).
 // Not thread-safe; `workload` must outlive the memo.
 class FragmentationMemo {
  public:
-  static constexpr size_t kMaxGpus = 16;
   explicit FragmentationMemo(const TargetWorkload& workload) : workload_(workload) {}
   double Of(const Node& node, const NodeResidual& residual);
 
  private:
-  struct Key {
-    int64_t cpu_left = 0;
-    uint32_t gpus = 0;
-    std::array<int32_t, kMaxGpus> lefts{};  // ascending; zero past `gpus`
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const;
-  };
   const TargetWorkload& workload_;
-  std::unordered_map<Key, double, KeyHash> known_;
+  ResidualContent key_;  // reused
+  std::unordered_map<ResidualContent, double, ResidualContent::Hash> known_;
 };
 
 // F of node n as it is now.
