@@ -155,6 +155,7 @@ void PreemptionSearch::RankVictims(const CycleContext& ctx) {
   by_rank_desc_.reset();
   sorted_ = 0;
   by_rank_ = false;
+  max_rank_.reset();
   for (const auto& policy : in_.policies) by_rank_ |= policy->AllowsExactlyWhenPrecedes();
   for (size_t i = 0; i < in_.running.size(); ++i) {
     const RunningJob& r = *in_.running[i].job;
@@ -164,6 +165,7 @@ void PreemptionSearch::RankVictims(const CycleContext& ctx) {
     std::optional<QueueOrder::Rank> rank;
     if (by_rank_) rank = in_.order.PrecedenceRank(ctx, r.job);
     by_rank_ = by_rank_ && rank.has_value();
+    if (rank && (!max_rank_ || *max_rank_ < *rank)) max_rank_ = rank;
     ranked_->push_back({.priority = r.job.priority,
                         .progress = r.job.progress_since_checkpoint,
                         .started_neg = Instant() - (r.started_at - Instant()),
@@ -250,6 +252,15 @@ void PreemptionSearch::CandidatesOf(const Job& job, const CycleContext& ctx,
   // of this key needed them; shared by the jobs of the key until the next start changes the
   // queues' usage. Each job reads the list, skipping the entries that stopped since, and
   // extends it from where it ended while it has fewer than `max`.
+  const bool by_order = std::all_of(policies.begin(), policies.end(), [](const Preemption* p) {
+    return p->AllowsExactlyWhenPrecedes();
+  });
+  // Preemption by order alone, and no victim ranks after this job: none is allowed, and
+  // nothing needs sorting (under 2D-LAS most blocked jobs are in the lowest queue already).
+  if (by_rank_ && by_order) {
+    const std::optional<QueueOrder::Rank> mine = in_.order.PrecedenceRank(ctx, job);
+    if (mine && (!max_rank_ || !(*mine < *max_rank_))) return;
+  }
   Allowed uncached;
   Allowed* allowed = &uncached;
   // Bounded: with policies whose keys share nothing, every pending job has its own list.
@@ -260,9 +271,7 @@ void PreemptionSearch::CandidatesOf(const Job& job, const CycleContext& ctx,
     // Many keys in this cycle: the order hardly shares victims among jobs (SRTF ranks every
     // job by its own remaining time), so lists kept per key would be walked once each.
     constexpr size_t kManyKeys = 4;
-    if (by_rank_ && allowed_.size() >= kManyKeys &&
-        std::all_of(policies.begin(), policies.end(),
-                    [](const Preemption* p) { return p->AllowsExactlyWhenPrecedes(); })) {
+    if (by_rank_ && allowed_.size() >= kManyKeys && by_order) {
       if (CandidatesByRank(job, ctx, *policies.front(), candidates, max)) return;
     }
     if (allowed_size_ < kMaxAllowedCached) allowed = &allowed_[allowed_key_];

@@ -214,6 +214,9 @@ class PreemptionSearch {
   std::optional<std::vector<Victim>> ranked_;
   size_t sorted_ = 0;  // ranked_.size() once it is in victim order, else 0
   bool by_rank_ = false;
+  // The highest rank in ranked_ when by_rank_ (none when ranked_ is empty): a job that does
+  // not precede it may displace nobody by order.
+  std::optional<QueueOrder::Rank> max_rank_;
   // By allowed_key_ (TryPreempt's key without the reserved nodes and the quota flag, which
   // the policies do not read): the ranked entries the policies allowed as victims, in victim
   // order up to `next` (as far as a job of the key read), found since the last start (entries
