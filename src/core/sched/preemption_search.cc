@@ -152,7 +152,6 @@ void PreemptionSearch::Hold(const Job& job) {
 
 void PreemptionSearch::RankVictims(const CycleContext& ctx) {
   ranked_.emplace();
-  by_rank_desc_.reset();
   sorted_ = 0;
   by_rank_ = false;
   max_rank_.reset();
@@ -268,10 +267,10 @@ void PreemptionSearch::CandidatesOf(const Job& job, const CycleContext& ctx,
   if (auto it = allowed_.find(allowed_key_); it != allowed_.end()) {
     allowed = &it->second;
   } else {
-    // Many keys in this cycle: the order hardly shares victims among jobs (SRTF ranks every
-    // job by its own remaining time), so lists kept per key would be walked once each.
-    constexpr size_t kManyKeys = 4;
-    if (by_rank_ && allowed_.size() >= kManyKeys && by_order) {
+    // A key not seen before in this cycle: when few victims rank after the job (SRTF ranks
+    // every job by its own remaining time) one pass over the ranks finds them, and nothing
+    // needs sorting but those few.
+    if (by_rank_ && by_order) {
       if (CandidatesByRank(job, ctx, *policies.front(), candidates, max)) return;
     }
     if (allowed_size_ < kMaxAllowedCached) allowed = &allowed_[allowed_key_];
@@ -310,30 +309,21 @@ void PreemptionSearch::CandidatesOf(const Job& job, const CycleContext& ctx,
 bool PreemptionSearch::CandidatesByRank(const Job& job, const CycleContext& ctx,
                                         const Preemption& policy,
                                         std::vector<Candidate>& candidates, size_t max) {
-  if (!by_rank_desc_) {
-    by_rank_desc_ = *ranked_;
-    std::sort(by_rank_desc_->begin(), by_rank_desc_->end(), [](const Victim& a, const Victim& b) {
-      return b.rank < a.rank || (a.rank == b.rank && a.Before(b));
-    });
-  }
   // by_rank_ stays set when no running job could be ranked (none is a candidate): the order
   // may still have no ranks.
   const std::optional<QueueOrder::Rank> rank = in_.order.PrecedenceRank(ctx, job);
   if (!rank) return false;
   const QueueOrder::Rank mine = *rank;
-  // The victims the order ranks after this job: a prefix of by_rank_desc_.
-  const auto end = std::partition_point(by_rank_desc_->begin(), by_rank_desc_->end(),
-                                        [&](const Victim& v) { return mine < v.rank; });
-  const size_t after = static_cast<size_t>(end - by_rank_desc_->begin());
-  // Many: the walk in victim order finds `max` of them soon enough, and keeps its list for
-  // the jobs of the same key (the caller's).
-  if (after > max / 2) return false;
-  std::vector<const Victim*> allowed;
-  allowed.reserve(after);
-  for (auto it = by_rank_desc_->begin(); it != end; ++it) {
-    if (stopping_flag_[it->index]) continue;
-    if (it->yields_only_to_priority && it->priority >= job.priority) continue;
-    allowed.push_back(&*it);
+  // The victims the order ranks after this job that it may take. Many: the walk in victim
+  // order finds `max` of them soon enough, and keeps its list for the jobs of the same key
+  // (the caller's).
+  std::vector<const Victim*>& allowed = by_rank_allowed_;
+  allowed.clear();
+  for (const Victim& v : *ranked_) {
+    if (!(mine < v.rank) || stopping_flag_[v.index]) continue;
+    if (v.yields_only_to_priority && v.priority >= job.priority) continue;
+    allowed.push_back(&v);
+    if (allowed.size() > max / 2) return false;
   }
   std::sort(allowed.begin(), allowed.end(),
             [](const Victim* a, const Victim* b) { return a->Before(*b); });

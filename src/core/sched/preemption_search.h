@@ -13,8 +13,9 @@
 //      The ranking does not depend on the pending job, so a cycle sorts once (RankVictims).
 //      Policies are asked through Allows, except that preemption by queue order compares the
 //      order's precedence ranks (QueueOrder::PrecedenceRank) computed once per running job;
-//      when a cycle sees many keys (SRTF ranks each job on its own) and few victims rank
-//      after the job, they are found by bisecting the ranks and put in victim order.
+//      when few victims rank after the job (SRTF ranks each job on its own), they are
+//      found in one pass over the ranks and put in victim order, and when none does the
+//      search ends there.
 //   3. Victims are taken in that order until the job would fit (placement through the
 //      profile's placer, quota when it was quota-blocked and always with the exact usage of
 //      the placement), then every victim it can do without is given back, most valuable first.
@@ -135,11 +136,10 @@ class PreemptionSearch {
   const Victim* RankedAt(size_t i) { return i < sorted_ ? &(*ranked_)[i] : RankedAtSlow(i); }
   const Victim* RankedAtSlow(size_t i);
   // CandidatesOf for `policy`, which allows exactly what the order's Precedes says, when the
-  // order has ranks (by_rank_): the victims ranked after `job`, found by bisecting
-  // by_rank_desc_ and put in victim order, for a key not seen before once a cycle has seen
-  // many. False, adding nothing,
-  // when more than `max` / 2 are: the walk in victim order then finds `max` of them soon,
-  // and its list serves the next jobs of the key (2D-LAS shares them by level).
+  // order has ranks (by_rank_), for a key not seen before in the cycle: the victims ranked
+  // after `job`, found in one pass over the ranks and put in victim order. False, adding
+  // nothing, when more than `max` / 2 are: the walk in victim order then finds `max` of them
+  // soon, and its list serves the next jobs of the key (2D-LAS shares them by level).
   bool CandidatesByRank(const Job& job, const CycleContext& ctx, const Preemption& policy,
                         std::vector<Candidate>& candidates, size_t max);
   // Appends to `candidates` the first `max` running entries, in victim order and not
@@ -208,9 +208,8 @@ class PreemptionSearch {
              std::tie(other.priority, other.progress, other.started_neg, other.id, other.index);
     }
   };
-  // ranked_ sorted by rank, highest first (the most any preemptor may displace); made when
-  // first needed in a cycle.
-  std::optional<std::vector<Victim>> by_rank_desc_;
+  // Reused by CandidatesByRank: the victims it found, before they are put in victim order.
+  std::vector<const Victim*> by_rank_allowed_;
   std::optional<std::vector<Victim>> ranked_;
   size_t sorted_ = 0;  // ranked_.size() once it is in victim order, else 0
   bool by_rank_ = false;
