@@ -285,6 +285,20 @@ std::vector<Scenario> PreemptionScenarios() {
        .expect =
            {.pending = {{.job = 1, .code = kPreempting, .message = "waiting for 1 stopping job"}}}},
 
+      // A gang of two 4-GPU tasks: one fits on the idle node 0, the other only where job 100
+      // runs. The search counts the task slots of nodes no candidate touches too.
+      {.name = "gang_victims_on_one_node_and_free_gpus_on_another",
+       .cluster = SnapshotBuilder()
+                      .Now(kNow)
+                      .Node(MakeNode("a").Gpus(4))
+                      .Node(MakeNode("b").Gpus(4))
+                      .Running(MakeJob(100).Priority(1).Gpus(4), {1})
+                      .Build(),
+       .pending = {MakeJob(1).Priority(10).Gpus(4).Replicas(2).Obj()},
+       .profile = Preempt({"priority"}),
+       .expect = {.preemptions = {{.job = 100, .for_job = 1}},
+                  .pending = {{.job = 1, .code = kPreempting, .message = "preempting 1 job"}}}},
+
       // The stopping job alone is not enough for 8 GPUs: job 101 is added, job 100 is not
       // preempted again.
       {.name = "adds_victims_when_stopping_jobs_do_not_suffice",

@@ -332,6 +332,40 @@ bool PreemptionSearch::CandidatesByRank(const Job& job, const CycleContext& ctx,
   return true;
 }
 
+bool PreemptionSearch::TaskSlotsMayFit(const Job& job, const ClusterState& now,
+                                       const std::vector<Candidate>& candidates) {
+  if (job.groups.size() != 1) return true;
+  const TaskGroup& group = job.groups.front();
+  const int64_t per_task = group.request.gpu.count;
+  if (group.request.gpu.kind != GpuRequest::Kind::kWhole || per_task <= 0) return true;
+  const int64_t needed = group.min_replicas;
+  // GPUs the candidates hold, per node.
+  if (freed_.size() != now.node_count()) freed_.assign(now.node_count(), 0);
+  for (const Candidate& c : candidates) {
+    for (const TaskAllocation& t : c.running->job->tasks) {
+      int32_t& freed = freed_[t.node.value()];
+      if (freed == 0) freed_nodes_.push_back(t.node);
+      freed += static_cast<int32_t>(t.gpus.size());
+    }
+  }
+  int64_t slots = 0;
+  for (NodeIndex n : freed_nodes_) {
+    if (now.Schedulable(n) && in_.reservations.MayUseNode(job, n)) {
+      slots += (now.whole_free(n) + freed_[n.value()]) / per_task;
+    }
+  }
+  // The other nodes, from those with the most untouched GPUs down, as far as needed.
+  for (int k = now.max_gpus_per_node(); k >= per_task && slots < needed; --k) {
+    now.NodesWithWholeFree(k).ForEachUntil([&](NodeIndex n) {
+      if (freed_[n.value()] == 0 && in_.reservations.MayUseNode(job, n)) slots += k / per_task;
+      return slots < needed;
+    });
+  }
+  for (NodeIndex n : freed_nodes_) freed_[n.value()] = 0;
+  freed_nodes_.clear();
+  return slots >= needed;
+}
+
 std::optional<Outcome> PreemptionSearch::FindVictims(const Job& job, QueueIndex q,
                                                      const CycleContext& ctx, bool quota_blocked,
                                                      std::vector<PreemptDecision>& preemptions) {
@@ -365,6 +399,7 @@ std::optional<Outcome> PreemptionSearch::FindVictims(const Job& job, QueueIndex 
       }
     }
     if (most < need) return std::nullopt;
+    if (!TaskSlotsMayFit(job, now, candidates)) return std::nullopt;
   }
 
   // Take victims in order until the job fits, then give back every victim it can do without

@@ -22,6 +22,8 @@
 //      Fitting is taken to get no harder as victims are added (true of whole-GPU placement
 //      and quota; a heuristic placer may in rare cases disagree), so the shortest prefix is
 //      found by galloping (1, 2, 4, ... victims) and then bisection.
+//      Before any plan, a job that could not fit even with every candidate out, by counting
+//      GPUs and (for one group of whole-GPU tasks) task slots per node, gives up.
 //   4. The victims become PreemptDecisions (grace = their checkpoint grace) and stop for the
 //      rest of the cycle: their resources stay held (no start relies on a preemption), and
 //      later jobs may count on them in step 1.
@@ -125,6 +127,13 @@ class PreemptionSearch {
   };
   std::optional<Outcome> FindVictims(const Job& job, QueueIndex queue, const CycleContext& ctx,
                                      bool quota_blocked, std::vector<PreemptDecision>& preemptions);
+  // False when the job cannot fit even with every candidate out: it has one group of whole-GPU
+  // tasks, and the nodes it may use (reservations) would offer fewer task slots (untouched
+  // GPUs free in `now` plus those the candidates hold, divided by the GPUs per task) than its
+  // minimum replicas. A bound for every placer, so a false answer is exact; true says nothing.
+  // Under SRTF with EASY most searches that galloped through every candidate failed so.
+  bool TaskSlotsMayFit(const Job& job, const ClusterState& now,
+                       const std::vector<Candidate>& candidates);
   // Whether the job would fit (and pass quota when `check_quota`) once the stopping jobs
   // were gone.
   bool FitsAfterStopping(const Job& job, QueueIndex queue, bool check_quota);
@@ -230,6 +239,10 @@ class PreemptionSearch {
   // reads it): then a start clears allowed_. Otherwise a start only adds a running job that
   // is no candidate this cycle, and the lists stay right.
   bool allowed_reads_usage_ = true;
+  // Reused by TaskSlotsMayFit: GPUs the candidates hold per node (zero between calls), and the
+  // nodes where that is not zero.
+  std::vector<int32_t> freed_;
+  std::vector<NodeIndex> freed_nodes_;
   std::string key_;  // reused TryPreempt key
   // Reused: key_ less its reserved-node and quota parts, and less the signature and queue when
   // no policy reads them (reads_queue_or_request_).
