@@ -217,10 +217,11 @@ std::optional<Outcome> PreemptionSearch::TryPreempt(const Job& job, QueueIndex q
   std::string& key = key_;
   key.clear();
   if (signature.empty()) {
-    AppendSignature(key, job, true);
+    AppendSignatureShape(key, job);
   } else {
     key.append(signature);
   }
+  AppendInt(key, 1);  // AppendSignature(job, may_use_reserved = true)
   key.append(job.queue).append(1, '|');
   const size_t request_size = key.size();
   in_.reservations.AppendEligibilityKey(key, job);

@@ -106,8 +106,7 @@ class PreemptionSearch {
   // "waiting for N stopping jobs") if the job can start once victims stop; nullopt if no
   // set of victims lets it. `quota_blocked`: its queue's quota refused it, so plans must
   // also make room in the quota.
-  // `signature`: the job's AppendSignature(..., may_use_reserved = true) when the caller has
-  // it, else empty.
+  // `signature`: the job's AppendSignatureShape when the caller has it, else empty.
   std::optional<Outcome> TryPreempt(const Job& job, QueueIndex queue, const CycleContext& ctx,
                                     bool quota_blocked, std::vector<PreemptDecision>& preemptions,
                                     std::string_view signature = {});

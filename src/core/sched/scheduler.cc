@@ -556,7 +556,9 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
   const bool unrestricted = reservations_.Unrestricted(job);
   std::string& sig = sig_;
   sig.clear();
-  AppendSignature(sig, job, unrestricted);
+  AppendSignatureShape(sig, job);
+  const size_t shape_size = sig.size();  // the preemption search's key starts with it
+  AppendInt(sig, unrestricted ? 1 : 0);  // AppendSignature's last field
   // A restricted job's time limit matters only as which reservations it would end before:
   // jobs that end on the same side of every reservation's start may use the same nodes.
   if (!unrestricted) reservations_.AppendEligibilityKey(sig, job);
@@ -664,9 +666,8 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
     no_shrink_.insert(sig);
   }
   // Preemption: victims that let it start.
-  // An unrestricted job's placement signature is the one the search keys on.
   if (auto pre = preemption_->TryPreempt(job, q, ctx, false, result_.preemptions,
-                                         unrestricted ? std::string_view(sig) : "")) {
+                                         std::string_view(sig.data(), shape_size))) {
     pending.code = pre->code;
     pending.message = pre->message;
     if (pre->code == PendingCode::kPreempting) {

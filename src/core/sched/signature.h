@@ -26,6 +26,9 @@ void AppendInt(std::string& key, int64_t v);
 // job may use
 // capacity held by backfill reservations.
 void AppendSignature(std::string& key, const Job& job, bool may_use_reserved);
+// AppendSignature less its last field, whether the job may use reserved capacity: callers
+// that need the signature both ways build this once and append AppendInt(0 or 1).
+void AppendSignatureShape(std::string& key, const Job& job);
 
 // AppendSignature of Job{.groups = {group}} that may use reserved capacity, without copying
 // the group into a job.
