@@ -119,10 +119,22 @@ void PreemptionSearch::MarkStopping(size_t i) {
 
 void PreemptionSearch::Hold(const Job& job) {
   if (!released_) return;  // nothing stops: there is nothing to wait for
-  std::vector<TaskAllocation> tasks;
+  std::vector<TaskAllocation> own;
+  const std::vector<TaskAllocation>* placement = &own;
+  FitAfterStopping* cached = nullptr;
   if (placed_ && placed_->job == job.id) {
     // TryPreempt's last fit for this job was on the cluster without the jobs stopping now.
-    tasks = std::move(placed_->tasks);
+    cached = placed_->cached;
+    if (cached != nullptr) {
+      placement = &cached->tasks;
+      // A hold of this placement held nothing, and nothing it reads has changed since.
+      if (cached->held_nothing_at == released_generation_) {
+        placed_.reset();
+        return;
+      }
+    } else {
+      own = std::move(placed_->tasks);
+    }
   } else {
     Transaction tx(*released_);
     PlaceResult placed = in_.placer.Place({.tx = tx,
@@ -131,10 +143,11 @@ void PreemptionSearch::Hold(const Job& job) {
                                            .allowed = in_.reservations.AllowedFor(job),
                                            .rng = in_.rng});
     if (!placed.ok()) return;
-    tasks = std::move(placed.tasks);
+    own = std::move(placed.tasks);
   }  // rolled back
   placed_.reset();
-  for (const TaskAllocation& t : tasks) {
+  const uint64_t generation = released_generation_;
+  for (const TaskAllocation& t : *placement) {
     TaskAllocation hold{.node = t.node};
     for (const GpuAssignment& g : t.gpus) {
       if (g.milli == kGpuMilli && in_.state.gpu_usage(t.node, g.gpu).tasks == 0) {
@@ -148,6 +161,7 @@ void PreemptionSearch::Hold(const Job& job) {
     released_->Allocate(hold);
     ++released_generation_;
   }
+  if (cached != nullptr && released_generation_ == generation) cached->held_nothing_at = generation;
 }
 
 void PreemptionSearch::RankVictims(const CycleContext& ctx) {
@@ -191,14 +205,15 @@ bool PreemptionSearch::FitsAfterStopping(const Job& job, QueueIndex q, bool chec
   if (no_fit_after_stopping_.contains(shape)) return false;
   if (auto it = fit_after_stopping_.find(shape);
       it != fit_after_stopping_.end() && it->second.generation == released_generation_) {
-    placed_ = Placed{.job = job.id, .tasks = it->second.tasks};
+    placed_ = Placed{.job = job.id, .cached = &it->second};
     return true;
   }
   Plan plan(*this);
   if (plan.Fits(job, q, check_quota)) {
-    fit_after_stopping_.insert_or_assign(
+    auto [it, inserted] = fit_after_stopping_.insert_or_assign(
         std::string(shape),
-        FitAfterStopping{.generation = released_generation_, .tasks = placed_->tasks});
+        FitAfterStopping{.generation = released_generation_, .tasks = std::move(placed_->tasks)});
+    placed_->cached = &it->second;
     return true;
   }
   no_fit_after_stopping_.emplace(shape);
@@ -372,6 +387,7 @@ std::optional<Outcome> PreemptionSearch::FindVictims(const Job& job, QueueIndex 
                                                      std::vector<PreemptDecision>& preemptions) {
   // Jobs already stopping (from earlier cycles or this one) may be enough: wait for them.
   if (!stopping_.empty() && FitsAfterStopping(job, q, quota_blocked)) {
+    if (!in_.messages) return Outcome{PendingCode::kPreempting, ""};
     return Outcome{PendingCode::kPreempting, "waiting for " +
                                                  Plural(static_cast<int64_t>(stopping_.size()),
                                                         "stopping job", "stopping jobs") +
@@ -462,6 +478,7 @@ std::optional<Outcome> PreemptionSearch::FindVictims(const Job& job, QueueIndex 
       }
     }
   }
+  if (!in_.messages) return Outcome{PendingCode::kPreempting, ""};
   return Outcome{PendingCode::kPreempting,
                  "preempting " + Plural(static_cast<int64_t>(picked.size()), "job", "jobs") +
                      " to make room; starts when they exit"};

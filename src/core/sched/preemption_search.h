@@ -89,6 +89,8 @@ struct PreemptionInputs {
   const RunningJobs& running;
   const Reservations& reservations;  // later jobs keep off reserved capacity
   Rng& rng;
+  // False: outcomes carry no sentence (the cycle lists no such job, Reasons::kNone).
+  bool messages = true;
 };
 
 class PreemptionSearch {
@@ -169,30 +171,42 @@ class PreemptionSearch {
   // TryPreempt keys that found nothing this cycle. Hashed: under SRTF every blocked job adds
   // its own, and a tree compared long keys byte by byte on every insert.
   std::unordered_set<std::string> no_victims_;
+  // Shapes are hashed and looked up by their view into key_ (every job waiting for stopping
+  // jobs looks its shape up).
+  struct ShapeHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   // The shapes (key_'s first shape_size_ bytes: signature, queue, reserved nodes, quota) of
   // jobs that would not fit once the stopping jobs were gone. Until another job stops, free
   // capacity and quota only shrink (starts, holds), so an equal shape fails again; cleared
   // when a job is marked stopping.
-  std::set<std::string, std::less<>> no_fit_after_stopping_;
+  std::unordered_set<std::string, ShapeHash, std::equal_to<>> no_fit_after_stopping_;
   size_t shape_size_ = 0;
   // The shapes that would fit once the stopping jobs were gone, with their placement, valid
   // while released_ and released_queues_ stay as they were (released_generation_, which every
   // change to them advances: a start, a job marked stopping, a hold). A job that waits for
   // stopping jobs and holds nothing free now leaves them as they were, so every job behind it
   // of its shape would place the same way on them.
+  // held_nothing_at: the generation at which a Hold of this placement held nothing (none of
+  // its GPUs free now); until the generation moves, a Hold of it would hold nothing again.
   struct FitAfterStopping {
     uint64_t generation = 0;
     std::vector<TaskAllocation> tasks;
+    uint64_t held_nothing_at = UINT64_MAX;
   };
-  std::map<std::string, FitAfterStopping, std::less<>> fit_after_stopping_;
+  std::unordered_map<std::string, FitAfterStopping, ShapeHash, std::equal_to<>> fit_after_stopping_;
   uint64_t released_generation_ = 0;
   // The placement of the last job Plan::Fits found fitting, on the cluster as it was then.
   // When TryPreempt answers kPreempting that cluster is the one Hold places on (the released
   // state with exactly the victims out), so Hold takes it instead of placing again. Cleared
   // by the next TryPreempt and by Hold.
+  // From FitsAfterStopping's memory, `cached` points at the entry (whose tasks are the
+  // placement) instead of copying its tasks; the entries stay put until the search ends.
   struct Placed {
     JobId job;
     std::vector<TaskAllocation> tasks;
+    FitAfterStopping* cached = nullptr;
   };
   std::optional<Placed> placed_;
   // Entries of in_.running present when first needed: preemptible, started before this cycle

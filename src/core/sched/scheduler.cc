@@ -163,7 +163,8 @@ Result<CycleResult> Cycle::Run(std::span<const Job> pending) {
                                        .queues = *queues_,
                                        .running = running_,
                                        .reservations = reservations_,
-                                       .rng = rng_});
+                                       .rng = rng_,
+                                       .messages = reasons_ != Reasons::kNone});
 
   for (size_t i = 0; i < snap_.nodes.size(); ++i) {
     if (snap_.nodes[i].off && state_.Schedulable(NodeIndex(static_cast<uint32_t>(i)))) {
