@@ -86,6 +86,7 @@ void Replay::Setup() {
   snapshot_.idle_state = std::make_shared<const core::ClusterState>(snapshot_.nodes);
   // Pending jobs' feasibility, checked once per job (dropped when it starts).
   snapshot_.feasible_jobs = std::make_shared<std::unordered_set<core::JobId>>();
+  snapshot_.signatures = std::make_shared<std::unordered_map<core::JobId, std::string>>();
   if (options_.fragmentation_workload) {
     workload_ = options_.fragmentation_workload;
   } else if (auto typical = TypicalPods(trace_); typical.ok()) {
@@ -280,6 +281,7 @@ void Replay::Start(const core::StartDecision& d) {
                            .started_at = core::FromSeconds(now_)};
   RemovePending(j);
   snapshot_.feasible_jobs->erase(d.job);
+  snapshot_.signatures->erase(d.job);
   // The cycle placed the job on the state it copied from loaded_, so its tasks fit here.
   // Its work begins once every node it was placed on has booted.
   int64_t ready = now_;
@@ -416,6 +418,7 @@ void Replay::Cycle() {
     const auto j = static_cast<uint32_t>(p.job.value - 1);
     if (jobs_[j].pending_pos == kNone) continue;
     RemovePending(j);
+    snapshot_.signatures->erase(p.job);
     JobRecord& r = result_.jobs[j];
     r.outcome = JobOutcome::kRejected;
     r.reason = p.message;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -97,9 +98,11 @@ TEST(PropertyDeterminism, SameInputsAndSeedGiveIdenticalResults) {
           auto preloaded = scheduler->RunCycle(with_loaded, pending, CycleSeed(seed, cycle));
           EXPECT_TRUE(preloaded.ok());
           const std::string from_loaded = preloaded.ok() ? CycleResultText(*preloaded) : "";
-          // Nor does a set of jobs known feasible, filled by one cycle and read by the next.
+          // Nor do a set of jobs known feasible and a map of their signatures, filled by one
+          // cycle and read by the next.
           Snapshot with_memo = snap;
           with_memo.feasible_jobs = std::make_shared<std::unordered_set<JobId>>();
+          with_memo.signatures = std::make_shared<std::unordered_map<JobId, std::string>>();
           std::string from_memo;
           for (int pass = 0; pass < 2; ++pass) {
             auto memo = scheduler->RunCycle(with_memo, pending, CycleSeed(seed, cycle));
@@ -198,6 +201,7 @@ TEST(PropertyDeterminism, CyclesWithoutReasonsDecideTheSame) {
             }
             Snapshot with_memo = snap;
             with_memo.feasible_jobs = std::make_shared<std::unordered_set<JobId>>();
+            with_memo.signatures = std::make_shared<std::unordered_map<JobId, std::string>>();
             const std::vector<const Snapshot*> snapshots = {&snap, &with_memo, &with_memo};
             for (const Snapshot* s : snapshots) {
               auto none = scheduler.RunCycle(*s, pending, CycleSeed(seed, cycle), Reasons::kNone);

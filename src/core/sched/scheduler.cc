@@ -557,7 +557,13 @@ void Cycle::Consider(const Job& job, const CycleContext& ctx) {
   const bool unrestricted = reservations_.Unrestricted(job);
   std::string& sig = sig_;
   sig.clear();
-  AppendSignatureShape(sig, job);
+  if (snap_.signatures != nullptr) {
+    auto [known, inserted] = snap_.signatures->try_emplace(job.id);
+    if (inserted) AppendSignatureShape(known->second, job);
+    sig.append(known->second);
+  } else {
+    AppendSignatureShape(sig, job);
+  }
   const size_t shape_size = sig.size();  // the preemption search's key starts with it
   AppendInt(sig, unrestricted ? 1 : 0);  // AppendSignature's last field
   // A restricted job's time limit matters only as which reservations it would end before:

@@ -39,6 +39,7 @@ class Trials {
         options_(options) {
     // A variant keeps the job's id: the cache of jobs known feasible would vouch for it.
     snapshot_.feasible_jobs = nullptr;
+    snapshot_.signatures = nullptr;  // the variants change the job's groups
   }
 
   const Job& job() const { return original_; }

@@ -2,6 +2,8 @@
 #define GANGWAY_CORE_STATE_SNAPSHOT_H_
 
 #include <memory>
+#include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -15,7 +17,7 @@ namespace gangway::core {
 
 // Everything a cycle reads, immutable for its duration. The caller (simulator or controller)
 // builds it; the core never changes it, except the set `feasible_jobs` points to, a cache the
-// caller opts into and a cycle adds to.
+// caller opts into and a cycle adds to, and likewise the map `signatures` points to.
 struct Snapshot {
   Instant now{};
   std::vector<Node> nodes;
@@ -44,6 +46,12 @@ struct Snapshot {
   // rejection until the job reaches the head of the queue).
   // One cycle at a time may use a set. null = every cycle checks every job.
   std::shared_ptr<std::unordered_set<JobId>> feasible_jobs;
+  // Optional, owned by the caller and written by cycles like feasible_jobs: each pending job's
+  // AppendSignatureShape (signature.h), which depends only on the job's groups and topology.
+  // Every cycle keys every job it places by it, and a backlog of hundreds of jobs rebuilt
+  // them in every cycle. The caller removes a job whose spec changes and a job that leaves
+  // the pending list. One cycle at a time may use the map. null = every cycle builds them.
+  std::shared_ptr<std::unordered_map<JobId, std::string>> signatures;
 };
 
 }  // namespace gangway::core
