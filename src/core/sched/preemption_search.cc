@@ -359,6 +359,7 @@ bool PreemptionSearch::TaskSlotsMayFit(const Job& job, const ClusterState& now,
   if (freed_.size() != now.node_count()) freed_.assign(now.node_count(), 0);
   for (const Candidate& c : candidates) {
     for (const TaskAllocation& t : c.running->job->tasks) {
+      if (t.gpus.empty()) continue;  // frees no GPU (and would list its node twice)
       int32_t& freed = freed_[t.node.value()];
       if (freed == 0) freed_nodes_.push_back(t.node);
       freed += static_cast<int32_t>(t.gpus.size());

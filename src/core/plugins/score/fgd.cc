@@ -17,9 +17,10 @@
 //
 // Ties between nodes: TieBreak (ranked_pick.h), by default uniformly at random from the cycle's
 // Rng, as the simulator's selectHost does.
-// Cost per candidate node: FitTask, then F for the node and for each distinct left it may take
-// a fraction from (FragmentationMemo: computed once per distinct node content in a Pick), and
-// for a fraction FitTask on single GPUs until the best s finds one that takes it.
+// Cost per candidate node: TaskFits, then F for the node and for each distinct left it may take
+// a fraction from, computed once per distinct node content in a Pick (ResidualContent), and for
+// a fraction TaskFits on single GPUs until the best s finds one that takes it. Only the
+// winner's allocation is built.
 
 #include "core/plugins/score/fgd.h"
 
@@ -88,7 +89,7 @@ class Fgd final : public NodeScorer {
     std::vector<int64_t> tried;  // a fraction's s values already walked
   };
 
-  // The scores of a node that takes the task (FitTask succeeds), whose residual is s.residual.
+  // The scores of a node that takes the task (TaskFits), whose residual is s.residual.
   void Compute(const PickRequest& req, NodeIndex n, Scratch& s, ContentScores& out) const {
     const ClusterState& state = req.state;
     const Node& node = state.node(n);
