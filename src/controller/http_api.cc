@@ -7,6 +7,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "controller/api_requests.h"
 #include "controller/guarded_server.h"
 #include "formats/text.h"
 #include "formats/units.h"
@@ -19,33 +20,10 @@ using httplib::Request;
 using httplib::Response;
 using nlohmann::json;
 
-constexpr int kMaxWaitMs = 30000;
 // The most of a refused request's body read (and thrown away) before answering it.
 constexpr size_t kDrainRefused = 64 * 1024;
 // The most of an authorized request's body over --max-body read and thrown away to answer 413.
 constexpr size_t kDrainAuthorized = 16 << 20;
-
-void SendJson(Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-}
-
-void SendError(Response& res, const ApiError& e) {
-  json err = {{"code", e.code}, {"message", e.message}};
-  if (!e.field.empty()) err["field"] = e.field;
-  if (!e.details.empty()) err["details"] = e.details;
-  SendJson(res, e.status, {{"error", err}});
-}
-
-template <typename T>
-bool Answer(Response& res, const Outcome<T>& out, int ok_status = 200) {
-  if (!out.ok()) {
-    SendError(res, out.error());
-    return false;
-  }
-  SendJson(res, ok_status, out.value());
-  return true;
-}
 
 // Answers and then closes the connection. For a request whose body was not read (no valid
 // token, or over the size limit): left on the connection, the body would be read as the next
@@ -77,40 +55,6 @@ std::string MediaType(const std::string& header) {
       out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   }
   return out;
-}
-
-std::string BearerToken(const Request& req) {
-  const std::string h = req.get_header_value("Authorization");
-  constexpr std::string_view kPrefix = "Bearer ";
-  if (h.size() <= kPrefix.size() || h.compare(0, kPrefix.size(), kPrefix) != 0) return "";
-  return h.substr(kPrefix.size());
-}
-
-// Parses a decimal query parameter; nullopt (and a 400 already sent) when malformed.
-std::optional<int64_t> IntParam(const Request& req, Response& res, const char* name,
-                                int64_t fallback, int64_t min, int64_t max) {
-  if (!req.has_param(name)) return fallback;
-  const std::string v = req.get_param_value(name);
-  try {
-    size_t used = 0;
-    const int64_t n = std::stoll(v, &used);
-    if (used == v.size() && n >= min && n <= max) return n;
-  } catch (const std::exception&) {
-  }
-  SendError(res, {400, "bad_request",
-                  std::string(name) + ": '" + v + "' is not a whole number in " +
-                      std::to_string(min) + ".." + std::to_string(max),
-                  name, json::array()});
-  return std::nullopt;
-}
-
-std::optional<uint64_t> JobId(const Request& req, Response& res) {
-  try {
-    return std::stoull(req.matches[1].str());
-  } catch (const std::exception&) {
-    SendError(res, {400, "bad_request", "the job id is out of range", "id", json::array()});
-    return std::nullopt;
-  }
 }
 
 }  // namespace
@@ -214,7 +158,7 @@ HttpApi::HttpApi(Controller& controller, AuthConfig auth, HttpOptions options)
 }
 
 bool HttpApi::Privileged(const Request& req) const {
-  const std::string token = BearerToken(req);
+  const std::string token = RequestBearerToken(req);
   if (token.empty()) return false;
   const std::shared_ptr<const AuthConfig> auth = Auth();
   if (const Identity* id = auth->Find(token)) return id->admin;
@@ -279,7 +223,7 @@ void HttpApi::Routes() {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       };
       Identity id;
-      const std::string token = BearerToken(req);
+      const std::string token = RequestBearerToken(req);
       bool allowed = who == Who::kAnyone;
       std::optional<ApiError> refused;
       if (who == Who::kUser) {
@@ -464,15 +408,15 @@ void HttpApi::Routes() {
         });
   route("GET", R"(/v1/jobs/(\d+))", "get_job", Who::kUser,
         [this, caller](const Request& req, Response& res, const Identity& id) {
-          if (auto job = JobId(req, res)) Answer(res, controller_.GetJob(caller(id), *job));
+          if (auto job = ReadJobId(req, res)) Answer(res, controller_.GetJob(caller(id), *job));
         });
   route("POST", R"(/v1/jobs/(\d+)/cancel)", "cancel", Who::kUser,
         [this, caller](const Request& req, Response& res, const Identity& id) {
-          if (auto job = JobId(req, res)) Answer(res, controller_.Cancel(caller(id), *job));
+          if (auto job = ReadJobId(req, res)) Answer(res, controller_.Cancel(caller(id), *job));
         });
   route("POST", R"(/v1/jobs/(\d+)/scale)", "scale", Who::kUser,
         [this, caller](const Request& req, Response& res, const Identity& id) {
-          auto job = JobId(req, res);
+          auto job = ReadJobId(req, res);
           if (!job) return;
           const json body = json::parse(req.body, nullptr, false);
           if (!body.is_object() || !body.contains("replicas") ||
@@ -493,13 +437,13 @@ void HttpApi::Routes() {
         });
   route("POST", R"(/v1/jobs/(\d+)/restart)", "rolling_restart", Who::kUser,
         [this, caller](const Request& req, Response& res, const Identity& id) {
-          if (auto job = JobId(req, res)) {
+          if (auto job = ReadJobId(req, res)) {
             Answer(res, controller_.RollingRestart(caller(id), *job));
           }
         });
   route("GET", R"(/v1/jobs/(\d+)/logs)", "logs", Who::kUser,
         [this, caller](const Request& req, Response& res, const Identity& id) {
-          auto job = JobId(req, res);
+          auto job = ReadJobId(req, res);
           if (!job) return;
           if (std::optional<LogQuery> q = ReadLogQuery(req, res)) {
             SendLogChunk(res, controller_.Logs(caller(id), *job, q->task, q->offset, q->limit));
@@ -745,7 +689,7 @@ void HttpApi::Routes() {
   route("GET", R"(/v1/logs/(\d+)/([0-9.]+))", "log_file", Who::kUser,
         [admin_only, this](const Request& req, Response& res, const Identity& id) {
           if (!admin_only(res, id)) return;
-          auto job = JobId(req, res);
+          auto job = ReadJobId(req, res);
           if (!job) return;
           const std::string task = req.matches[2].str();
           if (!LogStore::ValidTaskId(task)) {
@@ -773,7 +717,7 @@ void HttpApi::Routes() {
   route("POST", "/v1/agents/register", "agent_register", Who::kAgent,
         [this, body_json](const Request& req, Response& res, const Identity&) {
           if (auto body = body_json(req, res)) {
-            const std::string token = BearerToken(req);
+            const std::string token = RequestBearerToken(req);
             Answer(res, controller_.Register(*body, {token, Auth()->IsJoinToken(token)}));
           }
         });
@@ -858,97 +802,6 @@ std::string HttpApi::MetricsText() {
     << "gangway_http_connections_cut_total{reason=\"evicted\"} " << c.evicted << "\n";
   return o.str();
 }
-
-std::optional<JobListQuery> ReadJobListQuery(const httplib::Request& req, httplib::Response& res) {
-  JobListQuery query;
-  if (req.has_param("state")) {
-    std::stringstream ss(req.get_param_value("state"));
-    std::string s;
-    while (std::getline(ss, s, ',')) {
-      if (s.empty()) continue;
-      auto st = ParseJobState(s);
-      if (!st) {
-        SendError(res, {400, "bad_request",
-                        "state: '" + s +
-                            "' is not a job state (pending, scheduled, running, succeeded, "
-                            "failed, preempted, cancelled, timeout)",
-                        "state", json::array()});
-        return std::nullopt;
-      }
-      query.states.push_back(*st);
-    }
-  }
-  // A page at a time: building a page holds the controller's lock.
-  auto limit = IntParam(req, res, "limit", 1000, 1, 10000);
-  if (!limit) return std::nullopt;
-  auto before = IntParam(req, res, "before", 0, 0, INT64_MAX);
-  if (!before) return std::nullopt;
-  query.user = req.get_param_value("user");
-  query.queue = req.get_param_value("queue");
-  query.name = req.get_param_value("name");
-  query.limit = static_cast<int>(*limit);
-  query.before = static_cast<uint64_t>(*before);
-  query.all_users = req.get_param_value("all") == "true";
-  return query;
-}
-
-void SendOutcome(httplib::Response& res, const Outcome<nlohmann::json>& outcome) {
-  Answer(res, outcome);
-}
-
-std::optional<EventQuery> ReadEventQuery(const httplib::Request& req, httplib::Response& res) {
-  auto after = IntParam(req, res, "after", 0, 0, INT64_MAX);
-  if (!after) return std::nullopt;
-  auto limit = IntParam(req, res, "limit", 1000, 1, 10000);
-  if (!limit) return std::nullopt;
-  auto job = IntParam(req, res, "job", 0, 0, INT64_MAX);
-  if (!job) return std::nullopt;
-  auto last = IntParam(req, res, "last", 0, 1, 10000);
-  if (!last) return std::nullopt;
-  auto wait = IntParam(req, res, "waitMs", 0, 0, kMaxWaitMs);
-  if (!wait) return std::nullopt;
-  return EventQuery{.after = *after,
-                    .job = static_cast<uint64_t>(*job),
-                    .limit = static_cast<int>(*last > 0 ? *last : *limit),
-                    .last = *last > 0,
-                    .wait = std::chrono::milliseconds(*wait)};
-}
-
-std::optional<LogQuery> ReadLogQuery(const httplib::Request& req, httplib::Response& res) {
-  auto task = IntParam(req, res, "task", 0, 0, 1000000);
-  if (!task) return std::nullopt;
-  auto offset = IntParam(req, res, "offset", 0, 0, INT64_MAX);
-  if (!offset) return std::nullopt;
-  auto limit = IntParam(req, res, "limit", 1 << 20, 1, 16 << 20);
-  if (!limit) return std::nullopt;
-  return LogQuery{.task = static_cast<int>(*task), .offset = *offset, .limit = *limit};
-}
-
-void SendLogChunk(httplib::Response& res, const Outcome<LogChunk>& out) {
-  if (!out.ok()) {
-    SendError(res, out.error());
-    return;
-  }
-  const LogChunk& chunk = out.value();
-  res.set_header("X-Gangway-Next-Offset", std::to_string(chunk.next_offset));
-  res.set_header("X-Gangway-Log-Complete", chunk.complete ? "true" : "false");
-  res.set_header("X-Gangway-Log-Size", std::to_string(chunk.size));
-  res.set_content(chunk.data, "text/plain; charset=utf-8");
-}
-
-std::optional<uint64_t> ReadJobId(const httplib::Request& req, httplib::Response& res) {
-  return JobId(req, res);
-}
-
-void SendUnauthorized(httplib::Response& res, bool had_token) {
-  res.set_header("WWW-Authenticate", "Bearer");
-  SendError(res, {401, "unauthorized",
-                  had_token ? "the bearer token is not valid for this endpoint"
-                            : "missing bearer token: send Authorization: Bearer <token>",
-                  "", json::array()});
-}
-
-std::string RequestBearerToken(const httplib::Request& req) { return BearerToken(req); }
 
 void AvoidBrotli(const httplib::Request& req) {
   // httplib owns the request (it is not const there); it reads the header after the handler.

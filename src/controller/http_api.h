@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "controller/api_requests.h"
 #include "controller/auth.h"
 #include "controller/connection_guard.h"
 #include "controller/controller.h"
@@ -95,30 +96,6 @@ void SetPageHeaders(httplib::Response& res);
 
 // The OpenAPI 3 document of the user and agent APIs.
 const std::string& OpenApiDocument();
-
-// Pieces of the API that a standby (standby_api.h) answers the same way:
-// The query of GET /v1/jobs; nullopt, with the 400 naming the parameter already in `res`, when
-// one is malformed.
-std::optional<JobListQuery> ReadJobListQuery(const httplib::Request& req, httplib::Response& res);
-// The job id of a /v1/jobs/{id} path; nullopt, with the 400 in `res`, when out of range.
-std::optional<uint64_t> ReadJobId(const httplib::Request& req, httplib::Response& res);
-// The query of GET /v1/events; nullopt, with the 400 in `res`, when a parameter is malformed.
-std::optional<EventQuery> ReadEventQuery(const httplib::Request& req, httplib::Response& res);
-// The query of GET /v1/jobs/{id}/logs; nullopt, with the 400 in `res`, when malformed.
-struct LogQuery {
-  int task = 0;
-  int64_t offset = 0;
-  int64_t limit = 1 << 20;
-};
-std::optional<LogQuery> ReadLogQuery(const httplib::Request& req, httplib::Response& res);
-// The chunk as text with its X-Gangway-Next-Offset and X-Gangway-Log-Complete, or the error.
-void SendLogChunk(httplib::Response& res, const Outcome<LogChunk>& out);
-// The value as JSON with 200, or the error as every route sends one.
-void SendOutcome(httplib::Response& res, const Outcome<nlohmann::json>& outcome);
-// The 401 of a request without a valid user token.
-void SendUnauthorized(httplib::Response& res, bool had_token);
-// The token of an "Authorization: Bearer <token>" header, or "".
-std::string RequestBearerToken(const httplib::Request& req);
 
 }  // namespace gangway::controller
 

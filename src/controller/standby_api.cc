@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "controller/api_requests.h"
 #include "controller/http_api.h"
 
 namespace gangway::controller {
